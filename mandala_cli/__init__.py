@@ -1,0 +1,1 @@
+"""The ``mandala`` command: one entry point for every tool of Mandala Arena."""

@@ -1,0 +1,35 @@
+"""``mandala``: the command line of Mandala Arena.
+
+Each subcommand lives in a module of its own that registers its parser, so
+the engine tools start without loading the server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+from . import replay_cmd, selfplay_cmd
+
+COMMANDS = (replay_cmd, selfplay_cmd)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mandala", description="Mandala Arena: rules engine, server and tools.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for command in COMMANDS:
+        command.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.run(args) or 0)
+    except BrokenPipeError:  # e.g. piped into head
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,48 @@
+"""``mandala replay FILE... [--trace]``: replay R23 records and print each result."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from mandala import Game, RecordError, move_to_dict, replay
+
+from .summary import summary
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("replay", help="replay game records, validating every move, and print each result as JSON")
+    p.add_argument("files", nargs="+", type=Path, metavar="FILE", help="R23 record files (JSON)")
+    p.add_argument("--trace", action="store_true", help="first print each decision's legal moves (one file only)")
+    p.set_defaults(run=run)
+
+
+def _legal_line(ply: int, game: Game) -> str:
+    legal = sorted(json.dumps(move_to_dict(m), sort_keys=True) for m in game.legal_moves)
+    return '{"ply": %d, "to_move": %d, "legal": [%s]}' % (ply, game.to_move, ", ".join(legal))
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.trace and len(args.files) != 1:
+        print("mandala replay: --trace takes exactly one file", file=sys.stderr)
+        return 2
+    out = sys.stdout
+    trace = (lambda ply, game: out.write(_legal_line(ply, game) + "\n")) if args.trace else None
+    for path in args.files:
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            print(f"mandala replay: {path}: {e.strerror}", file=sys.stderr)
+            return 2
+        try:
+            game = replay(data, on_decision=trace)
+        except RecordError as e:
+            where = f"ply {e.ply}" if e.ply is not None else "record"
+            print(f"mandala replay: {path}: {where}: rule {e.rule}: {e.message}", file=sys.stderr)
+            out.flush()
+            return 2
+        out.write(json.dumps(summary(game)) + "\n")
+    out.flush()
+    return 0

@@ -1,0 +1,1 @@
+"""Mandala Arena's aiohttp application: connections, games, clocks, ladder, storage, pages."""
