@@ -26,5 +26,8 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/engine.py
 
+schema: $(STAMP)
+	$(PY) -m protocol.schema
+
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info
