@@ -1,0 +1,283 @@
+"""Every WebSocket message of the Mandala Arena protocol, as msgspec structs.
+
+These types are the single source of truth: the server encodes and decodes
+with them, the Python client uses them, and ``protocol/schema/`` is generated
+from them (``make schema``). Every message is a JSON object whose ``type``
+names it. PROTOCOL.md explains each one with an example.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Union
+
+import msgspec
+
+from mandala.moves import Move
+from mandala.record import PlayedMove, Record
+from mandala.views import Seat, View
+
+PROTOCOL_VERSION = 1
+"""Bumped on any change a conforming bot could notice; the server speaks only this one."""
+
+GameId = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+BotName = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_.-]{2,32}$")]
+
+_MSG = dict(tag_field="type", forbid_unknown_fields=True, omit_defaults=False)
+
+# --------------------------------------------------------------------------- bot -> server
+
+
+class Hello(msgspec.Struct, tag="hello", **_MSG):  # type: ignore[call-arg]
+    """First message on every connection. With ``token`` the connection plays as that bot;
+    without, it is a spectator that may only ``watch``."""
+
+    protocol: int
+    token: str | None = None
+    max_games: Annotated[int, msgspec.Meta(ge=1, le=64)] = 1
+    """How many games this bot plays at once on this connection."""
+    client: Annotated[str, msgspec.Meta(max_length=100)] | None = None
+    """Free text naming the bot's software, for logs."""
+
+
+class PlayMove(msgspec.Struct, tag="move", **_MSG):  # type: ignore[call-arg]
+    """Answer to a ``decision``: one of its legal moves, in R22 notation."""
+
+    game_id: GameId
+    request_id: int
+    move: Move
+
+
+class Challenge(msgspec.Struct, tag="challenge", **_MSG):  # type: ignore[call-arg]
+    """Ask another connected bot for an (unrated) game."""
+
+    opponent: BotName
+
+
+class Accept(msgspec.Struct, tag="accept", **_MSG):  # type: ignore[call-arg]
+    challenge_id: str
+
+
+class Decline(msgspec.Struct, tag="decline", **_MSG):  # type: ignore[call-arg]
+    challenge_id: str
+
+
+class Resign(msgspec.Struct, tag="resign", **_MSG):  # type: ignore[call-arg]
+    game_id: GameId
+
+
+class SetCapacity(msgspec.Struct, tag="capacity", **_MSG):  # type: ignore[call-arg]
+    """Change how many games this connection plays at once."""
+
+    max_games: Annotated[int, msgspec.Meta(ge=1, le=64)]
+
+
+class Watch(msgspec.Struct, tag="watch", **_MSG):  # type: ignore[call-arg]
+    """Follow a running game as a spectator."""
+
+    game_id: GameId
+
+
+class Unwatch(msgspec.Struct, tag="unwatch", **_MSG):  # type: ignore[call-arg]
+    game_id: GameId
+
+
+class Ping(msgspec.Struct, tag="ping", **_MSG):  # type: ignore[call-arg]
+    """Application-level ping; the server answers ``pong`` with the same ``data``."""
+
+    data: Annotated[str, msgspec.Meta(max_length=64)] | None = None
+
+
+ClientMessage = Union[Hello, PlayMove, Challenge, Accept, Decline, Resign, SetCapacity, Watch, Unwatch, Ping]
+CLIENT_TYPES: frozenset[str] = frozenset(
+    cls.__struct_config__.tag for cls in ClientMessage.__args__  # type: ignore[attr-defined]
+)
+
+# --------------------------------------------------------------------------- server -> bot
+
+
+class Limits(msgspec.Struct):
+    """The limits this server enforces (see PROTOCOL.md, Limits)."""
+
+    decision_ms: int
+    max_frame_bytes: int
+    messages_per_second: float
+    burst: int
+    max_games: int
+    heartbeat_s: float
+
+
+class Welcome(msgspec.Struct, tag="welcome", **_MSG):  # type: ignore[call-arg]
+    """Answer to ``hello``. ``bot`` is ``None`` for a spectator. ``games`` lists the bot's
+    running games; each is resumed with ``game_start``, ``update`` and any pending ``decision``."""
+
+    protocol: int
+    bot: str | None
+    limits: Limits
+    games: list[str]
+
+
+class Challenged(msgspec.Struct, tag="challenged", **_MSG):  # type: ignore[call-arg]
+    """Another bot challenges you: answer ``accept`` or ``decline`` before ``expires_ms``."""
+
+    challenge_id: str
+    challenger: str
+    expires_ms: int
+
+
+class ChallengeSent(msgspec.Struct, tag="challenge_sent", **_MSG):  # type: ignore[call-arg]
+    """Your challenge was delivered to ``opponent``."""
+
+    challenge_id: str
+    opponent: str
+    expires_ms: int
+
+
+class ChallengeDeclined(msgspec.Struct, tag="challenge_declined", **_MSG):  # type: ignore[call-arg]
+    """A challenge will not become a game: declined, expired, or its bot left."""
+
+    challenge_id: str
+    reason: Literal["declined", "expired", "offline", "busy"]
+
+
+class Player(msgspec.Struct):
+    name: str
+    seat: Seat
+
+
+class GameStart(msgspec.Struct, tag="game_start", **_MSG):  # type: ignore[call-arg]
+    """A game you play begins (or resumes, after a reconnect)."""
+
+    game_id: str
+    seat: Seat
+    players: list[Player]
+    first_player: Seat
+    decision_ms: int
+    rated: bool
+    resumed: bool = False
+
+
+class Decision(msgspec.Struct, tag="decision", **_MSG):  # type: ignore[call-arg]
+    """Your decision: answer with ``move`` carrying one of ``legal`` and this ``request_id``
+    within ``deadline_ms`` milliseconds, or lose the game on time."""
+
+    game_id: str
+    request_id: int
+    """The ply this decision is for (moves played so far in the game)."""
+    seat: Seat
+    view: View
+    legal: list[Move]
+    deadline_ms: int
+    """Milliseconds left on this decision's clock when the server sent it."""
+
+
+class MoveAccepted(msgspec.Struct, tag="move_accepted", **_MSG):  # type: ignore[call-arg]
+    """Your move was applied. ``elapsed_ms`` is the time the server's clock counted."""
+
+    game_id: str
+    request_id: int
+    elapsed_ms: float
+
+
+class Update(msgspec.Struct, tag="update", **_MSG):  # type: ignore[call-arg]
+    """The game after a move (``move`` is ``None`` for the first update of a game, a watch
+    or a resume): sent to both seats, each with its own view, and to spectators."""
+
+    game_id: str
+    ply: int
+    move: PlayedMove | None
+    view: View
+
+
+class OpponentAway(msgspec.Struct, tag="opponent_away", **_MSG):  # type: ignore[call-arg]
+    """The bot in ``seat`` lost its connection. ``grace_ms`` is how long it has to come back
+    before it loses on time (``None`` if no decision of its is pending: it then has until
+    its next decision's deadline)."""
+
+    game_id: str
+    seat: Seat
+    grace_ms: int | None
+
+
+class OpponentBack(msgspec.Struct, tag="opponent_back", **_MSG):  # type: ignore[call-arg]
+    game_id: str
+    seat: Seat
+
+
+EndReason = Literal["river", "deck", "no_moves", "turn_limit", "timeout", "resign", "aborted"]
+
+
+class GameResult(msgspec.Struct):
+    """How a game ended. The first four reasons are the rules' (R17–R19); ``timeout`` and
+    ``resign`` make ``winner`` the other seat; ``aborted`` games have no winner and are unrated."""
+
+    winner: Seat | None
+    end_reason: EndReason
+    scores: list[int]
+    cup_sizes: list[int]
+
+
+class GameOver(msgspec.Struct, tag="game_over", **_MSG):  # type: ignore[call-arg]
+    """The game ended; its whole record (R23) is public now."""
+
+    game_id: str
+    result: GameResult
+    record: Record
+
+
+ErrorCode = Literal[
+    "bad_json",
+    "not_object",
+    "unknown_type",
+    "invalid_message",
+    "binary_frame",
+    "frame_too_large",
+    "unsupported_version",
+    "not_authenticated",
+    "already_authenticated",
+    "bad_token",
+    "spectator",
+    "unknown_game",
+    "not_your_game",
+    "not_your_turn",
+    "stale_request",
+    "illegal_move",
+    "game_over",
+    "unknown_bot",
+    "bot_offline",
+    "challenge_self",
+    "unknown_challenge",
+    "rate_limited",
+    "flood",
+]
+
+
+class Error(msgspec.Struct, tag="error", **_MSG):  # type: ignore[call-arg]
+    """Something the bot sent was refused; nothing changed. ``code`` is stable."""
+
+    code: ErrorCode
+    message: str
+    game_id: str | None = None
+    request_id: int | None = None
+    rule: str | None = None
+    """For ``illegal_move``: the rule the move breaks (``R9``, …)."""
+    limit: str | None = None
+    """For ``rate_limited``: which limit was hit."""
+    retry_after: float | None = None
+    """For ``rate_limited``: seconds to wait before sending again."""
+
+
+class Pong(msgspec.Struct, tag="pong", **_MSG):  # type: ignore[call-arg]
+    data: str | None = None
+
+
+ServerMessage = Union[
+    Welcome, Challenged, ChallengeSent, ChallengeDeclined, GameStart, Decision, MoveAccepted,
+    Update, OpponentAway, OpponentBack, GameOver, Error, Pong,
+]
+
+# WebSocket close codes the server uses (PROTOCOL.md, Closing).
+CLOSE_BAD_TOKEN = 4001
+CLOSE_UNSUPPORTED_VERSION = 4002
+CLOSE_HELLO_TIMEOUT = 4003
+CLOSE_FLOOD = 4008
+CLOSE_REPLACED = 4009
