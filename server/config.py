@@ -1,0 +1,83 @@
+"""Server settings: one immutable struct, filled from defaults, a TOML file, the environment
+and command-line flags, in that order of precedence (later wins).
+
+Every limit the server enforces lives here so tests can shrink clocks and buckets instead of
+sleeping, and so ``welcome`` can tell bots the exact numbers.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal, Mapping
+
+import msgspec
+
+Registration = Literal["open", "admin"]
+
+HARD_FRAME_CAP = 1 << 20
+"""aiohttp's own ``max_msg_size``: a frame above 1 MiB is dropped by aiohttp itself (close 1009)
+before the server sees it; frames between ``max_frame_bytes`` and this get ``frame_too_large``."""
+
+
+class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):
+    """Everything configurable about one server instance."""
+
+    host: str = "127.0.0.1"
+    port: int = 8080
+    db: str = "mandala.db"
+    decision_ms: int = 5000
+    """Time a bot has for one decision, measured by the server from sending ``decision``."""
+    registration: Registration = "open"
+    """``open``: anyone may create a bot (rate-limited per IP); ``admin``: only with the admin token."""
+    admin_token: str | None = None
+    """Bearer token for admin API calls; generated at start (and printed) when not configured."""
+    registrations_per_hour: int = 10
+    max_frame_bytes: int = 16384
+    messages_per_second: float = 20.0
+    burst: int = 40
+    flood_after: int | None = None
+    """Refused messages in a row before a connection is closed for flooding; ``None`` means ``burst``."""
+    max_games: int = 64
+    """Upper bound on a connection's ``max_games``."""
+    heartbeat_s: float = 20.0
+    hello_timeout_s: float = 10.0
+    challenge_expiry_s: float = 30.0
+    send_queue_max: int = 4096
+    """Frames queued for one connection before it is dropped as too slow to read."""
+    finished_cache: int = 512
+    """Finished games kept in memory (so late moves get ``game_over``, not ``unknown_game``)."""
+
+    @property
+    def flood_limit(self) -> int:
+        return self.burst if self.flood_after is None else self.flood_after
+
+
+ENV_ADMIN_TOKEN = "MANDALA_ADMIN_TOKEN"
+
+
+class ConfigError(ValueError):
+    """A config file or flag that does not make valid settings."""
+
+
+def load_settings(
+    config: Path | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Settings:
+    """Merge defaults < TOML file < ``MANDALA_ADMIN_TOKEN`` < ``overrides`` (``None`` values skipped)."""
+    values: dict[str, Any] = {}
+    if config is not None:
+        try:
+            values.update(tomllib.loads(config.read_text(encoding="utf-8")))
+        except (OSError, tomllib.TOMLDecodeError) as e:
+            raise ConfigError(f"{config}: {e}") from None
+    env = os.environ if environ is None else environ
+    if env.get(ENV_ADMIN_TOKEN):
+        values["admin_token"] = env[ENV_ADMIN_TOKEN]
+    values.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    try:
+        return msgspec.convert(values, Settings)
+    except msgspec.ValidationError as e:
+        raise ConfigError(f"bad setting: {e}") from None

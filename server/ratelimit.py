@@ -1,0 +1,59 @@
+"""Rate limits: a token bucket per WebSocket connection, and a sliding window per key
+(client IP) for bot registration.
+
+Both take the current time as an argument so they are pure and trivially testable; callers
+pass ``loop.time()`` / ``time.monotonic()``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+
+class TokenBucket:
+    """``rate`` tokens a second, at most ``burst`` saved up; one message costs one token."""
+
+    __slots__ = ("rate", "burst", "_tokens", "_last")
+
+    def __init__(self, rate: float, burst: int, now: float) -> None:
+        self.rate = rate
+        self.burst = burst
+        self._tokens = float(burst)
+        self._last = now
+
+    def take(self, now: float) -> float | None:
+        """Spend a token: ``None`` if allowed, else the seconds until one is available."""
+        self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.rate)
+        self._last = now
+        if self._tokens >= 1.0:
+            self._tokens -= 1.0
+            return None
+        return (1.0 - self._tokens) / self.rate if self.rate > 0 else float("inf")
+
+
+class WindowLimiter:
+    """At most ``limit`` events per ``window`` seconds for each key."""
+
+    __slots__ = ("limit", "window", "_events")
+
+    def __init__(self, limit: int, window: float) -> None:
+        self.limit = limit
+        self.window = window
+        self._events: dict[str, deque[float]] = {}
+
+    def hit(self, key: str, now: float) -> float | None:
+        """Count one event for ``key``: ``None`` if allowed, else seconds until one is allowed."""
+        if len(self._events) > 10_000:
+            self._prune(now)
+        events = self._events.setdefault(key, deque())
+        while events and events[0] <= now - self.window:
+            events.popleft()
+        if len(events) >= self.limit:
+            return events[0] + self.window - now
+        events.append(now)
+        return None
+
+    def _prune(self, now: float) -> None:
+        """Forget keys with no event in the window, so the table cannot grow without bound."""
+        for key in [k for k, ev in self._events.items() if not ev or ev[-1] <= now - self.window]:
+            del self._events[key]
