@@ -248,6 +248,7 @@ ErrorCode = Literal[
     "unknown_challenge",
     "rate_limited",
     "flood",
+    "internal_error",
 ]
 
 

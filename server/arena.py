@@ -1,0 +1,39 @@
+"""The server's shared state in one object, stored on the aiohttp application.
+
+Handlers reach everything through ``request.app[ARENA]``; nothing is a module global, so
+several servers (e.g. in tests) can run in one process.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from protocol.messages import Limits
+
+from .challenges import ChallengeBook
+from .config import Settings
+from .games import GameManager
+from .presence import Presence
+from .ratelimit import WindowLimiter
+from .storage import Storage
+
+
+@dataclass
+class Arena:
+    settings: Settings
+    admin_token: str
+    storage: Storage
+    presence: Presence
+    manager: GameManager
+    challenges: ChallengeBook
+    registrations: WindowLimiter
+
+    @property
+    def limits(self) -> Limits:
+        s = self.settings
+        return Limits(s.decision_ms, s.max_frame_bytes, s.messages_per_second, s.burst, s.max_games, s.heartbeat_s)
+
+
+ARENA = web.AppKey("arena", Arena)

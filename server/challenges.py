@@ -1,0 +1,114 @@
+"""Challenges between connected bots: offer, accept, decline, expire.
+
+A challenge lives until it is answered, expires (one ``call_later`` timer each), or one of
+its bots leaves. Accepted challenges start an unrated game through ``GameManager.start_game``
+with a random seat assignment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import secrets
+from dataclasses import dataclass
+
+from protocol.messages import ChallengeDeclined, Challenged, ChallengeSent
+
+from .config import Settings
+from .games import GameManager
+from .presence import Presence
+from .refusal import Refusal
+from .storage import Storage
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class PendingChallenge:
+    id: str
+    challenger: str
+    opponent: str
+    timer: asyncio.TimerHandle
+
+
+class ChallengeBook:
+    """The open challenges, by id."""
+
+    def __init__(self, settings: Settings, storage: Storage, presence: Presence, manager: GameManager) -> None:
+        self.settings = settings
+        self.storage = storage
+        self.presence = presence
+        self.manager = manager
+        self.pending: dict[str, PendingChallenge] = {}
+
+    def _tell(self, bot: str, msg: object) -> None:
+        conn = self.presence.get(bot)
+        if conn is not None:
+            conn.send(msg)
+
+    async def _canonical(self, name: str) -> str | None:
+        """The registered spelling of a bot name (names are unique case-insensitively)."""
+        if self.presence.is_connected(name):
+            return name
+        row = await self.storage.bot_by_name(name)
+        return row.name if row is not None else None
+
+    async def challenge(self, challenger: str, opponent: str) -> None:
+        """Offer ``opponent`` a game, or refuse (unknown, offline, self); a busy opponent
+        declines at once."""
+        name = await self._canonical(opponent)
+        if name is None:
+            raise Refusal("unknown_bot", f"no bot named {opponent!r}")
+        if name == challenger:
+            raise Refusal("challenge_self", "a bot cannot challenge itself")
+        conn = self.presence.get(name)
+        if conn is None:
+            raise Refusal("bot_offline", f"{name} is not connected")
+        challenge_id = secrets.token_urlsafe(8)
+        if self.manager.running_count(name) >= conn.max_games:
+            self._tell(challenger, ChallengeDeclined(challenge_id, "busy"))
+            return
+        expires_ms = int(self.settings.challenge_expiry_s * 1000)
+        timer = asyncio.get_running_loop().call_later(self.settings.challenge_expiry_s, self._expire, challenge_id)
+        self.pending[challenge_id] = PendingChallenge(challenge_id, challenger, name, timer)
+        self._tell(challenger, ChallengeSent(challenge_id, name, expires_ms))
+        conn.send(Challenged(challenge_id, challenger, expires_ms))
+
+    def _take(self, bot: str, challenge_id: str) -> PendingChallenge:
+        ch = self.pending.get(challenge_id)
+        if ch is None or ch.opponent != bot:
+            raise Refusal("unknown_challenge", f"no open challenge {challenge_id!r} to you")
+        del self.pending[challenge_id]
+        ch.timer.cancel()
+        return ch
+
+    def accept(self, bot: str, challenge_id: str) -> None:
+        ch = self._take(bot, challenge_id)
+        if not self.presence.is_connected(ch.challenger):
+            raise Refusal("bot_offline", f"{ch.challenger} is not connected any more")
+        seats = [ch.challenger, ch.opponent]
+        random.shuffle(seats)
+        self.manager.start_game((seats[0], seats[1]))
+
+    def decline(self, bot: str, challenge_id: str) -> None:
+        ch = self._take(bot, challenge_id)
+        self._tell(ch.challenger, ChallengeDeclined(ch.id, "declined"))
+
+    def _expire(self, challenge_id: str) -> None:
+        ch = self.pending.pop(challenge_id, None)
+        if ch is not None:
+            self._tell(ch.challenger, ChallengeDeclined(ch.id, "expired"))
+
+    def bot_left(self, bot: str) -> None:
+        """Drop the bot's challenges; challengers waiting on it hear it went offline."""
+        for ch in [c for c in self.pending.values() if bot in (c.challenger, c.opponent)]:
+            del self.pending[ch.id]
+            ch.timer.cancel()
+            if ch.opponent == bot:
+                self._tell(ch.challenger, ChallengeDeclined(ch.id, "offline"))
+
+    def clear(self) -> None:
+        for ch in self.pending.values():
+            ch.timer.cancel()
+        self.pending.clear()

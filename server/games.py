@@ -1,0 +1,468 @@
+"""Running games: :class:`GameRoom` (one engine game, its seats, clock and spectators) and
+:class:`GameManager` (the one place games start, are looked up, and end).
+
+Everything here is synchronous and runs on the event loop, so a move, a timeout and a resign
+can never interleave halfway. Clocks are one ``loop.call_later`` per pending decision; the
+only awaits are the storage writes, fired and tracked as tasks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+from collections import OrderedDict
+from typing import Any, Callable
+
+import msgspec
+
+import mandala
+from mandala import Game, IllegalMove, RecordError, record_dict
+from mandala.moves import Move
+from mandala.record import PlayedMove
+from protocol.messages import (
+    Decision,
+    GameOver,
+    GameResult,
+    GameStart,
+    MoveAccepted,
+    OpponentAway,
+    OpponentBack,
+    Player,
+    Update,
+)
+
+from .clock import utc_now
+from .config import Settings
+from .connection import Connection, encode
+from .deals import Deal, build_game
+from .presence import Presence
+from .refusal import Refusal
+from .storage import GameRow, GameStatus, Storage
+
+log = logging.getLogger(__name__)
+
+Deliver = Callable[[str, Any], None]
+"""Send a message (struct or encoded frame) to a bot by name, if it is connected."""
+
+
+def played_move(move: Move, seat: int) -> PlayedMove:
+    """The move as records and updates list it: with the ``player`` who made it."""
+    return msgspec.convert({**msgspec.to_builtins(move), "player": seat}, PlayedMove)  # type: ignore[arg-type]
+
+
+class Pending:
+    """The decision the game waits for, and the timer that ends the game if it never comes."""
+
+    __slots__ = ("seat", "request_id", "sent_at", "timer")
+
+    def __init__(self, seat: int, request_id: int, sent_at: float, timer: asyncio.TimerHandle) -> None:
+        self.seat = seat
+        self.request_id = request_id
+        self.sent_at = sent_at
+        self.timer = timer
+
+
+class GameRoom:
+    """One game between two bots, from its first ``game_start`` to its ``game_over``."""
+
+    def __init__(
+        self,
+        game_id: str,
+        players: tuple[str, str],
+        game: Game,
+        *,
+        rated: bool,
+        decision_ms: int,
+        explicit_reshuffles: int,
+        deliver: Deliver,
+        on_end: Callable[["GameRoom"], None],
+    ) -> None:
+        self.id = game_id
+        self.players = players
+        self.game = game
+        self.rated = rated
+        self.decision_ms = decision_ms
+        self.started = utc_now()
+        self.ended: str | None = None
+        self.status: GameStatus = "running"
+        self.outcome: GameResult | None = None
+        self.spectators: set[Connection] = set()
+        self.pending: Pending | None = None
+        self.away: set[int] = set()
+        self._explicit_reshuffles = explicit_reshuffles
+        self._deliver = deliver
+        self._on_end = on_end
+        self._loop = asyncio.get_running_loop()
+
+    def __repr__(self) -> str:
+        return f"<GameRoom {self.id} {self.players} ply={self.ply} {self.status}>"
+
+    @property
+    def ply(self) -> int:
+        return len(self.game.history)
+
+    @property
+    def over(self) -> bool:
+        return self.outcome is not None
+
+    def seat_of(self, bot: str) -> int | None:
+        if bot == self.players[0]:
+            return 0
+        if bot == self.players[1]:
+            return 1
+        return None
+
+    def spectator_view(self) -> mandala.View:
+        return mandala.view(self.game, None)
+
+    def remaining_ms(self) -> int | None:
+        """Milliseconds left on the pending decision's clock (``None`` if none is pending)."""
+        p = self.pending
+        if p is None:
+            return None
+        return max(0, int(self.decision_ms - (self._loop.time() - p.sent_at) * 1000))
+
+    def to_row(self) -> GameRow:
+        """The game as storage keeps it."""
+        done = self.outcome is not None
+        return GameRow(
+            game_id=self.id,
+            players=list(self.players),
+            status=self.status,
+            rated=self.rated,
+            first_player=self.game.first_player,
+            ply=self.ply,
+            started=self.started,
+            ended=self.ended,
+            end_reason=self.outcome.end_reason if self.outcome else None,
+            result=msgspec.to_builtins(self.outcome) if self.outcome else None,
+            record=record_dict(self.game) if done else None,
+        )
+
+    # ------------------------------------------------------------------ messages to seats
+
+    def _game_start(self, seat: int, resumed: bool) -> GameStart:
+        return GameStart(
+            game_id=self.id,
+            seat=seat,  # type: ignore[arg-type]
+            players=[Player(self.players[0], 0), Player(self.players[1], 1)],
+            first_player=self.game.first_player,  # type: ignore[arg-type]
+            decision_ms=self.decision_ms,
+            rated=self.rated,
+            resumed=resumed,
+        )
+
+    def _send_decision(self, deadline_ms: int) -> None:
+        p = self.pending
+        assert p is not None
+        msg = Decision(
+            game_id=self.id,
+            request_id=p.request_id,
+            seat=p.seat,  # type: ignore[arg-type]
+            view=mandala.view(self.game, p.seat),
+            legal=self.game.legal_moves,
+            deadline_ms=deadline_ms,
+        )
+        self._deliver(self.players[p.seat], msg)
+
+    def _broadcast_update(self, played: PlayedMove | None) -> None:
+        """Each seat its own view, spectators the public one (encoded once for all of them)."""
+        ply = self.ply
+        for seat in (0, 1):
+            self._deliver(self.players[seat], Update(self.id, ply, played, mandala.view(self.game, seat)))
+        if self.spectators:
+            frame = encode(Update(self.id, ply, played, self.spectator_view()))
+            for conn in list(self.spectators):
+                conn.send(frame)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def begin(self) -> None:
+        """Tell both seats the game starts, show them the deal, ask the first decision."""
+        for seat in (0, 1):
+            self._deliver(self.players[seat], self._game_start(seat, resumed=False))
+        self._broadcast_update(None)
+        self._ask()
+
+    def _ask(self) -> None:
+        """Ask the player to move for a decision and start its clock (or end a finished game)."""
+        if self.game.is_over:
+            res = mandala.result(self.game)
+            assert res is not None
+            self._end(GameResult(res.winner, res.end_reason, list(res.scores), list(res.cup_sizes)), "finished")
+            return
+        seat: int = self.game.to_move  # type: ignore[assignment]
+        request_id = self.ply
+        timer = self._loop.call_later(self.decision_ms / 1000, self._on_timeout, request_id)
+        self.pending = Pending(seat, request_id, self._loop.time(), timer)
+        self._send_decision(self.decision_ms)
+
+    def _on_timeout(self, request_id: int) -> None:
+        try:
+            p = self.pending
+            if p is not None and p.request_id == request_id and not self.over:
+                self._end_for(1 - p.seat, "timeout")
+        except Exception:
+            log.exception("timeout handling failed in %r", self)
+
+    def _end_for(self, winner: int | None, reason: str, status: GameStatus = "finished") -> None:
+        scores = list(self.game.scores())
+        cups = list(self.game.cup_sizes())
+        self._end(GameResult(winner, reason, scores, cups), status)  # type: ignore[arg-type]
+
+    def _end(self, outcome: GameResult, status: GameStatus) -> None:
+        """Stop the clock, publish result and record to everyone, hand the room back."""
+        if self.pending is not None:
+            self.pending.timer.cancel()
+            self.pending = None
+        self.outcome = outcome
+        self.status = status
+        self.ended = utc_now()
+        frame = encode(GameOver(self.id, outcome, mandala.record_of(self.game)))
+        for name in self.players:
+            self._deliver(name, frame)
+        for conn in self.spectators:
+            conn.send(frame)
+            conn.watching.discard(self.id)
+        self.spectators.clear()
+        self._on_end(self)
+
+    # ------------------------------------------------------------------ what bots do
+
+    def _refuse(self, code: Any, message: str, request_id: int | None = None, rule: str | None = None) -> Refusal:
+        return Refusal(code, message, game_id=self.id, request_id=request_id, rule=rule)
+
+    def play(self, seat: int, request_id: int, move: Move) -> None:
+        """Apply ``seat``'s answer to the pending decision; raises :class:`Refusal` and changes
+        nothing if it is not one."""
+        if self.over:
+            raise self._refuse("game_over", f"game {self.id} is over", request_id)
+        p = self.pending
+        if p is None or p.seat != seat:
+            raise self._refuse("not_your_turn", "no decision of yours is pending in this game", request_id)
+        if request_id != p.request_id:
+            raise self._refuse("stale_request", f"the pending decision is request_id {p.request_id}", request_id)
+        elapsed = self._loop.time() - p.sent_at
+        if elapsed * 1000 > self.decision_ms:
+            self._on_timeout(p.request_id)
+            raise self._refuse("game_over", "your time for this decision ran out", request_id)
+        if len(self.game.reshuffles) < self._explicit_reshuffles and not self._probe(move):
+            return
+        try:
+            self.game.push(move)
+        except IllegalMove as e:
+            raise self._refuse("illegal_move", e.message, request_id, e.rule) from None
+        p.timer.cancel()
+        self.pending = None
+        self._deliver(self.players[seat], MoveAccepted(self.id, request_id, round(elapsed * 1000, 3)))
+        self._broadcast_update(played_move(move, seat))
+        self._ask()
+
+    def _probe(self, move: Move) -> bool:
+        """Try ``move`` on a copy while explicit reshuffles are pending: the engine checks a given
+        order against the discard pile only mid-draw (leaving the game half-changed), so a deal
+        whose order does not fit is found here and the game aborted cleanly. False if aborted."""
+        probe = self.game.copy()
+        try:
+            probe.push(move)
+        except IllegalMove as e:
+            raise self._refuse("illegal_move", e.message, self.ply, e.rule) from None
+        except RecordError as e:
+            log.warning("game %s: the deal's reshuffle order does not fit (%s): aborted", self.id, e)
+            self.abort()
+            return False
+        return True
+
+    def resign(self, seat: int) -> None:
+        if self.over:
+            raise self._refuse("game_over", f"game {self.id} is over")
+        self._end_for(1 - seat, "resign")
+
+    def abort(self) -> None:
+        """End without a winner (server stopping, unplayable deal)."""
+        if not self.over:
+            self._end_for(None, "aborted", "aborted")
+
+    # ------------------------------------------------------------------ presence
+
+    def resume(self, seat: int) -> None:
+        """The bot in ``seat`` (re)connected: replay where the game stands, same pending request."""
+        name = self.players[seat]
+        self._deliver(name, self._game_start(seat, resumed=True))
+        self._deliver(name, Update(self.id, self.ply, None, mandala.view(self.game, seat)))
+        if self.pending is not None and self.pending.seat == seat:
+            self._send_decision(self.remaining_ms() or 0)
+        if seat in self.away:
+            self.away.discard(seat)
+            self._deliver(self.players[1 - seat], OpponentBack(self.id, seat))  # type: ignore[arg-type]
+
+    def went_away(self, seat: int) -> None:
+        """The bot in ``seat`` lost its connection: its clock runs on; tell the opponent."""
+        self.away.add(seat)
+        grace = self.remaining_ms() if self.pending is not None and self.pending.seat == seat else None
+        self._deliver(self.players[1 - seat], OpponentAway(self.id, seat, grace))  # type: ignore[arg-type]
+
+    def watch(self, conn: Connection) -> None:
+        self.spectators.add(conn)
+        conn.watching.add(self.id)
+        conn.send(Update(self.id, self.ply, None, self.spectator_view()))
+
+    def unwatch(self, conn: Connection) -> None:
+        self.spectators.discard(conn)
+        conn.watching.discard(self.id)
+
+
+class GameManager:
+    """Starts every game (challenges, the admin API, later the ladder), finds games by id,
+    and stores them at their start and their end."""
+
+    def __init__(self, settings: Settings, storage: Storage, presence: Presence) -> None:
+        self.settings = settings
+        self.storage = storage
+        self.presence = presence
+        self.running: dict[str, GameRoom] = {}
+        self.finished: OrderedDict[str, GameRoom] = OrderedDict()
+        self._by_bot: dict[str, dict[str, GameRoom]] = {}
+        self._writes: set[asyncio.Task[None]] = set()
+
+    # ------------------------------------------------------------------ starting and ending
+
+    def start_game(self, players: tuple[str, str], deal: Deal | None = None, *, rated: bool = False) -> GameRoom:
+        """Deal and begin a game; seat 0 is ``players[0]``. Raises ``SetupError`` for a bad deal."""
+        if players[0] == players[1]:
+            raise ValueError("a bot cannot play itself")
+        deal = deal or Deal()
+        game = build_game(deal)
+        game_id = secrets.token_urlsafe(6)
+        while game_id in self.running or game_id in self.finished:
+            game_id = secrets.token_urlsafe(6)
+        room = GameRoom(
+            game_id,
+            players,
+            game,
+            rated=rated,
+            decision_ms=self.settings.decision_ms,
+            explicit_reshuffles=len(deal.reshuffles or ()),
+            deliver=self._deliver,
+            on_end=self._on_end,
+        )
+        self.running[game_id] = room
+        for name in players:
+            self._by_bot.setdefault(name, {})[game_id] = room
+        self._save(room)
+        log.info("game %s started: %s vs %s", game_id, *players)
+        room.begin()
+        return room
+
+    def _deliver(self, name: str, msg: Any) -> None:
+        conn = self.presence.get(name)
+        if conn is not None:
+            conn.send(msg)
+
+    def _on_end(self, room: GameRoom) -> None:
+        self.running.pop(room.id, None)
+        for name in room.players:
+            games = self._by_bot.get(name)
+            if games is not None:
+                games.pop(room.id, None)
+                if not games:
+                    del self._by_bot[name]
+        self.finished[room.id] = room
+        while len(self.finished) > self.settings.finished_cache:
+            self.finished.popitem(last=False)
+        self._save(room)
+        log.info("game %s over: %s", room.id, room.outcome)
+
+    def _save(self, room: GameRoom) -> None:
+        """Write the game's current row; tracked so :meth:`flush` can wait for it."""
+        task = asyncio.get_running_loop().create_task(self.storage.save_game(room.to_row()))
+        self._writes.add(task)
+        task.add_done_callback(self._write_done)
+
+    def _write_done(self, task: "asyncio.Task[None]") -> None:
+        self._writes.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("storing a game failed", exc_info=task.exception())
+
+    async def flush(self) -> None:
+        """Wait until every game write issued so far is on disk."""
+        while self._writes:
+            await asyncio.gather(*list(self._writes), return_exceptions=True)
+
+    def abort_all(self) -> None:
+        for room in list(self.running.values()):
+            room.abort()
+
+    # ------------------------------------------------------------------ lookups
+
+    def lookup(self, game_id: str) -> GameRoom | None:
+        return self.running.get(game_id) or self.finished.get(game_id)
+
+    def games_of(self, bot: str) -> list[GameRoom]:
+        """The bot's running games, oldest first."""
+        return list(self._by_bot.get(bot, {}).values())
+
+    def running_count(self, bot: str) -> int:
+        return len(self._by_bot.get(bot, ()))
+
+    def _room_for(self, bot: str, game_id: str, request_id: int | None = None) -> tuple[GameRoom, int]:
+        room = self.lookup(game_id)
+        if room is None:
+            raise Refusal("unknown_game", f"no game {game_id!r}", game_id=game_id, request_id=request_id)
+        seat = room.seat_of(bot)
+        if seat is None:
+            raise Refusal("not_your_game", f"{bot} does not play game {game_id}", game_id=game_id, request_id=request_id)
+        return room, seat
+
+    # ------------------------------------------------------------------ bot requests
+
+    def play(self, bot: str, game_id: str, request_id: int, move: Move) -> None:
+        room, seat = self._room_for(bot, game_id, request_id)
+        room.play(seat, request_id, move)
+
+    def resign(self, bot: str, game_id: str) -> None:
+        room, seat = self._room_for(bot, game_id)
+        room.resign(seat)
+
+    def watch(self, conn: Connection, game_id: str) -> None:
+        room = self.lookup(game_id)
+        if room is None:
+            raise Refusal("unknown_game", f"no running game {game_id!r}", game_id=game_id)
+        if room.over:
+            raise Refusal(
+                "game_over", f"game {game_id} is over: its record is at /api/games/{game_id}/record", game_id=game_id
+            )
+        room.watch(conn)
+
+    def unwatch(self, conn: Connection, game_id: str) -> None:
+        room = self.lookup(game_id)
+        if room is None and game_id not in conn.watching:
+            raise Refusal("unknown_game", f"no game {game_id!r}", game_id=game_id)
+        if room is not None:
+            room.unwatch(conn)
+        conn.watching.discard(game_id)
+
+    # ------------------------------------------------------------------ presence
+
+    def bot_arrived(self, bot: str) -> None:
+        """A bot said hello: resume each of its running games on its new connection."""
+        for room in self.games_of(bot):
+            seat = room.seat_of(bot)
+            assert seat is not None
+            room.resume(seat)
+
+    def bot_left(self, bot: str) -> None:
+        """A bot's last connection closed: its games go on, their opponents are told."""
+        for room in self.games_of(bot):
+            seat = room.seat_of(bot)
+            assert seat is not None
+            room.went_away(seat)
+
+    def connection_closed(self, conn: Connection) -> None:
+        """Drop a closed connection from the games it watched."""
+        for game_id in list(conn.watching):
+            room = self.lookup(game_id)
+            if room is not None:
+                room.unwatch(conn)
+        conn.watching.clear()

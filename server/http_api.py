@@ -1,0 +1,249 @@
+"""The HTTP JSON API under ``/api/``: bots, games, records.
+
+Every error is JSON ``{"error": {"code", "message"}}`` with a fitting status, including
+aiohttp's own 404/405 and any unexpected exception (see :func:`json_errors`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from typing import Annotated, Any, Awaitable, Callable, Literal
+
+import msgspec
+from aiohttp import web
+
+import mandala
+from mandala import RecordError, SetupError
+from protocol.messages import BotName
+
+from .arena import ARENA, Arena
+from .auth import check_admin, hash_token, new_token
+from .clock import utc_now
+from .deals import Deal
+from .games import GameRoom
+from .storage import GameRow, NameTaken
+
+log = logging.getLogger(__name__)
+
+_json = msgspec.json.Encoder()
+
+
+class ApiError(Exception):
+    """An HTTP error with a stable code, rendered as JSON by :func:`json_errors`."""
+
+    def __init__(self, status: int, code: str, message: str, headers: dict[str, str] | None = None, **extra: Any) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.headers = headers or {}
+        self.extra = extra
+
+
+def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    return web.Response(body=_json.encode(data), status=status, content_type="application/json", headers=headers)
+
+
+def error_response(status: int, code: str, message: str, headers: dict[str, str] | None = None, **extra: Any) -> web.Response:
+    return json_response({"error": {"code": code, "message": message, **extra}}, status, headers)
+
+
+@web.middleware
+async def json_errors(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
+    """Turn :class:`ApiError`, aiohttp's HTTP errors and crashes into JSON error bodies."""
+    try:
+        return await handler(request)
+    except ApiError as e:
+        return error_response(e.status, e.code, e.message, e.headers, **e.extra)
+    except web.HTTPException as e:
+        if e.status < 400:
+            raise
+        code = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}.get(e.status, "http_error")
+        headers = {k: v for k, v in e.headers.items() if k.lower() == "allow"}
+        return error_response(e.status, code, e.reason, headers)
+    except Exception:
+        log.exception("%s %s failed", request.method, request.path)
+        return error_response(500, "internal_error", "the server failed on this request (logged)")
+
+
+# ------------------------------------------------------------------ request bodies
+
+
+class CreateBot(msgspec.Struct, forbid_unknown_fields=True):
+    name: BotName
+
+
+class CreateGame(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    players: Annotated[list[BotName], msgspec.Meta(min_length=2, max_length=2)]
+    first_player: Literal[0, 1] = 0
+    deck: list[str] | None = None
+    reshuffle_seed: int | None = None
+    reshuffles: Annotated[list[list[str]], msgspec.Meta(max_length=100)] | None = None
+    rated: bool = False
+
+
+async def read_body(request: web.Request, tp: type[Any]) -> Any:
+    body = await request.read()
+    try:
+        return msgspec.json.decode(body, type=tp)
+    except msgspec.ValidationError as e:
+        raise ApiError(400, "invalid_request", str(e)) from None
+    except (msgspec.DecodeError, RecursionError) as e:
+        raise ApiError(400, "bad_json", f"the body is not JSON: {e}") from None
+
+
+def require_admin(request: web.Request, arena: Arena) -> None:
+    check = check_admin(request.headers.get("Authorization"), arena.admin_token)
+    if check == "missing":
+        raise ApiError(401, "unauthorized", "this needs the admin token: Authorization: Bearer <token>",
+                       {"WWW-Authenticate": "Bearer"})
+    if check == "wrong":
+        raise ApiError(403, "forbidden", "wrong admin token")
+
+
+# ------------------------------------------------------------------ bots
+
+
+async def create_bot(request: web.Request) -> web.Response:
+    """``POST /api/bots``: register a bot; its token is in this answer and nowhere else."""
+    arena = request.app[ARENA]
+    if arena.settings.registration == "admin" or request.headers.get("Authorization"):
+        require_admin(request, arena)
+    else:
+        retry = arena.registrations.hit(request.remote or "?", asyncio.get_running_loop().time())
+        if retry is not None:
+            seconds = max(1, math.ceil(retry))
+            raise ApiError(429, "rate_limited",
+                           f"at most {arena.settings.registrations_per_hour} bots an hour from one address",
+                           {"Retry-After": str(seconds)}, retry_after=seconds)
+    body: CreateBot = await read_body(request, CreateBot)
+    token = new_token()
+    try:
+        row = await arena.storage.create_bot(body.name, hash_token(token), utc_now())
+    except NameTaken:
+        raise ApiError(409, "name_taken", f"a bot named {body.name!r} exists already (names ignore case)") from None
+    log.info("bot %s created", row.name)
+    return json_response({"name": row.name, "token": token, "created": row.created}, 201)
+
+
+async def list_bots(request: web.Request) -> web.Response:
+    arena = request.app[ARENA]
+    rows = await arena.storage.list_bots()
+    return json_response([{"name": r.name, "created": r.created, "connected": arena.presence.is_connected(r.name)} for r in rows])
+
+
+# ------------------------------------------------------------------ games
+
+
+async def create_game(request: web.Request) -> web.Response:
+    """``POST /api/games`` (admin): start a game between two connected bots, optionally from
+    an explicit deal (duplicate tournaments, reproducible tests)."""
+    arena = request.app[ARENA]
+    require_admin(request, arena)
+    body: CreateGame = await read_body(request, CreateGame)
+    names: list[str] = []
+    for name in body.players:
+        row = await arena.storage.bot_by_name(name)
+        if row is None:
+            raise ApiError(404, "unknown_bot", f"no bot named {name!r}")
+        names.append(row.name)
+    if names[0] == names[1]:
+        raise ApiError(400, "invalid_request", "a game needs two different bots")
+    for name in names:
+        if not arena.presence.is_connected(name):
+            raise ApiError(409, "bot_offline", f"{name} is not connected")
+    deal = Deal(deck=body.deck, first_player=body.first_player, reshuffle_seed=body.reshuffle_seed, reshuffles=body.reshuffles)
+    try:
+        room = arena.manager.start_game((names[0], names[1]), deal, rated=body.rated)
+    except SetupError as e:
+        raise ApiError(400, "bad_deck", f"{e.rule}: {e.message}", rule=e.rule) from None
+    return json_response({"game_id": room.id}, 201)
+
+
+def _summary(row: GameRow) -> dict[str, Any]:
+    return {"game_id": row.game_id, "players": row.players, "status": row.status, "started": row.started,
+            "ended": row.ended, "result": row.result, "ply": row.ply}
+
+
+def _limit(request: web.Request) -> int:
+    try:
+        limit = int(request.query.get("limit", "50"))
+    except ValueError:
+        raise ApiError(400, "invalid_request", "limit is an integer") from None
+    if not 1 <= limit <= 500:
+        raise ApiError(400, "invalid_request", "limit is between 1 and 500")
+    return limit
+
+
+async def list_games(request: web.Request) -> web.Response:
+    """``GET /api/games?status=running|finished|aborted&limit=50``, newest first."""
+    arena = request.app[ARENA]
+    status = request.query.get("status")
+    if status not in (None, "running", "finished", "aborted"):
+        raise ApiError(400, "invalid_request", "status is running, finished or aborted")
+    limit = _limit(request)
+    rows: list[GameRow] = []
+    if status in (None, "running"):
+        rooms = sorted(arena.manager.running.values(), key=lambda r: r.started, reverse=True)
+        rows += [room.to_row() for room in rooms[:limit]]
+    if status != "running" and len(rows) < limit:
+        await arena.manager.flush()
+        stored = await arena.storage.list_games(status, limit)  # type: ignore[arg-type]
+        rows += [r for r in stored if r.status != "running"][: limit - len(rows)]
+    return json_response([_summary(r) for r in rows])
+
+
+async def _stored(arena: Arena, game_id: str) -> GameRow:
+    await arena.manager.flush()
+    row = await arena.storage.get_game(game_id)
+    if row is None:
+        raise ApiError(404, "unknown_game", f"no game {game_id!r}")
+    return row
+
+
+async def get_game(request: web.Request) -> web.Response:
+    """``GET /api/games/{id}``: status, ply, the spectator view, the result once over."""
+    arena = request.app[ARENA]
+    game_id = request.match_info["game_id"]
+    room: GameRoom | None = arena.manager.lookup(game_id)
+    if room is not None:
+        row, view = room.to_row(), room.spectator_view()
+    else:
+        row = await _stored(arena, game_id)
+        view = None
+        if row.record is not None:
+            try:
+                view = mandala.view(mandala.replay(row.record), None)
+            except RecordError:
+                log.exception("stored record of %s does not replay", game_id)
+    return json_response({"game_id": row.game_id, "players": row.players, "status": row.status, "ply": row.ply,
+                          "view": view, "result": row.result})
+
+
+async def get_record(request: web.Request) -> web.Response:
+    """``GET /api/games/{id}/record``: the R23 record, public once the game is over (R24)."""
+    arena = request.app[ARENA]
+    game_id = request.match_info["game_id"]
+    room = arena.manager.lookup(game_id)
+    if room is not None:
+        if not room.over:
+            raise ApiError(409, "game_running", f"game {game_id} is running: its record is public once it is over")
+        return json_response(mandala.record_dict(room.game))
+    row = await _stored(arena, game_id)
+    if row.status == "running":
+        raise ApiError(409, "game_running", f"game {game_id} is running")
+    if row.record is None:
+        raise ApiError(404, "no_record", f"game {game_id} was aborted by a server stop: no record was kept")
+    return json_response(row.record)
+
+
+def setup(app: web.Application) -> None:
+    app.router.add_post("/api/bots", create_bot)
+    app.router.add_get("/api/bots", list_bots)
+    app.router.add_post("/api/games", create_game)
+    app.router.add_get("/api/games", list_games)
+    app.router.add_get("/api/games/{game_id}", get_game)
+    app.router.add_get("/api/games/{game_id}/record", get_record)
+

@@ -1,0 +1,212 @@
+"""The WebSocket endpoint ``/ws``: read frames, parse them, dispatch them, answer errors.
+
+Parsing is two-staged so every fault gets its own error code: JSON → any value (``bad_json``,
+``not_object``, ``unknown_type``), then ``msgspec.convert`` into the message types
+(``invalid_message``, with msgspec's path to the bad field). Every path is wrapped: nothing a
+client sends can raise out of the handler, and no frame is processed once a close is queued.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import msgspec
+from aiohttp import WSMsgType, web
+
+from protocol.messages import (
+    CLIENT_TYPES,
+    CLOSE_BAD_TOKEN,
+    CLOSE_HELLO_TIMEOUT,
+    CLOSE_REPLACED,
+    CLOSE_UNSUPPORTED_VERSION,
+    PROTOCOL_VERSION,
+    Accept,
+    ClientMessage,
+    Challenge,
+    Decline,
+    Hello,
+    Ping,
+    PlayMove,
+    Pong,
+    Resign,
+    SetCapacity,
+    Unwatch,
+    Watch,
+    Welcome,
+)
+
+from .arena import ARENA, Arena
+from .auth import hash_token
+from .config import HARD_FRAME_CAP
+from .connection import Connection
+from .refusal import Refusal
+
+log = logging.getLogger(__name__)
+
+_any_json = msgspec.json.Decoder()
+
+
+def parse(text: str) -> ClientMessage:
+    """One client message from a text frame; raises :class:`Refusal` naming what is wrong."""
+    try:
+        obj: Any = _any_json.decode(text)
+    except (msgspec.DecodeError, RecursionError) as e:
+        raise Refusal("bad_json", f"not JSON: {e}") from None
+    if not isinstance(obj, dict):
+        raise Refusal("not_object", f"a message is a JSON object, not {type(obj).__name__}")
+    kind = obj.get("type")
+    if not isinstance(kind, str) or kind not in CLIENT_TYPES:
+        raise Refusal("unknown_type", f"unknown message type {kind!r}; known: {', '.join(sorted(CLIENT_TYPES))}")
+    try:
+        return msgspec.convert(obj, ClientMessage)  # type: ignore[arg-type]
+    except (msgspec.ValidationError, RecursionError) as e:
+        game_id = obj.get("game_id")
+        request_id = obj.get("request_id")
+        raise Refusal(
+            "invalid_message",
+            f"invalid {kind}: {e}",
+            game_id=game_id if isinstance(game_id, str) else None,
+            request_id=request_id if type(request_id) is int else None,
+        ) from None
+
+
+def frame_too_large(text: str, limit: int) -> bool:
+    """Whether a text frame is above ``limit`` bytes of UTF-8 (cheap for ASCII frames)."""
+    if len(text) > limit:
+        return True
+    return len(text) * 4 > limit and len(text.encode("utf-8")) > limit
+
+
+class Session:
+    """What one connection has said so far, and the dispatch of its messages."""
+
+    def __init__(self, arena: Arena, conn: Connection) -> None:
+        self.arena = arena
+        self.conn = conn
+        self.hello_timer: asyncio.TimerHandle | None = None
+
+    def hello_timeout(self) -> None:
+        if not self.conn.authenticated:
+            self.conn.close(CLOSE_HELLO_TIMEOUT, "hello timeout")
+
+    async def on_frame(self, msg: Any) -> None:
+        """Handle one frame; every refusal or failure becomes one ``error`` frame."""
+        conn = self.conn
+        if conn.closing or not conn.admit():
+            return
+        try:
+            if msg.type is WSMsgType.TEXT:
+                if frame_too_large(msg.data, self.arena.settings.max_frame_bytes):
+                    raise Refusal("frame_too_large", f"frames are at most {self.arena.settings.max_frame_bytes} bytes")
+                await self.dispatch(parse(msg.data))
+            elif msg.type is WSMsgType.BINARY:
+                raise Refusal("binary_frame", "send JSON in text frames, not binary ones")
+        except Refusal as r:
+            conn.send(r.to_error())
+        except Exception:
+            log.exception("handling a frame from %r failed", conn)
+            conn.error("internal_error", "the server failed on this message (logged); nothing changed")
+
+    async def dispatch(self, m: ClientMessage) -> None:
+        conn, arena = self.conn, self.arena
+        if isinstance(m, Hello):
+            if conn.authenticated:
+                raise Refusal("already_authenticated", "this connection said hello already")
+            await self.hello(m)
+            return
+        if not conn.authenticated:
+            raise Refusal("not_authenticated", "the first message must be hello")
+        if isinstance(m, Ping):
+            conn.send(Pong(m.data))
+        elif isinstance(m, Watch):
+            arena.manager.watch(conn, m.game_id)
+        elif isinstance(m, Unwatch):
+            arena.manager.unwatch(conn, m.game_id)
+        elif conn.bot is None:
+            raise Refusal("spectator", f"a spectator may watch, unwatch and ping, not {type(m).__struct_config__.tag}")
+        elif isinstance(m, PlayMove):
+            arena.manager.play(conn.bot, m.game_id, m.request_id, m.move)
+        elif isinstance(m, Challenge):
+            await arena.challenges.challenge(conn.bot, m.opponent)
+        elif isinstance(m, Accept):
+            arena.challenges.accept(conn.bot, m.challenge_id)
+        elif isinstance(m, Decline):
+            arena.challenges.decline(conn.bot, m.challenge_id)
+        elif isinstance(m, Resign):
+            arena.manager.resign(conn.bot, m.game_id)
+        elif isinstance(m, SetCapacity):
+            conn.max_games = min(m.max_games, arena.settings.max_games)
+        else:  # pragma: no cover - every ClientMessage is handled above
+            raise Refusal("unknown_type", f"unhandled message {m!r}")
+
+    async def hello(self, m: Hello) -> None:
+        conn, arena = self.conn, self.arena
+        if m.protocol != PROTOCOL_VERSION:
+            conn.error("unsupported_version", f"this server speaks protocol {PROTOCOL_VERSION}, not {m.protocol}")
+            conn.close(CLOSE_UNSUPPORTED_VERSION, "unsupported version")
+            return
+        if m.token is None:
+            self._authenticated()
+            conn.send(Welcome(PROTOCOL_VERSION, None, arena.limits, []))
+            return
+        row = await arena.storage.bot_by_token_hash(hash_token(m.token))
+        if row is None:
+            conn.error("bad_token", "no bot has this token")
+            conn.close(CLOSE_BAD_TOKEN, "bad token")
+            return
+        if conn.closing:
+            return
+        self._authenticated()
+        conn.bot = row.name
+        conn.max_games = min(m.max_games, arena.settings.max_games)
+        old = arena.presence.attach(row.name, conn)
+        if old is not None:
+            old.close(CLOSE_REPLACED, "replaced by a new connection")
+        games = arena.manager.games_of(row.name)
+        conn.send(Welcome(PROTOCOL_VERSION, row.name, arena.limits, [g.id for g in games]))
+        log.info("bot %s connected (%s, client %r)", row.name, conn.peer, m.client)
+        arena.manager.bot_arrived(row.name)
+
+    def _authenticated(self) -> None:
+        self.conn.authenticated = True
+        if self.hello_timer is not None:
+            self.hello_timer.cancel()
+
+    def closed(self) -> None:
+        """The socket is gone: leave watched games; if this was the bot's live connection,
+        tell its opponents and drop its challenges."""
+        if self.hello_timer is not None:
+            self.hello_timer.cancel()
+        arena, conn = self.arena, self.conn
+        arena.presence.connections.discard(conn)
+        arena.manager.connection_closed(conn)
+        if conn.bot is not None and arena.presence.detach(conn.bot, conn):
+            log.info("bot %s disconnected", conn.bot)
+            arena.manager.bot_left(conn.bot)
+            arena.challenges.bot_left(conn.bot)
+
+
+async def websocket_handler(request: web.Request) -> web.WebSocketResponse:
+    """``GET /ws``: one session from upgrade to close."""
+    arena = request.app[ARENA]
+    settings = arena.settings
+    ws = web.WebSocketResponse(heartbeat=settings.heartbeat_s, max_msg_size=HARD_FRAME_CAP)
+    await ws.prepare(request)
+    conn = Connection(ws, settings, request.remote)
+    arena.presence.connections.add(conn)
+    session = Session(arena, conn)
+    session.hello_timer = asyncio.get_running_loop().call_later(settings.hello_timeout_s, session.hello_timeout)
+    try:
+        async for msg in ws:
+            await session.on_frame(msg)
+    except Exception:
+        log.exception("connection %r failed", conn)
+    finally:
+        try:
+            session.closed()
+        except Exception:
+            log.exception("cleaning up %r failed", conn)
+        await conn.shutdown()
+    return ws
