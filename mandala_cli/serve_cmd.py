@@ -1,0 +1,70 @@
+"""``mandala serve``: run the Mandala Arena server (HTTP API, WebSocket, SQLite storage)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("serve", help="run the arena server")
+    p.add_argument("--host", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, help="port (default 8080)")
+    p.add_argument("--db", help="SQLite file (default mandala.db)")
+    p.add_argument("--config", type=Path, metavar="FILE", help="TOML file with any setting (flags win over it)")
+    p.add_argument("--decision-ms", type=int, metavar="N", help="time per decision in ms (default 5000)")
+    p.add_argument("--registration", choices=("open", "admin"), help="who may create bots (default open)")
+    p.set_defaults(run=run)
+
+
+def banner(url: str, admin_token: str, generated: bool, registration: str) -> str:
+    """What the operator needs to get started, printed once at startup."""
+    lines = [
+        f"Mandala Arena listening on {url}  (WebSocket: {url.replace('http', 'ws', 1)}/ws)",
+        "",
+        "Create a bot (the token is shown once):",
+        f"  mandala bot create my-bot --url {url}" + (" --admin-token $MANDALA_ADMIN_TOKEN" if registration == "admin" else ""),
+        f"  curl -X POST {url}/api/bots -H 'Content-Type: application/json' -d '{{\"name\": \"my-bot\"}}'"
+        + (" -H \"Authorization: Bearer $MANDALA_ADMIN_TOKEN\"" if registration == "admin" else ""),
+        "Then connect to /ws and send {\"type\": \"hello\", \"protocol\": 1, \"token\": \"<token>\"}.",
+        f"Registration is {registration}; running games: {url}/api/games?status=running",
+    ]
+    if generated:
+        lines += [
+            "",
+            f"Admin token (generated for this run; set MANDALA_ADMIN_TOKEN or admin_token in --config to keep one):",
+            f"  {admin_token}",
+        ]
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    from aiohttp import web
+
+    from server.app import create_app
+    from server.arena import ARENA
+    from server.config import ConfigError, load_settings
+
+    try:
+        settings = load_settings(
+            args.config,
+            {
+                "host": args.host,
+                "port": args.port,
+                "db": args.db,
+                "decision_ms": args.decision_ms,
+                "registration": args.registration,
+            },
+        )
+    except ConfigError as e:
+        print(f"mandala serve: {e}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    app = create_app(settings)
+    arena = app[ARENA]
+    url = f"http://{settings.host}:{settings.port}"
+    text = banner(url, arena.admin_token, settings.admin_token is None, settings.registration)
+    web.run_app(app, host=settings.host, port=settings.port, print=lambda _: print(text, flush=True))
+    return 0
