@@ -455,3 +455,23 @@ def test_r10_destruction_comes_before_the_next_turn() -> None:
             game.push(move)
         assert info.value.rule == "R12"
     assert snapshot(game) == before
+
+
+# --------------------------------------------------------------------------- malformed move objects (R1, R2, R22)
+
+
+@pytest.mark.parametrize(
+    ("move", "rule"),
+    [
+        (Mountain(2, RED), "R2"),  # type: ignore[arg-type]
+        (Field(-1, RED, 1), "R2"),  # type: ignore[arg-type]
+        (Mountain(0, "blue"), "R1"),  # type: ignore[arg-type]
+        (Discard("blue", 1), "R1"),  # type: ignore[arg-type]
+        (Field(0, RED, 9), "R8"),
+        (Discard(RED, 9), "R8a"),
+        ("mountain", "R22"),
+    ],
+)
+def test_r22_malformed_moves_are_illegal_and_change_nothing(move: object, rule: str) -> None:
+    game = Game(_deal_example(), 0)
+    assert_illegal(game, move, rule)  # type: ignore[arg-type]
