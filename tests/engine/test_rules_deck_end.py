@@ -12,18 +12,18 @@ import pytest
 
 from engine_helpers import (
     BLACK, GREEN, ORANGE, PURPLE, RED, YELLOW,
-    assert_illegal, counts, cup, deck_top_first, discard_pile, hand, mountain, move_names, named, pile_of, play,
+    assert_illegal, cup, deck_top_first, discard_pile, hand, mountain, named, play,
     position, river, total_cards,
 )
 from mandala.moves import PASS_CODE
 from mandala import (
-    COLORS, Claim, Discard, Field, Game, Mountain, Pass, RecordError, record_dict, replay, result, view,
+    Claim, Discard, Field, Game, Mountain, Pass, RecordError, record_dict, replay, result, view,
 )
 
 # --------------------------------------------------------------------------- R16 exhaustion
 
 
-def _exhaust_then_complete(deck_exhausted_before: bool = False) -> Game:
+def _exhaust_then_complete(deck_exhausted_before: bool = False, turns: int = 0) -> Game:
     """Seat 0 plays black to mountain 0 with 1 card left in hand, draws the deck's last
     3 cards (yellow, yellow, red) and completes mandala 0. The discard pile holds black 2
     and orange 1; every other card is in seat 1's cup."""
@@ -36,6 +36,7 @@ def _exhaust_then_complete(deck_exhausted_before: bool = False) -> Game:
         rest="cup1",
         reshuffles=[[BLACK, ORANGE, BLACK]],
         deck_exhausted=deck_exhausted_before,
+        turns=turns,
     )
 
 
@@ -372,8 +373,7 @@ def test_r19_destruction_begun_by_the_1000th_turn_is_played_out() -> None:
 
 
 def test_r19_r17_end_reason_stands_for_the_1000th_turn_destruction() -> None:
-    game = _exhaust_then_complete()
-    game.turns = 999  # hand-made: the 1000th turn exhausts the deck and completes
+    game = _exhaust_then_complete(turns=999)  # the 1000th turn exhausts the deck and completes
     play(game, Mountain(0, BLACK), Claim(RED), Claim(ORANGE), Claim(BLACK))
     assert game.turns == 1000 and game.end_reason == "deck"
 
