@@ -26,10 +26,6 @@ log = logging.getLogger(__name__)
 _encoder = msgspec.json.Encoder()
 _ids = itertools.count(1)
 
-CLOSE_TOO_SLOW = 1008
-"""Policy violation: the client does not read its frames (outbox over ``send_queue_max``)."""
-
-
 class _Close(msgspec.Struct, frozen=True):
     code: int
     reason: str
@@ -43,10 +39,11 @@ def encode(msg: Any) -> str:
 class Connection:
     """A client session on ``/ws``; ``bot`` is set once a ``hello`` with a token succeeded."""
 
-    def __init__(self, ws: web.WebSocketResponse, settings: Settings, peer: str | None) -> None:
+    def __init__(self, ws: web.WebSocketResponse, settings: Settings, request: web.Request) -> None:
         self.id = next(_ids)
         self.ws = ws
-        self.peer = peer
+        self.peer = request.remote
+        self._transport = request.transport
         self.settings = settings
         self.authenticated = False
         self.bot: str | None = None
@@ -74,8 +71,7 @@ class Connection:
         if self.closing:
             return
         if self._outbox.qsize() >= self.settings.send_queue_max:
-            log.warning("%r does not read its frames: closing", self)
-            self.close(CLOSE_TOO_SLOW, "too slow: outbox full")
+            self._drop()
             return
         self._outbox.put_nowait(msg if isinstance(msg, str) else encode(msg))
 
@@ -88,6 +84,17 @@ class Connection:
             return
         self._closing = True
         self._outbox.put_nowait(_Close(code, reason))
+
+    def _drop(self) -> None:
+        """Cut a client that does not read its frames. A close frame would queue behind the
+        unread ones, so the TCP connection is aborted instead (the client sees 1006)."""
+        log.warning("%r does not read its frames (%d queued): dropping it", self, self._outbox.qsize())
+        self._closing = True
+        self._writer.cancel()
+        while not self._outbox.empty():
+            self._outbox.get_nowait()
+        if self._transport is not None:
+            self._transport.abort()
 
     async def _write_loop(self) -> None:
         try:

@@ -194,7 +194,7 @@ async def websocket_handler(request: web.Request) -> web.WebSocketResponse:
     settings = arena.settings
     ws = web.WebSocketResponse(heartbeat=settings.heartbeat_s, max_msg_size=HARD_FRAME_CAP)
     await ws.prepare(request)
-    conn = Connection(ws, settings, request.remote)
+    conn = Connection(ws, settings, request)
     arena.presence.connections.add(conn)
     session = Session(arena, conn)
     session.hello_timer = asyncio.get_running_loop().call_later(settings.hello_timeout_s, session.hello_timeout)
