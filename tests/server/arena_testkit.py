@@ -1,0 +1,185 @@
+"""Test kit for the server tests: a WebSocket client that decodes and validates every frame
+the server sends as a ``protocol.messages.ServerMessage``, and an ``Arena`` harness that
+starts a real server (real sockets, a temp SQLite file) and creates bots.
+
+No test sleeps: they wait for frames with a timeout, and shrink the server's own clocks
+(``decision_ms``, ``challenge_expiry_s``, ...) through its settings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import random
+from dataclasses import dataclass, field
+from typing import Any, Callable, TypeVar
+
+import aiohttp
+import msgspec
+from aiohttp import WSMsgType, web
+from aiohttp.test_utils import TestClient
+
+from protocol.messages import PROTOCOL_VERSION, Decision, Error, GameOver, Pong, ServerMessage, Welcome
+from server.arena import ARENA, Arena
+
+T = TypeVar("T")
+
+ADMIN = "admin-secret-token"
+RECV_TIMEOUT = 5.0
+
+_decoder = msgspec.json.Decoder(ServerMessage)  # type: ignore[arg-type]
+_ping_ids = itertools.count()
+
+
+class Closed(Exception):
+    """The server closed the WebSocket (``code`` is its close code)."""
+
+    def __init__(self, code: int | None) -> None:
+        super().__init__(f"closed with {code}")
+        self.code = code
+
+
+@dataclass
+class WsClient:
+    """One WebSocket connection. Every text frame received is decoded into the protocol's
+    types (which validates it) and kept in ``frames``."""
+
+    ws: aiohttp.ClientWebSocketResponse
+    frames: list[Any] = field(default_factory=list)
+    raw: list[str] = field(default_factory=list)
+
+    async def recv(self, timeout: float = RECV_TIMEOUT) -> Any:
+        msg = await self.ws.receive(timeout=timeout)
+        if msg.type is WSMsgType.CLOSE:
+            raise Closed(msg.data)  # the code in the server's close frame
+        if msg.type in (WSMsgType.CLOSING, WSMsgType.CLOSED):
+            raise Closed(self.ws.close_code)
+        assert msg.type is WSMsgType.TEXT, f"server sent a {msg.type} frame"
+        decoded = _decoder.decode(msg.data)
+        self.raw.append(msg.data)
+        self.frames.append(decoded)
+        return decoded
+
+    async def expect(self, tp: type[T], timeout: float = RECV_TIMEOUT) -> T:
+        """The next frame, which must be a ``tp``."""
+        got = await self.recv(timeout)
+        assert isinstance(got, tp), f"expected {tp.__name__}, got {got!r}"
+        return got
+
+    async def until(self, tp: type[T], timeout: float = RECV_TIMEOUT) -> T:
+        """Skip frames until a ``tp`` arrives."""
+        while True:
+            got = await self.recv(timeout)
+            if isinstance(got, tp):
+                return got
+
+    async def send(self, obj: Any) -> None:
+        await self.ws.send_str(obj if isinstance(obj, str) else json.dumps(obj))
+
+    async def send_move(self, decision: Decision, move: Any) -> None:
+        await self.send({"type": "move", "game_id": decision.game_id, "request_id": decision.request_id,
+                         "move": msgspec.to_builtins(move)})
+
+    async def ping(self, timeout: float = RECV_TIMEOUT) -> list[Any]:
+        """Round-trip a ping; returns the frames that arrived before its pong."""
+        data = f"p{next(_ping_ids)}"
+        await self.send({"type": "ping", "data": data})
+        before = []
+        while True:
+            got = await self.recv(timeout)
+            if isinstance(got, Pong) and got.data == data:
+                return before
+            before.append(got)
+
+    async def error(self, timeout: float = RECV_TIMEOUT) -> Error:
+        return await self.expect(Error, timeout)
+
+    async def closed(self, timeout: float = RECV_TIMEOUT) -> int | None:
+        """Wait for the server's close (frames before it are kept); its close code."""
+        while True:
+            try:
+                await self.recv(timeout)
+            except Closed as c:
+                return c.code
+
+    async def close(self) -> None:
+        await self.ws.close()
+
+
+class Harness:
+    """A running server and helpers to drive it."""
+
+    def __init__(self, client: TestClient) -> None:
+        self.client = client
+
+    @property
+    def app(self) -> web.Application:
+        return self.client.server.app  # type: ignore[return-value]
+
+    @property
+    def arena(self) -> Arena:
+        return self.app[ARENA]
+
+    async def create_bot(self, name: str) -> str:
+        resp = await self.client.post("/api/bots", json={"name": name}, headers={"Authorization": f"Bearer {ADMIN}"})
+        assert resp.status == 201, await resp.text()
+        return (await resp.json())["token"]
+
+    async def ws(self) -> WsClient:
+        return WsClient(await self.client.ws_connect("/ws"))
+
+    async def connect(self, token: str | None, max_games: int = 1) -> WsClient:
+        """A connection that said hello and got its ``welcome``."""
+        c = await self.ws()
+        hello: dict[str, Any] = {"type": "hello", "protocol": PROTOCOL_VERSION, "max_games": max_games}
+        if token is not None:
+            hello["token"] = token
+        await c.send(hello)
+        await c.expect(Welcome)
+        return c
+
+    async def bot(self, name: str, max_games: int = 1) -> WsClient:
+        return await self.connect(await self.create_bot(name), max_games)
+
+    async def start_game(self, players: list[str], **body: Any) -> str:
+        resp = await self.client.post("/api/games", json={"players": players, **body},
+                                      headers={"Authorization": f"Bearer {ADMIN}"})
+        assert resp.status == 201, await resp.text()
+        return (await resp.json())["game_id"]
+
+    async def get_json(self, path: str, status: int = 200) -> Any:
+        resp = await self.client.get(path)
+        assert resp.status == status, await resp.text()
+        assert resp.content_type == "application/json"
+        return await resp.json()
+
+
+Policy = Callable[[Decision], Any]
+
+
+def random_policy(seed: int) -> Policy:
+    rng = random.Random(seed)
+    return lambda d: rng.choice(d.legal)
+
+
+def first_legal(d: Decision) -> Any:
+    return d.legal[0]
+
+
+async def play_out(client: WsClient, policy: Policy, games: int = 1, timeout: float = RECV_TIMEOUT) -> list[GameOver]:
+    """Answer every decision with ``policy`` until ``games`` games are over."""
+    overs: list[GameOver] = []
+    while len(overs) < games:
+        msg = await client.recv(timeout)
+        if isinstance(msg, Decision):
+            await client.send_move(msg, policy(msg))
+        elif isinstance(msg, GameOver):
+            overs.append(msg)
+        elif isinstance(msg, Error):
+            raise AssertionError(f"server refused a move: {msg}")
+    return overs
+
+
+async def gather(*aws: Any, timeout: float = 30.0) -> list[Any]:
+    return list(await asyncio.wait_for(asyncio.gather(*aws), timeout))

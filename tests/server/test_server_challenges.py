@@ -1,0 +1,100 @@
+"""Challenges: declined, expired, refused (unknown, offline, self), busy, withdrawn by leaving."""
+
+from __future__ import annotations
+
+from protocol.messages import ChallengeDeclined, Challenged, ChallengeSent, Error, GameStart
+
+from arena_testkit import Harness
+
+
+async def test_declined_challenge(make_arena) -> None:
+    arena: Harness = await make_arena()
+    a = await arena.bot("alice")
+    b = await arena.bot("bob")
+    await a.send({"type": "challenge", "opponent": "bob"})
+    sent = await a.expect(ChallengeSent)
+    got = await b.expect(Challenged)
+    assert got.challenge_id == sent.challenge_id and got.expires_ms == sent.expires_ms == 30000
+    await b.send({"type": "decline", "challenge_id": got.challenge_id})
+    declined = await a.expect(ChallengeDeclined)
+    assert (declined.challenge_id, declined.reason) == (sent.challenge_id, "declined")
+    await b.send({"type": "accept", "challenge_id": got.challenge_id})
+    assert (await b.error()).code == "unknown_challenge"
+    assert await a.ping() == [] and await b.ping() == []  # no game started
+    assert arena.arena.manager.running == {}
+
+
+async def test_expired_challenge(make_arena) -> None:
+    arena = await make_arena(challenge_expiry_s=0.3)
+    a = await arena.bot("alice")
+    b = await arena.bot("bob")
+    await a.send({"type": "challenge", "opponent": "bob"})
+    sent = await a.expect(ChallengeSent)
+    assert sent.expires_ms == 300
+    got = await b.expect(Challenged)
+    declined = await a.expect(ChallengeDeclined, timeout=3)
+    assert (declined.challenge_id, declined.reason) == (sent.challenge_id, "expired")
+    await b.send({"type": "accept", "challenge_id": got.challenge_id})
+    err = await b.error()
+    assert err.code == "unknown_challenge"
+
+
+async def test_challenge_refusals(make_arena) -> None:
+    arena = await make_arena()
+    a = await arena.bot("alice")
+    await arena.create_bot("sleepy")  # registered, never connects
+    for opponent, code in [("nobody", "unknown_bot"), ("sleepy", "bot_offline"), ("alice", "challenge_self"),
+                           ("ALICE", "challenge_self")]:
+        await a.send({"type": "challenge", "opponent": opponent})
+        err = await a.error()
+        assert err.code == code, (opponent, err)
+    assert arena.arena.challenges.pending == {}
+
+
+async def test_only_the_challenged_bot_may_answer_and_names_ignore_case(make_arena) -> None:
+    arena = await make_arena()
+    a = await arena.bot("alice")
+    b = await arena.bot("bob")
+    c = await arena.bot("carol")
+    await a.send({"type": "challenge", "opponent": "BOB"})
+    sent = await a.expect(ChallengeSent)
+    assert sent.opponent == "bob"
+    await b.expect(Challenged)
+    for who in (a, c):
+        await who.send({"type": "accept", "challenge_id": sent.challenge_id})
+        assert (await who.error()).code == "unknown_challenge"
+    await b.send({"type": "accept", "challenge_id": sent.challenge_id})
+    start_a, start_b = await a.expect(GameStart), await b.expect(GameStart)
+    assert start_a.game_id == start_b.game_id and {start_a.seat, start_b.seat} == {0, 1}
+    assert not start_a.rated
+
+
+async def test_busy_bot_declines_at_once_and_leaving_withdraws(make_arena) -> None:
+    arena = await make_arena()
+    a = await arena.bot("alice")
+    b = await arena.bot("bob")  # max_games 1
+    c = await arena.bot("carol")
+    await arena.start_game(["bob", "carol"])
+    await a.send({"type": "challenge", "opponent": "bob"})
+    declined = await a.expect(ChallengeDeclined)
+    assert declined.reason == "busy"
+    # Raising capacity makes room.
+    await b.send({"type": "capacity", "max_games": 2})
+    await b.ping()
+    await a.send({"type": "challenge", "opponent": "bob"})
+    sent = await a.expect(ChallengeSent)
+    await b.until(Challenged)
+    await b.close()
+    gone = await a.expect(ChallengeDeclined)
+    assert (gone.challenge_id, gone.reason) == (sent.challenge_id, "offline")
+    assert arena.arena.challenges.pending == {}
+    del c
+
+
+async def test_spectators_cannot_challenge(make_arena) -> None:
+    arena = await make_arena()
+    await arena.bot("alice")
+    s = await arena.connect(None)
+    await s.send({"type": "challenge", "opponent": "alice"})
+    err = await s.expect(Error)
+    assert err.code == "spectator"

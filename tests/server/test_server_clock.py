@@ -1,0 +1,127 @@
+"""Decision clocks and disconnects: timeouts lose, reconnects resume the same decision."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+
+import msgspec
+
+from protocol.messages import (
+    Decision,
+    Error,
+    GameOver,
+    GameStart,
+    MoveAccepted,
+    OpponentAway,
+    OpponentBack,
+    Update,
+    Welcome,
+)
+
+from arena_testkit import Harness, gather, play_out, random_policy
+
+
+async def test_a_bot_that_does_not_answer_loses_on_time(make_arena, db_path) -> None:
+    arena: Harness = await make_arena(decision_ms=400)
+    a = await arena.bot("alice")
+    b = await arena.bot("bob")
+    game_id = await arena.start_game(["alice", "bob"])
+    d0 = await a.until(Decision)
+    await a.send_move(d0, d0.legal[0])
+    await a.expect(MoveAccepted)
+    d1 = await b.until(Decision)  # bob never answers this one
+    asked = asyncio.get_running_loop().time()
+    over_b = await b.until(GameOver, timeout=3)
+    waited = asyncio.get_running_loop().time() - asked
+    over_a = await a.until(GameOver, timeout=3)
+    assert over_a == over_b
+    assert 0.3 <= waited < 2.0
+    assert over_a.result.end_reason == "timeout"
+    assert over_a.result.winner == 0
+    assert over_a.result.cup_sizes == [2, 2]
+    assert over_a.result.scores == [0, 0]
+    assert len(over_a.record.moves) == 1 and over_a.record.moves[0].player == 0
+    # A late answer is refused: the game is over.
+    await b.send_move(d1, d1.legal[0])
+    err = await b.expect(Error)
+    assert (err.code, err.game_id, err.request_id) == ("game_over", game_id, 1)
+    # The record, the game state and the stored row all say so.
+    assert await arena.get_json(f"/api/games/{game_id}/record") == msgspec.to_builtins(over_a.record)
+    state = await arena.get_json(f"/api/games/{game_id}")
+    assert state["status"] == "finished" and state["ply"] == 1
+    assert state["result"] == {"winner": 0, "end_reason": "timeout", "scores": [0, 0], "cup_sizes": [2, 2]}
+    await arena.arena.manager.flush()
+    with sqlite3.connect(db_path) as db:
+        row = db.execute("SELECT status, end_reason, result, record FROM games WHERE id = ?", (game_id,)).fetchone()
+    assert row[0:2] == ("finished", "timeout")
+    assert msgspec.json.decode(row[2]) == state["result"]
+    assert msgspec.json.decode(row[3]) == msgspec.to_builtins(over_a.record)
+
+
+async def test_reconnect_resumes_the_same_decision_and_play_goes_on(make_arena) -> None:
+    arena = await make_arena(decision_ms=3000)
+    token = await arena.create_bot("alice")
+    a = await arena.connect(token)
+    b = await arena.bot("bob")
+    game_id = await arena.start_game(["alice", "bob"])
+    d0 = await a.until(Decision)
+    assert d0.request_id == 0
+    await a.close()  # gone with a decision pending
+    away = await b.until(OpponentAway)
+    assert (away.game_id, away.seat) == (game_id, 0)
+    assert away.grace_ms is not None and 0 < away.grace_ms <= 3000
+
+    a2 = await arena.ws()
+    await a2.send({"type": "hello", "protocol": 1, "token": token})
+    welcome = await a2.expect(Welcome)
+    assert welcome.bot == "alice" and welcome.games == [game_id]
+    start = await a2.expect(GameStart)
+    assert (start.game_id, start.seat, start.resumed) == (game_id, 0, True)
+    update = await a2.expect(Update)
+    assert (update.ply, update.move) == (0, None)
+    assert update.view == d0.view
+    d0_again = await a2.expect(Decision)
+    assert d0_again.request_id == d0.request_id
+    assert d0_again.legal == d0.legal and d0_again.view == d0.view
+    assert 0 < d0_again.deadline_ms <= away.grace_ms
+    back = await b.until(OpponentBack)
+    assert (back.game_id, back.seat) == (game_id, 0)
+
+    await a2.send_move(d0_again, d0_again.legal[0])
+    (over_a,), (over_b,) = await gather(play_out(a2, random_policy(1)), play_out(b, random_policy(2)))
+    assert over_a == over_b and over_a.result.end_reason in ("river", "deck", "no_moves", "turn_limit")
+    assert over_a.record.moves[0].player == 0
+
+
+async def test_away_without_a_pending_decision_then_timeout_while_away(make_arena) -> None:
+    arena = await make_arena(decision_ms=500)
+    a = await arena.bot("alice")
+    b = await arena.bot("bob")
+    game_id = await arena.start_game(["alice", "bob"], first_player=1)
+    d = await b.until(Decision)
+    await b.close()  # bob leaves with his decision pending: he loses on time while away
+    away = await a.until(OpponentAway)
+    assert away.seat == 1 and away.grace_ms is not None
+    over = await a.until(GameOver, timeout=3)
+    assert (over.game_id, over.result.winner, over.result.end_reason) == (game_id, 0, "timeout")
+    assert d.request_id == 0 and over.record.moves == []
+
+    # Away while it is the *opponent's* decision: grace_ms is null.
+    c = await arena.bot("carol")
+    game2 = await arena.start_game(["alice", "carol"])
+    await c.until(Update)
+    await c.close()
+    away2 = await a.until(OpponentAway)
+    assert (away2.game_id, away2.seat, away2.grace_ms) == (game2, 1, None)
+
+
+async def test_a_client_that_does_not_read_is_dropped_and_counts_as_away(make_arena) -> None:
+    # Three frames (game_start, update, decision) reach seat 0 at once: over an outbox of 2.
+    arena = await make_arena(send_queue_max=2)
+    a = await arena.bot("alice")
+    b = await arena.bot("bob")
+    game_id = await arena.start_game(["alice", "bob"])
+    assert await a.closed() not in (None, 1000)
+    away = await b.until(OpponentAway)
+    assert (away.game_id, away.seat) == (game_id, 0) and away.grace_ms is not None

@@ -1,0 +1,192 @@
+"""The HTTP API: bots (open and admin registration), games (explicit deals), lists, state,
+records, and JSON errors everywhere."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+import mandala
+from mandala import COLORS, Game
+from protocol.messages import Decision, GameOver, Update, Welcome
+
+from arena_testkit import ADMIN, Harness, first_legal, gather, play_out
+
+AUTH = {"Authorization": f"Bearer {ADMIN}"}
+
+
+async def api_error(resp: Any, status: int, code: str) -> dict[str, Any]:
+    assert resp.status == status, await resp.text()
+    assert resp.content_type == "application/json"
+    body = await resp.json()
+    assert body["error"]["code"] == code and body["error"]["message"]
+    return body["error"]
+
+
+async def test_open_registration(make_arena: Any) -> None:
+    arena: Harness = await make_arena(registrations_per_hour=3)
+    client = arena.client
+    resp = await client.post("/api/bots", json={"name": "alice"})
+    assert resp.status == 201
+    body = await resp.json()
+    assert set(body) == {"name", "token", "created"} and body["name"] == "alice" and len(body["token"]) >= 40
+    bot = await arena.ws()
+    await bot.send({"type": "hello", "protocol": 1, "token": body["token"]})
+    assert (await bot.expect(Welcome)).bot == "alice"
+    # Only the hash is stored.
+    row = await arena.arena.storage.bot_by_name("alice")
+    assert row is not None and body["token"] not in row.token_hash and len(row.token_hash) == 64
+
+    await api_error(await client.post("/api/bots", json={"name": "ALICE"}), 409, "name_taken")
+    await api_error(await client.post("/api/bots", json={"name": "x"}), 400, "invalid_request")
+    # The hour's three attempts are used up: 429 with Retry-After, as JSON.
+    resp = await client.post("/api/bots", json={"name": "bob"})
+    err = await api_error(resp, 429, "rate_limited")
+    assert int(resp.headers["Retry-After"]) > 3000 and err["retry_after"] == int(resp.headers["Retry-After"])
+    # The admin token is never rate-limited; a wrong one is refused rather than ignored.
+    resp = await client.post("/api/bots", json={"name": "bob"}, headers=AUTH)
+    assert resp.status == 201
+    await api_error(await client.post("/api/bots", json={"name": "carol"}, headers={"Authorization": "Bearer nope"}),
+                    403, "forbidden")
+    await api_error(await client.post("/api/bots", data=b"{nope", headers=AUTH), 400, "bad_json")
+    await api_error(await client.post("/api/bots", json={"name": "carol", "x": 1}, headers=AUTH), 400, "invalid_request")
+
+    bots = await arena.get_json("/api/bots")
+    assert [(b["name"], b["connected"]) for b in bots] == [("alice", True), ("bob", False)]
+
+
+async def test_admin_registration(make_arena: Any) -> None:
+    arena = await make_arena(registration="admin")
+    client = arena.client
+    resp = await client.post("/api/bots", json={"name": "alice"})
+    await api_error(resp, 401, "unauthorized")
+    assert resp.headers["WWW-Authenticate"] == "Bearer"
+    await api_error(await client.post("/api/bots", json={"name": "alice"}, headers={"Authorization": "Bearer x"}),
+                    403, "forbidden")
+    resp = await client.post("/api/bots", json={"name": "alice"}, headers=AUTH)
+    assert resp.status == 201
+
+
+def first_legal_game(deck: list[str], seed: int, reshuffles: list[list[str]] | None = None) -> Game:
+    """The game both bots play when each always takes its first legal move."""
+    game = Game(deck, 0, seed=seed, reshuffles=reshuffles)
+    while not game.is_over:
+        game.push(game.legal_moves[0])
+    return game
+
+
+async def test_games_from_explicit_deals_are_reproducible(make_arena: Any) -> None:
+    arena = await make_arena()
+    a = await arena.bot("alice")
+    b = await arena.bot("bob")
+    deck = [COLORS[c] for c in Game.new(seed=11).deck_order]
+    local = first_legal_game(deck, seed=3)
+    assert len(local.reshuffles) >= 1
+    # Fix the first new draw deck ourselves: the same cards in reverse order.
+    given = [[COLORS[c] for c in reversed(local.reshuffles[0])]]
+    game_id = await arena.start_game(["alice", "bob"], deck=deck, reshuffle_seed=3, reshuffles=given)
+    (over,), _ = await gather(play_out(a, first_legal), play_out(b, first_legal))
+    assert over.game_id == game_id
+    record = msgspec.to_builtins(over.record)
+    assert record["deck"] == deck
+    assert record["reshuffles"][0] == given[0]
+    expected = first_legal_game(deck, seed=3, reshuffles=given)
+    assert record == mandala.record_dict(expected)
+    assert over.result.scores == list(expected.scores()) and over.result.winner == expected.winner()
+    assert await arena.get_json(f"/api/games/{game_id}/record") == record
+
+    # first_player and seat order are honoured.
+    game2 = await arena.start_game(["bob", "alice"], deck=deck, first_player=1)
+    d = await a.until(Decision)
+    assert (d.game_id, d.seat, d.request_id) == (game2, 1, 0)
+
+
+async def test_a_reshuffle_order_that_does_not_fit_aborts_the_game(make_arena: Any) -> None:
+    arena = await make_arena()
+    a = await arena.bot("alice")
+    b = await arena.bot("bob")
+    deck = [COLORS[c] for c in Game.new(seed=11).deck_order]
+    game_id = await arena.start_game(["alice", "bob"], deck=deck, reshuffles=[["red"] * 5])
+    (over,), _ = await gather(play_out(a, first_legal), play_out(b, first_legal))
+    assert (over.game_id, over.result.end_reason, over.result.winner) == (game_id, "aborted", None)
+    state = await arena.get_json(f"/api/games/{game_id}")
+    assert state["status"] == "aborted"
+    # The game stopped at the move that would have needed the order; the record replays to there.
+    record = await arena.get_json(f"/api/games/{game_id}/record")
+    assert mandala.replay(record).reshuffles == [] and record["moves"]
+
+
+async def test_create_game_refusals(make_arena: Any) -> None:
+    arena = await make_arena()
+    client = arena.client
+    await arena.bot("alice")
+    await arena.bot("bob")
+    await arena.create_bot("sleepy")
+    ok = {"players": ["alice", "bob"]}
+    await api_error(await client.post("/api/games", json=ok), 401, "unauthorized")
+    await api_error(await client.post("/api/games", json=ok, headers={"Authorization": "Bearer no"}), 403, "forbidden")
+    await api_error(await client.post("/api/games", json={"players": ["alice", "nobody"]}, headers=AUTH), 404, "unknown_bot")
+    await api_error(await client.post("/api/games", json={"players": ["alice", "sleepy"]}, headers=AUTH), 409, "bot_offline")
+    await api_error(await client.post("/api/games", json={"players": ["alice", "ALICE"]}, headers=AUTH), 400,
+                    "invalid_request")
+    await api_error(await client.post("/api/games", json={**ok, "first_player": 2}, headers=AUTH), 400, "invalid_request")
+    deck = [COLORS[c] for c in Game.new(seed=1).deck_order]
+    for bad, rule in [(deck[:-1], "R3"), (deck[:-1] + ["red"], "R1"), (deck[:-1] + ["pink"], "R1")]:
+        err = await api_error(await client.post("/api/games", json={**ok, "deck": bad}, headers=AUTH), 400, "bad_deck")
+        assert err["rule"] == rule and rule in err["message"]
+    err = await api_error(await client.post("/api/games", json={**ok, "deck": deck, "reshuffles": [["pink"]]},
+                                            headers=AUTH), 400, "bad_deck")
+    assert err["rule"] == "R1"
+    assert arena.arena.manager.running == {}
+
+
+async def test_game_lists_state_and_records(make_arena: Any) -> None:
+    arena = await make_arena()
+    a = await arena.bot("alice")
+    b = await arena.bot("bob")
+    game_id = await arena.start_game(["alice", "bob"])
+    await a.until(Decision)
+    await b.until(Update)
+    running = await arena.get_json("/api/games?status=running")
+    assert running == [{"game_id": game_id, "players": ["alice", "bob"], "status": "running",
+                        "started": running[0]["started"], "ended": None, "result": None, "ply": 0}]
+    state = await arena.get_json(f"/api/games/{game_id}")
+    assert state["status"] == "running" and state["result"] is None and state["ply"] == 0
+    assert state["view"]["seat"] is None and state["view"]["private"] is None
+    assert msgspec.convert(state["view"], mandala.View) == arena.arena.manager.running[game_id].spectator_view()
+    await api_error(await arena.client.get(f"/api/games/{game_id}/record"), 409, "game_running")
+    await api_error(await arena.client.get("/api/games/nope/record"), 404, "unknown_game")
+    await api_error(await arena.client.get("/api/games/nope"), 404, "unknown_game")
+    await api_error(await arena.client.get("/api/games?status=weird"), 400, "invalid_request")
+    await api_error(await arena.client.get("/api/games?limit=0"), 400, "invalid_request")
+
+    await a.send({"type": "resign", "game_id": game_id})
+    over = await b.until(GameOver)
+    assert await arena.get_json("/api/games?status=running") == []
+    (finished,) = await arena.get_json("/api/games?status=finished")
+    assert finished["game_id"] == game_id and finished["ended"] >= finished["started"]
+    assert finished["result"] == msgspec.to_builtins(over.result)
+    assert await arena.get_json("/api/games") == [finished]
+    state = await arena.get_json(f"/api/games/{game_id}")
+    assert state["status"] == "finished" and state["result"]["end_reason"] == "resign"
+    assert await arena.get_json(f"/api/games/{game_id}/record") == msgspec.to_builtins(over.record)
+
+    # Finished games outlive the in-memory cache: they are read back from storage.
+    arena.arena.manager.finished.clear()
+    assert (await arena.get_json(f"/api/games/{game_id}"))["result"] == finished["result"]
+    assert await arena.get_json(f"/api/games/{game_id}/record") == msgspec.to_builtins(over.record)
+
+
+async def test_json_errors_pages_and_health(make_arena: Any) -> None:
+    arena = await make_arena()
+    await api_error(await arena.client.get("/api/nothing"), 404, "not_found")
+    resp = await arena.client.delete("/api/bots")
+    await api_error(resp, 405, "method_not_allowed")
+    resp = await arena.client.get("/")
+    assert resp.status == 200 and resp.content_type == "text/html"
+    assert "Mandala Arena" in await resp.text()
+    await arena.bot("alice")
+    health = await arena.get_json("/health")
+    assert health["status"] == "ok" and health["games_running"] == 0 and health["bots_connected"] == 1
+    assert health["version"]
