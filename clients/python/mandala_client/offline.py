@@ -1,0 +1,198 @@
+"""Playing bots against each other offline, in one process, as a server would.
+
+:func:`load_bot` turns a bot spec into a bot and :func:`play_game` plays one
+game between two bots. A bot needs only ``choose(view, legal)``; a bot that
+also has ``notify(message)`` receives the server's ``game_start``,
+``update`` and ``game_over`` messages (:mod:`protocol.messages`), and a bot
+with ``decide(decision)`` gets the whole ``decision`` message instead of
+``choose``'s two arguments. ``choose`` and ``decide`` may be coroutines.
+
+A bot that breaks the rules (an illegal or malformed move) or, for external
+programs, the protocol (:class:`BotError`) forfeits the game, as it would on
+a server that runs out its clock.
+
+Bot specs:
+
+* ``random``, ``greedy``, ``search``: the shipped bots;
+* ``package.module:Class``: any importable class;
+* either followed by ``,key=value`` options passed to the constructor
+  (``search,iterations=400``; values are read as JSON when they parse);
+* ``cmd:COMMAND ...``: an external program speaking JSON lines
+  (:mod:`mandala_client.external`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import json
+import shlex
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import msgspec
+
+from mandala import Game, IllegalMove, Move, move_to_dict, record_of, view
+from protocol.messages import Decision, GameOver, GameResult, GameStart, Player, Update
+from mandala.record import PlayedMove
+
+from .bots import SHORTCUTS
+from .external import BotError, ExternalBot
+
+DECISION_MS = 5000
+"""The per-decision limit announced to bots when no budget is given (the server's default)."""
+
+
+class SpecError(ValueError):
+    """A bot spec that names no loadable bot."""
+
+
+def _option(text: str) -> tuple[str, Any]:
+    key, sep, raw = text.partition("=")
+    if not sep or not key.isidentifier():
+        raise SpecError(f"bot option {text!r} is not key=value")
+    try:
+        return key, json.loads(raw)
+    except json.JSONDecodeError:
+        return key, raw
+
+
+def bot_factory(spec: str) -> Callable[..., Any]:
+    """The class (or factory) a spec names, with its ``,key=value`` options bound.
+
+    Raises :class:`SpecError` if the spec names nothing loadable, so a match
+    fails before it starts rather than in every worker.
+    """
+    if spec.startswith("cmd:"):
+        argv = shlex.split(spec[4:])
+        if not argv:
+            raise SpecError("cmd: needs a command")
+        return lambda seed=None, budget=None: ExternalBot(argv, budget=budget)
+    name, *opts = spec.split(",")
+    options = dict(_option(o) for o in opts)
+    cls: Any
+    if name in SHORTCUTS:
+        cls = SHORTCUTS[name]
+    elif ":" in name:
+        module_name, _, attr = name.partition(":")
+        try:
+            cls = getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError) as e:
+            raise SpecError(f"cannot load bot {name!r}: {e}") from None
+    else:
+        raise SpecError(f"unknown bot {name!r}: use {', '.join(SHORTCUTS)}, package.module:Class or cmd:COMMAND")
+    try:
+        params = inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        params = {}  # type: ignore[assignment]
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+    def make(seed: int | None = None, budget: float | None = None) -> Any:
+        kwargs = dict(options)
+        if seed is not None and (takes_any or "seed" in params):
+            kwargs.setdefault("seed", seed)
+        if budget is not None and (takes_any or "budget" in params):
+            kwargs.setdefault("budget", budget)
+        return cls(**kwargs)
+
+    return make
+
+
+def load_bot(spec: str, seed: int | None = None, budget: float | None = None) -> Any:
+    """A fresh bot for ``spec`` (see the module docstring), seeded and budgeted if it takes them."""
+    return bot_factory(spec)(seed=seed, budget=budget)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How one offline game ended; ``forfeit`` names the seat that broke the rules, if any."""
+
+    winner: int | None
+    end_reason: str
+    scores: tuple[int, int]
+    plies: int
+    forfeit: int | None = None
+    error: str | None = None
+
+
+_loop: asyncio.AbstractEventLoop | None = None
+
+
+def _resolve(value: Any) -> Any:
+    """Await a coroutine returned by an async bot, on one loop kept for the process."""
+    global _loop
+    if not inspect.isawaitable(value):
+        return value
+    if _loop is None:
+        _loop = asyncio.new_event_loop()
+    return _loop.run_until_complete(value)
+
+
+def _played(move: Move, player: int) -> PlayedMove:
+    return msgspec.convert({**move_to_dict(move), "player": player}, PlayedMove)  # type: ignore[arg-type]
+
+
+def play_game(
+    bots: list[Any],
+    game: Game,
+    game_id: str = "offline",
+    names: tuple[str, str] = ("seat0", "seat1"),
+    decision_ms: int = DECISION_MS,
+) -> Outcome:
+    """Play ``game`` to its end, ``bots[p]`` deciding for seat ``p``; the game is left finished
+    (or, after a forfeit, where it stopped)."""
+    notify = [getattr(b, "notify", None) for b in bots]
+    players = [Player(names[0], 0), Player(names[1], 1)]
+
+    def tell(make: Callable[[int], Any]) -> None:
+        for seat in (0, 1):
+            if notify[seat] is not None:
+                _resolve(notify[seat](make(seat)))
+
+    seat = 0
+    try:
+        for seat in (0, 1):
+            if notify[seat] is not None:
+                _resolve(notify[seat](GameStart(game_id, seat, players, game.first_player, decision_ms, False)))  # type: ignore[arg-type]
+                _resolve(notify[seat](Update(game_id, 0, None, view(game, seat))))
+        while game.to_move is not None:
+            seat = game.to_move
+            legal = game.legal_moves
+            decide = getattr(bots[seat], "decide", None)
+            if decide is not None:
+                ply = len(game.history)
+                move = _resolve(decide(Decision(game_id, ply, seat, view(game, seat), legal, decision_ms)))  # type: ignore[arg-type]
+            else:
+                move = _resolve(bots[seat].choose(view(game, seat), legal))
+            try:
+                game.push(move)
+            except IllegalMove as e:
+                raise BotError(f"illegal move {move!r}: {e}") from None
+            if notify[0] is not None or notify[1] is not None:
+                played = _played(move, seat)
+                ply = len(game.history)
+                tell(lambda q: Update(game_id, ply, played, view(game, q)))
+        outcome = Outcome(game.winner(), game.end_reason or "", game.scores(), len(game.history))
+        reason = outcome.end_reason
+    except BotError as e:
+        outcome = Outcome(1 - seat, "forfeit", game.scores(), len(game.history), seat, str(e))
+        reason = "timeout" if e.timeout else "resign"
+    if notify[0] is not None or notify[1] is not None:
+        result = GameResult(outcome.winner, reason, list(outcome.scores), list(game.cup_sizes()))  # type: ignore[arg-type]
+        over = GameOver(game_id, result, record_of(game))
+        for q in (0, 1):
+            if notify[q] is not None:
+                try:
+                    _resolve(notify[q](over))
+                except BotError:
+                    pass  # the game is decided; a bot that fails to hear it changes nothing
+    return outcome
+
+
+def close_bots(bots: list[Any]) -> None:
+    """Let bots that hold resources (external programs) release them."""
+    for bot in bots:
+        close = getattr(bot, "close", None)
+        if close is not None:
+            _resolve(close())

@@ -1,0 +1,107 @@
+"""The shipped bots: only legal moves, at every kind of decision, and greedy beats random."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from mandala import Game, Move, View, view
+from mandala.moves import CLAIM_BASE, PASS_CODE
+from mandala_client.bots import SHORTCUTS, GreedyBot, RandomBot, SearchBot
+from mandala_client.offline import load_bot, play_game
+
+
+class Checked:
+    """Wraps a bot and fails the test on any move outside the legal list."""
+
+    def __init__(self, bot: Any) -> None:
+        self.bot = bot
+        self.kinds: set[str] = set()
+
+    def choose(self, v: View, legal: list[Move]) -> Move:
+        move = self.bot.choose(v, legal)
+        assert move in legal
+        self.kinds.add(type(move).__name__)
+        return move
+
+
+def _play(a: Any, b: Any, seed: int) -> Game:
+    game = Game.new(seed=seed, first_player=seed % 2)
+    outcome = play_game([a, b], game)
+    assert outcome.forfeit is None and game.is_over
+    return game
+
+
+@pytest.mark.parametrize("make", [
+    lambda s: RandomBot(seed=s),
+    lambda s: GreedyBot(seed=s),
+    lambda s: SearchBot(seed=s, iterations=25),
+], ids=["random", "greedy", "search"])
+def test_bot_plays_only_legal_moves(make: Any) -> None:
+    kinds: set[str] = set()
+    for seed in range(3):
+        bot = Checked(make(seed))
+        game = _play(bot, RandomBot(seed=100 + seed), seed) if seed % 2 else _play(RandomBot(seed=100 + seed), bot, seed)
+        kinds |= bot.kinds
+    assert {"Mountain", "Claim"} <= kinds  # turns and picks both came up
+
+
+def test_bots_handle_every_decision_type_against_each_other() -> None:
+    game = _play(Checked(GreedyBot(seed=1)), Checked(SearchBot(seed=2, iterations=15)), 7)
+    assert any(code >= CLAIM_BASE and code != PASS_CODE for _, code in game.history)
+
+
+def _score(a: str, b: str, deals: int, seed: int) -> float:
+    """A's score fraction over duplicate deals (each deal twice, seats swapped)."""
+    total = 0.0
+    for deal in range(deals):
+        for a_seat in (0, 1):
+            bots = [load_bot(a, seed=seed + deal), load_bot(b, seed=seed + deal + 1)]
+            if a_seat:
+                bots.reverse()
+            game = Game.new(seed=f"{seed}:{deal}", first_player=deal % 2)  # type: ignore[arg-type]
+            play_game(bots, game)
+            w = game.winner()
+            total += 0.5 if w is None else 1.0 if w == a_seat else 0.0
+    return total / (2 * deals)
+
+
+def test_greedy_beats_random_clearly() -> None:
+    assert _score("greedy", "random", deals=20, seed=3) >= 0.7
+
+
+def test_search_is_reproducible_with_an_iteration_cap() -> None:
+    game = Game.new(seed=5)
+    for _ in range(12):
+        game.push_code(game.legal_codes()[0])
+    v, legal = view(game, game.to_move), game.legal_moves
+    a = [SearchBot(seed=9, iterations=60).choose(v, legal) for _ in range(2)]
+    assert a[0] == a[1]
+
+
+def test_search_keeps_to_its_time_budget() -> None:
+    game = Game.new(seed=6)
+    bot = SearchBot(seed=1, budget=0.1)
+    start = time.perf_counter()
+    bot.choose(view(game, 0), game.legal_moves)
+    assert time.perf_counter() - start < 0.5
+    assert bot.last_iterations > 1
+
+
+def test_shortcuts_name_the_shipped_bots() -> None:
+    assert SHORTCUTS == {"random": RandomBot, "greedy": GreedyBot, "search": SearchBot}
+    bot = load_bot("search,iterations=7,exploration=0.5", seed=1)
+    assert isinstance(bot, SearchBot) and bot.iterations == 7 and bot.exploration == 0.5 and bot.budget is None
+
+
+class AsyncFirst:
+    """A user bot whose ``choose`` is a coroutine, as an async client might write it."""
+
+    async def choose(self, v: View, legal: list[Move]) -> Move:
+        return legal[0]
+
+
+def test_async_bots_are_awaited() -> None:
+    _play(AsyncFirst(), RandomBot(seed=3), 11)
