@@ -1,0 +1,225 @@
+"""``mandala match A B``: two bots play each other offline on duplicate deals.
+
+Each deal is played twice with the seats swapped (same cards, same first
+player), so luck of the deal cancels out; ``--games`` counts games and is
+rounded up to an even number. Games run in parallel worker processes.
+The figures are A's: wins, draws, losses, score, Elo difference with a 95 %
+interval (pairs as units, :mod:`mandala_client.stats`), and with ``--sprt``
+a sequential test that stops the match as soon as it is decided. The last
+line of output is one JSON object with every figure, for scripts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import sys
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from mandala import Game, encode_record
+
+from mandala_client.offline import DECISION_MS, SpecError, bot_factory, close_bots, play_game
+from mandala_client.stats import Sprt, Summary, pair_units, sprt, summarize
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("match", help="play two bots against each other offline on duplicate deals and rate them")
+    p.add_argument("a", metavar="A", help="bot spec: random, greedy, search, package.module:Class or 'cmd:COMMAND ...'"
+                   " (options: search,iterations=400)")
+    p.add_argument("b", metavar="B", help="the opponent, same forms as A")
+    p.add_argument("--games", type=int, default=100, help="games to play, rounded up to even (default 100)")
+    p.add_argument("--seed", type=int, default=0, help="seed for the deals and the bots (default 0)")
+    p.add_argument("--records", type=Path, metavar="DIR", help="write each game's R23 record to DIR/game-NNNNNN.json")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="worker processes (default: all cores)")
+    p.add_argument("--sprt", type=float, nargs=2, metavar=("ELO0", "ELO1"),
+                   help="test H0: elo=ELO0 against H1: elo=ELO1 (alpha=beta=0.05); stop once decided")
+    p.add_argument("--budget", type=float, metavar="SECONDS", help="thinking time per decision for bots that take one")
+    p.set_defaults(run=run)
+
+
+@dataclass(frozen=True)
+class Task:
+    """One game of the match: deal ``index // 2``, A in seat ``a_seat``."""
+
+    index: int
+    a: str
+    b: str
+    seed: int
+    budget: float | None
+    records: str | None
+
+    @property
+    def deal(self) -> int:
+        return self.index // 2
+
+    @property
+    def a_seat(self) -> int:
+        return self.index % 2
+
+
+def _bot_seed(seed: int, index: int, side: str) -> int:
+    return random.Random(f"{seed}:{index}:{side}").getrandbits(63)
+
+
+def play_task(task: Task) -> dict[str, Any]:
+    """Play one game of the match (in a worker process) and report it from A's side."""
+    start = time.perf_counter()
+    a_seat = task.a_seat
+    bot_a = bot_factory(task.a)(seed=_bot_seed(task.seed, task.index, "a"), budget=task.budget)
+    bot_b = bot_factory(task.b)(seed=_bot_seed(task.seed, task.index, "b"), budget=task.budget)
+    bots = [bot_a, bot_b] if a_seat == 0 else [bot_b, bot_a]
+    names = ("A", "B") if a_seat == 0 else ("B", "A")
+    game = Game.new(seed=f"{task.seed}:{task.deal}", first_player=task.deal % 2)  # type: ignore[arg-type]
+    decision_ms = int(task.budget * 1000) if task.budget else DECISION_MS
+    try:
+        outcome = play_game(bots, game, f"match-{task.index}", names, decision_ms)
+    finally:
+        close_bots(bots)
+    if task.records is not None:
+        Path(task.records, f"game-{task.index:06d}.json").write_bytes(encode_record(game))
+    w = outcome.winner
+    return {
+        "index": task.index,
+        "a_score": 0.5 if w is None else 1.0 if w == a_seat else 0.0,
+        "end_reason": outcome.end_reason,
+        "forfeit": None if outcome.forfeit is None else ("A" if outcome.forfeit == a_seat else "B"),
+        "error": outcome.error,
+        "plies": outcome.plies,
+        "seconds": time.perf_counter() - start,
+    }
+
+
+class Progress:
+    """A one-line progress bar on ``stream``, redrawn with ``\\r`` at most ten times a second."""
+
+    def __init__(self, total: int, label: str, stream: TextIO = sys.stderr, width: int = 30) -> None:
+        self.total, self.label, self.stream, self.width = total, label, stream, width
+        self._last = 0.0
+
+    def show(self, done: int, scores: list[float], force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._last < 0.1:
+            return
+        self._last = now
+        filled = self.width * done // max(1, self.total)
+        w = sum(1 for s in scores if s == 1.0)
+        l = sum(1 for s in scores if s == 0.0)
+        pct = 100 * sum(scores) / len(scores) if scores else 50.0
+        bar = "#" * filled + "." * (self.width - filled)
+        self.stream.write(f"\r{self.label} [{bar}] {done}/{self.total}  A +{w} ={len(scores) - w - l} -{l}  {pct:5.1f}% ")
+        self.stream.flush()
+
+    def finish(self) -> None:
+        self.stream.write("\n")
+        self.stream.flush()
+
+
+def _decided_prefix(results: list[dict[str, Any] | None]) -> list[float]:
+    """A's scores over the leading run of fully played deals (both games in)."""
+    scores: list[float] = []
+    for i in range(0, len(results) - 1, 2):
+        first, second = results[i], results[i + 1]
+        if first is None or second is None:
+            break
+        scores += [first["a_score"], second["a_score"]]
+    return scores
+
+
+def _finite(x: float) -> float | None:
+    return round(x, 2) if math.isfinite(x) else None
+
+
+def _elo_text(x: float) -> str:
+    return f"{x:+.1f}" if math.isfinite(x) else ("+inf" if x > 0 else "-inf")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.games < 1 or args.jobs < 1:
+        print("mandala match: --games and --jobs must be at least 1", file=sys.stderr)
+        return 2
+    for spec in (args.a, args.b):
+        try:
+            bot_factory(spec)
+        except SpecError as e:
+            print(f"mandala match: {e}", file=sys.stderr)
+            return 2
+    games = args.games + args.games % 2
+    if args.records is not None:
+        args.records.mkdir(parents=True, exist_ok=True)
+    records = str(args.records) if args.records is not None else None
+    tasks = [Task(i, args.a, args.b, args.seed, args.budget, records) for i in range(games)]
+    results: list[dict[str, Any] | None] = [None] * games
+    progress = Progress(games, f"{args.a} vs {args.b}")
+    start = time.perf_counter()
+    stopped = False
+
+    def record(result: dict[str, Any]) -> bool:
+        """Store one finished game; True when the SPRT has decided and the match may stop."""
+        results[result["index"]] = result
+        if result["forfeit"]:
+            progress.stream.write(f"\rgame {result['index']}: {result['forfeit']} forfeits: {result['error']}\n")
+        done = [r["a_score"] for r in results if r is not None]
+        progress.show(len(done), done)
+        if args.sprt is None:
+            return False
+        return sprt(pair_units(_decided_prefix(results)), *args.sprt).verdict != "continue"
+
+    if args.jobs == 1:
+        for task in tasks:
+            if record(play_task(task)):
+                stopped = True
+                break
+    else:
+        with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+            pending: set[Future[dict[str, Any]]] = {pool.submit(play_task, t) for t in tasks}
+            while pending and not stopped:
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    stopped = record(future.result()) or stopped
+            if stopped:
+                for future in pending:
+                    future.cancel()
+    done_scores = [r["a_score"] for r in results if r is not None]
+    progress.show(len(done_scores), done_scores, force=True)
+    progress.finish()
+    scores = _decided_prefix(results) if stopped else [r["a_score"] for r in results if r is not None]
+    counted = results[: len(scores)]
+    report(args, games, scores, counted, time.perf_counter() - start, stopped)  # type: ignore[arg-type]
+    return 0
+
+
+def report(args: argparse.Namespace, planned: int, scores: list[float], results: list[dict[str, Any]],
+           seconds: float, stopped: bool) -> None:
+    """Print the figures as text, then as one JSON line."""
+    s: Summary = summarize(scores, paired=True)
+    test: Sprt | None = sprt(pair_units(scores), *args.sprt) if args.sprt is not None else None
+    reasons: dict[str, int] = {}
+    for r in results:
+        reasons[r["end_reason"]] = reasons.get(r["end_reason"], 0) + 1
+    forfeits = {"A": sum(1 for r in results if r["forfeit"] == "A"), "B": sum(1 for r in results if r["forfeit"] == "B")}
+    out = sys.stdout
+    out.write(f"A = {args.a}, B = {args.b}: {s.games} games ({s.games // 2} duplicate deals), seed {args.seed}\n")
+    out.write(f"A: {s.wins} wins, {s.draws} draws, {s.losses} losses; score {100 * s.score:.1f}%\n")
+    out.write(f"Elo difference A - B: {_elo_text(s.elo)} (95% interval {_elo_text(s.elo_low)} to {_elo_text(s.elo_high)})\n")
+    if test is not None:
+        out.write(f"SPRT H0: elo={test.elo0:g} vs H1: elo={test.elo1:g} (alpha=beta=0.05): "
+                  f"LLR {test.llr:.2f} in [{test.lower:.2f}, {test.upper:.2f}]: {test.verdict}"
+                  f"{' (stopped early)' if stopped else ''}\n")
+    figures: dict[str, Any] = {
+        "a": args.a, "b": args.b, "seed": args.seed, "games_planned": planned,
+        "games": s.games, "deals": s.games // 2, "wins": s.wins, "draws": s.draws, "losses": s.losses,
+        "score": round(s.score, 4), "elo": _finite(s.elo), "elo_low": _finite(s.elo_low), "elo_high": _finite(s.elo_high),
+        "end_reasons": reasons, "forfeits": forfeits, "seconds": round(seconds, 2), "stopped_early": stopped,
+        "sprt": None,
+    }
+    if test is not None:
+        figures["sprt"] = {**{k: round(v, 4) for k, v in asdict(test).items()}, "verdict": test.verdict}
+    out.write(json.dumps(figures) + "\n")
+    out.flush()
