@@ -25,4 +25,5 @@ class RecordError(MandalaError):
 
     def __init__(self, rule: str, message: str, ply: int | None = None) -> None:
         super().__init__(rule, message if ply is None else f"ply {ply}: {message}")
+        self.message = message  # without the ply, which callers report on their own
         self.ply = ply
