@@ -30,6 +30,8 @@ class PendingChallenge:
     challenger: str
     opponent: str
     timer: asyncio.TimerHandle
+    created: float
+    """Loop time when it was offered."""
 
 
 class ChallengeBook:
@@ -65,15 +67,30 @@ class ChallengeBook:
         conn = self.presence.get(name)
         if conn is None:
             raise Refusal("bot_offline", f"{name} is not connected")
+        self._check_open_limit(challenger)
         challenge_id = secrets.token_urlsafe(8)
         if self.manager.running_count(name) >= conn.max_games:
             self._tell(challenger, ChallengeDeclined(challenge_id, "busy"))
             return
         expires_ms = int(self.settings.challenge_expiry_s * 1000)
-        timer = asyncio.get_running_loop().call_later(self.settings.challenge_expiry_s, self._expire, challenge_id)
-        self.pending[challenge_id] = PendingChallenge(challenge_id, challenger, name, timer)
+        loop = asyncio.get_running_loop()
+        timer = loop.call_later(self.settings.challenge_expiry_s, self._expire, challenge_id)
+        self.pending[challenge_id] = PendingChallenge(challenge_id, challenger, name, timer, loop.time())
         self._tell(challenger, ChallengeSent(challenge_id, name, expires_ms))
         conn.send(Challenged(challenge_id, challenger, expires_ms))
+
+    def _check_open_limit(self, challenger: str) -> None:
+        """Refuse a challenge beyond ``max_open_challenges``; retry when the oldest expires."""
+        mine = [c.created for c in self.pending.values() if c.challenger == challenger]
+        if len(mine) >= self.settings.max_open_challenges:
+            expires = min(mine) + self.settings.challenge_expiry_s
+            retry = max(0.0, expires - asyncio.get_running_loop().time())
+            raise Refusal(
+                "rate_limited",
+                f"at most {self.settings.max_open_challenges} open challenges at a time",
+                limit="challenges",
+                retry_after=round(retry, 3),
+            )
 
     def _take(self, bot: str, challenge_id: str) -> PendingChallenge:
         ch = self.pending.get(challenge_id)

@@ -44,6 +44,8 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     heartbeat_s: float = 20.0
     hello_timeout_s: float = 10.0
     challenge_expiry_s: float = 30.0
+    max_open_challenges: int = 8
+    """Open challenges one bot may have at a time (so no bot can be buried in ``challenged``)."""
     send_queue_max: int = 4096
     """Frames queued for one connection before it is dropped as too slow to read."""
     finished_cache: int = 512

@@ -17,6 +17,8 @@ class Refusal(Exception):
         game_id: str | None = None,
         request_id: int | None = None,
         rule: str | None = None,
+        limit: str | None = None,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(f"{code}: {message}")
         self.code: ErrorCode = code
@@ -24,6 +26,9 @@ class Refusal(Exception):
         self.game_id = game_id
         self.request_id = request_id
         self.rule = rule
+        self.limit = limit
+        self.retry_after = retry_after
 
     def to_error(self) -> Error:
-        return Error(self.code, self.message, game_id=self.game_id, request_id=self.request_id, rule=self.rule)
+        return Error(self.code, self.message, game_id=self.game_id, request_id=self.request_id, rule=self.rule,
+                     limit=self.limit, retry_after=self.retry_after)

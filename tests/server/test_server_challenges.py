@@ -98,3 +98,18 @@ async def test_spectators_cannot_challenge(make_arena) -> None:
     await s.send({"type": "challenge", "opponent": "alice"})
     err = await s.expect(Error)
     assert err.code == "spectator"
+
+
+async def test_open_challenges_are_capped_per_bot(make_arena) -> None:
+    arena = await make_arena(max_open_challenges=2, challenge_expiry_s=5)
+    a = await arena.bot("alice")
+    b = await arena.bot("bob", max_games=4)
+    for _ in range(2):
+        await a.send({"type": "challenge", "opponent": "bob"})
+        await a.expect(ChallengeSent)
+        await b.expect(Challenged)
+    await a.send({"type": "challenge", "opponent": "bob"})
+    err = await a.expect(Error)
+    assert (err.code, err.limit) == ("rate_limited", "challenges")
+    assert err.retry_after is not None and 0 < err.retry_after <= 5
+    assert await b.ping() == []  # bob was not bothered a third time
