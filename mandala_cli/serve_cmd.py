@@ -19,13 +19,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.set_defaults(run=run)
 
 
-def banner(url: str, admin_token: str, generated: bool, registration: str) -> str:
+def banner(url: str, admin_token: str, generated: bool, registration: str, prog: str = "mandala") -> str:
     """What the operator needs to get started, printed once at startup."""
     lines = [
         f"Mandala Arena listening on {url}  (WebSocket: {url.replace('http', 'ws', 1)}/ws)",
         "",
         "Create a bot (the token is shown once):",
-        f"  mandala bot create my-bot --url {url}" + (" --admin-token $MANDALA_ADMIN_TOKEN" if registration == "admin" else ""),
+        f"  {prog} bot create my-bot --url {url}" + (" --admin-token $MANDALA_ADMIN_TOKEN" if registration == "admin" else ""),
         f"  curl -X POST {url}/api/bots -H 'Content-Type: application/json' -d '{{\"name\": \"my-bot\"}}'"
         + (" -H \"Authorization: Bearer $MANDALA_ADMIN_TOKEN\"" if registration == "admin" else ""),
         "Then connect to /ws and send {\"type\": \"hello\", \"protocol\": 1, \"token\": \"<token>\"}.",
@@ -34,7 +34,7 @@ def banner(url: str, admin_token: str, generated: bool, registration: str) -> st
     if generated:
         lines += [
             "",
-            f"Admin token (generated for this run; set MANDALA_ADMIN_TOKEN or admin_token in --config to keep one):",
+            "Admin token (generated for this run; set MANDALA_ADMIN_TOKEN or admin_token in --config to keep one):",
             f"  {admin_token}",
         ]
     return "\n".join(lines)
@@ -65,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
     app = create_app(settings)
     arena = app[ARENA]
     url = f"http://{settings.host}:{settings.port}"
-    text = banner(url, arena.admin_token, settings.admin_token is None, settings.registration)
+    prog = sys.argv[0] if Path(sys.argv[0]).name == "mandala" else "mandala"  # e.g. .venv/bin/mandala
+    text = banner(url, arena.admin_token, settings.admin_token is None, settings.registration, prog)
     web.run_app(app, host=settings.host, port=settings.port, print=lambda _: print(text, flush=True))
     return 0

@@ -1,0 +1,53 @@
+"""Settings loading and the ``mandala serve`` / ``mandala bot create`` commands."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mandala_cli.main import main
+from mandala_cli.serve_cmd import banner
+from server.config import ConfigError, Settings, load_settings
+
+
+def test_settings_precedence(tmp_path: Path) -> None:
+    config = tmp_path / "arena.toml"
+    config.write_text('port = 9000\ndecision_ms = 2000\nregistration = "admin"\nadmin_token = "from-file"\n')
+    s = load_settings(config, {"port": 9100, "db": None}, environ={})
+    assert (s.port, s.decision_ms, s.registration, s.admin_token, s.db) == (9100, 2000, "admin", "from-file", "mandala.db")
+    s = load_settings(config, {}, environ={"MANDALA_ADMIN_TOKEN": "from-env"})
+    assert s.admin_token == "from-env"
+    assert load_settings(None, {}, environ={}) == Settings()
+    config.write_text("colour = 3\n")
+    with pytest.raises(ConfigError, match="colour"):
+        load_settings(config, environ={})
+    config.write_text('registration = "everyone"\n')
+    with pytest.raises(ConfigError, match="registration"):
+        load_settings(config, environ={})
+    with pytest.raises(ConfigError):
+        load_settings(tmp_path / "missing.toml", environ={})
+
+
+def test_banner_says_how_to_start() -> None:
+    text = banner("http://127.0.0.1:8080", "S3CRET", True, "open", ".venv/bin/mandala")
+    assert "http://127.0.0.1:8080" in text and "ws://127.0.0.1:8080/ws" in text
+    assert ".venv/bin/mandala bot create" in text and "curl -X POST http://127.0.0.1:8080/api/bots" in text
+    assert "S3CRET" in text
+    assert "S3CRET" not in banner("http://h:1", "S3CRET", False, "admin")
+
+
+async def test_bot_create_command(make_arena: Any, capsys: Any) -> None:
+    arena = await make_arena(registration="admin")
+    url = str(arena.client.make_url("/")).rstrip("/")
+    code = await asyncio.to_thread(main, ["bot", "create", "cli-bot", "--url", url, "--admin-token", "admin-secret-token"])
+    out = capsys.readouterr().out
+    assert code == 0 and "cli-bot" in out
+    token = out.strip().splitlines()[-1]
+    await arena.connect(token)  # the printed token works
+    code = await asyncio.to_thread(main, ["bot", "create", "cli-bot", "--url", url, "--admin-token", "admin-secret-token"])
+    assert code == 1 and "409 name_taken" in capsys.readouterr().err
+    code = await asyncio.to_thread(main, ["bot", "create", "other", "--url", url, "--admin-token", ""])
+    assert code == 1 and "401 unauthorized" in capsys.readouterr().err
