@@ -180,10 +180,26 @@ class GameRoom:
 
     def begin(self) -> None:
         """Tell both seats the game starts, show them the deal, ask the first decision."""
+        self._safely(self._begin)
+
+    def _begin(self) -> None:
         for seat in (0, 1):
             self._deliver(self.players[seat], self._game_start(seat, resumed=False))
         self._broadcast_update(None)
         self._ask()
+
+    def _safely(self, step: Callable[[], None]) -> None:
+        """Run a step that messages the seats and restarts the clock. Should it fail (a bug),
+        abort the game rather than leave it waiting for a decision nobody was asked."""
+        try:
+            step()
+        except Exception:
+            log.exception("game %s failed: aborting it", self.id)
+            if not self.over:
+                try:
+                    self.abort()
+                except Exception:
+                    log.exception("aborting game %s failed too", self.id)
 
     def _ask(self) -> None:
         """Ask the player to move for a decision and start its clock (or end a finished game)."""
@@ -255,6 +271,10 @@ class GameRoom:
             raise self._refuse("illegal_move", e.message, request_id, e.rule) from None
         p.timer.cancel()
         self.pending = None
+        self._safely(lambda: self._moved(seat, request_id, move, elapsed))
+
+    def _moved(self, seat: int, request_id: int, move: Move, elapsed: float) -> None:
+        """A move was applied: confirm it, show it to everyone, ask the next decision."""
         self._deliver(self.players[seat], MoveAccepted(self.id, request_id, round(elapsed * 1000, 3)))
         self._broadcast_update(played_move(move, seat))
         self._ask()

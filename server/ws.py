@@ -13,7 +13,7 @@ import logging
 from typing import Any
 
 import msgspec
-from aiohttp import WSMsgType, web
+from aiohttp import WSMessage, WSMsgType, web
 
 from protocol.messages import (
     CLIENT_TYPES,
@@ -91,7 +91,7 @@ class Session:
         if not self.conn.authenticated:
             self.conn.close(CLOSE_HELLO_TIMEOUT, "hello timeout")
 
-    async def on_frame(self, msg: Any) -> None:
+    async def on_frame(self, msg: WSMessage) -> None:
         """Handle one frame; every refusal or failure becomes one ``error`` frame."""
         conn = self.conn
         if conn.closing or not conn.admit():
@@ -107,7 +107,7 @@ class Session:
             conn.send(r.to_error())
         except Exception:
             log.exception("handling a frame from %r failed", conn)
-            conn.error("internal_error", "the server failed on this message (logged); nothing changed")
+            conn.error("internal_error", "the server failed on this message; the failure was logged")
 
     async def dispatch(self, m: ClientMessage) -> None:
         conn, arena = self.conn, self.arena
