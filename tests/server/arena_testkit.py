@@ -1,9 +1,10 @@
 """Test kit for the server tests: a WebSocket client that decodes and validates every frame
-the server sends as a ``protocol.messages.ServerMessage``, and an ``Arena`` harness that
-starts a real server (real sockets, a temp SQLite file) and creates bots.
+the server sends as a ``protocol.messages.ServerMessage``, and a ``Harness`` around a real
+server (real sockets, a temp SQLite file) that creates bots and games.
 
-No test sleeps: they wait for frames with a timeout, and shrink the server's own clocks
-(``decision_ms``, ``challenge_expiry_s``, ...) through its settings.
+Tests do not sleep and hope: they wait for frames with a timeout and shrink the server's own
+clocks (``decision_ms``, ``challenge_expiry_s``, ...) through its settings; the one sleep is
+the ``retry_after`` the server itself asks for.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import itertools
 import json
 import random
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 import aiohttp
@@ -22,11 +24,22 @@ from aiohttp.test_utils import TestClient
 
 from protocol.messages import PROTOCOL_VERSION, Decision, Error, GameOver, Pong, ServerMessage, Welcome
 from server.arena import ARENA, Arena
+from server.config import Settings
 
 T = TypeVar("T")
 
 ADMIN = "admin-secret-token"
 RECV_TIMEOUT = 5.0
+
+
+def settings_for(db: Path, **overrides: Any) -> Settings:
+    """Test settings: a known admin token, and a rate limit out of the way (these bots answer
+    as fast as the loop runs; the default 20 messages/s would throttle them)."""
+    values: dict[str, Any] = {"db": str(db), "admin_token": ADMIN, "heartbeat_s": 5.0,
+                              "messages_per_second": 10000.0, "burst": 10000}
+    values.update(overrides)
+    return Settings(**values)
+
 
 _decoder = msgspec.json.Decoder(ServerMessage)  # type: ignore[arg-type]
 _ping_ids = itertools.count()

@@ -7,22 +7,13 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 import pytest
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import TestClient
 
 from server.app import create_app
-from server.config import Settings
 
-from arena_testkit import ADMIN, Harness
+from arena_testkit import Harness, settings_for
 
 MakeArena = Callable[..., Awaitable[Harness]]
-
-
-def settings_for(db: Path, **overrides: Any) -> Settings:
-    # Bots here answer as fast as the loop runs: the default 20 messages/s would throttle them.
-    values: dict[str, Any] = {"db": str(db), "admin_token": ADMIN, "heartbeat_s": 5.0,
-                              "messages_per_second": 10000.0, "burst": 10000}
-    values.update(overrides)
-    return Settings(**values)
 
 
 @pytest.fixture

@@ -258,3 +258,20 @@ def test_parse_raises_nothing_but_refusals(text: str) -> None:
         parse(text)
     except Refusal as r:
         assert r.code in ("bad_json", "not_object", "unknown_type", "invalid_message")
+
+
+async def test_a_failure_after_a_move_aborts_the_game_instead_of_stalling_it(table: Any, monkeypatch: Any) -> None:
+    arena, a, b, d, game_id = table
+    room = arena.arena.manager.running[game_id]
+
+    def broken(played: Any) -> None:
+        raise RuntimeError("bug")
+
+    monkeypatch.setattr(room, "_broadcast_update", broken)
+    await a.send_move(d, d.legal[0])
+    await a.expect(MoveAccepted)
+    over = await a.expect(GameOver)
+    assert (over.game_id, over.result.end_reason, over.result.winner) == (game_id, "aborted", None)
+    assert await b.until(GameOver) == over
+    assert game_id not in arena.arena.manager.running
+    assert await a.ping() == []

@@ -14,8 +14,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from protocol.messages import Decision, GameOver, Update
 from server.app import create_app
 
-from arena_testkit import Harness, gather, play_out, random_policy
-from conftest import settings_for
+from arena_testkit import Harness, gather, play_out, random_policy, settings_for
 
 
 def stored(db_path: Path, game_id: str) -> dict[str, Any]:
