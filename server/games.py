@@ -437,6 +437,13 @@ class GameManager:
 
     # ------------------------------------------------------------------ bot requests
 
+    def awaits(self, bot: str, game_id: str, request_id: int) -> bool:
+        """Whether ``bot`` owes the pending decision ``request_id`` of ``game_id``."""
+        room = self.running.get(game_id)
+        if room is None or room.pending is None:
+            return False
+        return room.pending.request_id == request_id and room.players[room.pending.seat] == bot
+
     def play(self, bot: str, game_id: str, request_id: int, move: Move) -> None:
         room, seat = self._room_for(bot, game_id, request_id)
         room.play(seat, request_id, move)

@@ -92,22 +92,46 @@ class Session:
             self.conn.close(CLOSE_HELLO_TIMEOUT, "hello timeout")
 
     async def on_frame(self, msg: WSMessage) -> None:
-        """Handle one frame; every refusal or failure becomes one ``error`` frame."""
+        """Handle one frame; every refusal or failure becomes one ``error`` frame.
+
+        Every frame is charged to the rate limit except a move that answers the bot's
+        pending decision: the server itself paces those, one per decision it sends, so
+        a bot that answers at once never loses a game to the rate limit.
+        """
         conn = self.conn
-        if conn.closing or not conn.admit():
+        if conn.closing:
             return
         try:
-            if msg.type is WSMsgType.TEXT:
-                if frame_too_large(msg.data, self.arena.settings.max_frame_bytes):
-                    raise Refusal("frame_too_large", f"frames are at most {self.arena.settings.max_frame_bytes} bytes")
-                await self.dispatch(parse(msg.data))
-            elif msg.type is WSMsgType.BINARY:
-                raise Refusal("binary_frame", "send JSON in text frames, not binary ones")
+            message = self.read(msg)
+        except Refusal as r:
+            if conn.admit():
+                conn.send(r.to_error())
+            return
+        if message is None:
+            return
+        if not self.answers_pending(message) and not conn.admit():
+            return
+        try:
+            await self.dispatch(message)
         except Refusal as r:
             conn.send(r.to_error())
         except Exception:
             log.exception("handling a frame from %r failed", conn)
             conn.error("internal_error", "the server failed on this message; the failure was logged")
+
+    def read(self, msg: WSMessage) -> ClientMessage | None:
+        """The message in a frame (``None`` for control frames); raises :class:`Refusal`."""
+        if msg.type is WSMsgType.TEXT:
+            if frame_too_large(msg.data, self.arena.settings.max_frame_bytes):
+                raise Refusal("frame_too_large", f"frames are at most {self.arena.settings.max_frame_bytes} bytes")
+            return parse(msg.data)
+        if msg.type is WSMsgType.BINARY:
+            raise Refusal("binary_frame", "send JSON in text frames, not binary ones")
+        return None
+
+    def answers_pending(self, m: ClientMessage) -> bool:
+        bot = self.conn.bot
+        return isinstance(m, PlayMove) and bot is not None and self.arena.manager.awaits(bot, m.game_id, m.request_id)
 
     async def dispatch(self, m: ClientMessage) -> None:
         conn, arena = self.conn, self.arena

@@ -91,3 +91,18 @@ async def test_several_concurrent_games_on_one_connection(make_arena) -> None:
     # The three games really overlapped: alice had decisions of different games in flight.
     first_over = next(i for i, f in enumerate(a.frames) if isinstance(f, GameOver))
     assert len({f.game_id for f in a.frames[:first_over] if isinstance(f, Decision)}) == 3
+
+
+async def test_moves_answering_decisions_are_not_rate_limited(make_arena) -> None:
+    """A bot that answers every decision at once plays whole games even when the
+    per-connection message budget is far smaller than the number of moves it sends."""
+    arena = await make_arena(messages_per_second=1.0, burst=2)
+    a = await arena.bot("alice")
+    b = await arena.bot("bob")
+    game_id = await arena.start_game(["alice", "bob"])
+    (over_a,), (over_b,) = await gather(play_out(a, random_policy(3)), play_out(b, random_policy(4)))
+    assert over_a.game_id == over_b.game_id == game_id
+    assert over_a.result.end_reason in ("river", "deck", "no_moves", "turn_limit")
+    assert len(over_a.record.moves) > 20  # many more moves than the budget of 2 messages
+    errors = [f for f in a.frames + b.frames if type(f).__name__ == "Error"]
+    assert errors == []
