@@ -1,4 +1,4 @@
-"""``mandala serve``: run the Mandala Arena server (HTTP API, WebSocket, SQLite storage)."""
+"""``mandala serve``: run the Mandala Arena server (HTTP API, WebSocket, SQLite or PostgreSQL storage)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("serve", help="run the arena server")
     p.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, help="port (default 8080)")
-    p.add_argument("--db", help="SQLite file (default mandala.db)")
+    p.add_argument("--db", help="SQLite file or postgresql:// URL (default $DATABASE_URL, else mandala.db)")
     p.add_argument("--config", type=Path, metavar="FILE", help="TOML file with any setting (flags win over it)")
     p.add_argument("--decision-ms", type=int, metavar="N", help="time per decision in ms (default 5000)")
     p.add_argument("--registration", choices=("open", "admin"), help="who may create bots (default open)")

@@ -23,8 +23,7 @@ from .http_api import setup as setup_api
 from .pages import setup as setup_pages
 from .presence import Presence
 from .ratelimit import WindowLimiter
-from .storage import Storage
-from .storage.sqlite import SqliteStorage
+from .storage import Storage, open_storage
 from .ws import websocket_handler
 
 log = logging.getLogger(__name__)
@@ -33,10 +32,11 @@ CLOSE_GOING_AWAY = 1001
 
 
 def create_app(settings: Settings, storage: Storage | None = None) -> web.Application:
-    """The whole server. With no ``admin_token`` in ``settings`` one is generated
+    """The whole server, on the storage ``settings.db`` names (a SQLite file or a
+    ``postgresql://`` URL) unless ``storage`` is given. With no ``admin_token`` in ``settings`` one is generated
     (``app[ARENA].admin_token``; ``mandala serve`` prints it)."""
     app = web.Application(middlewares=[json_errors], client_max_size=1 << 20)
-    storage = storage if storage is not None else SqliteStorage(settings.db)
+    storage = storage if storage is not None else open_storage(settings.db)
     presence = Presence()
     manager = GameManager(settings, storage, presence)
     app[ARENA] = Arena(

@@ -27,6 +27,7 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     host: str = "127.0.0.1"
     port: int = 8080
     db: str = "mandala.db"
+    """A SQLite file, or a ``postgresql://`` URL for PostgreSQL (env ``DATABASE_URL`` sets it too)."""
     decision_ms: int = 5000
     """Time a bot has for one decision, measured by the server from sending ``decision``."""
     registration: Registration = "open"
@@ -57,6 +58,7 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
 
 
 ENV_ADMIN_TOKEN = "MANDALA_ADMIN_TOKEN"
+ENV_DATABASE_URL = "DATABASE_URL"
 
 
 class ConfigError(ValueError):
@@ -68,7 +70,8 @@ def load_settings(
     overrides: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> Settings:
-    """Merge defaults < TOML file < ``MANDALA_ADMIN_TOKEN`` < ``overrides`` (``None`` values skipped)."""
+    """Merge defaults < TOML file < ``MANDALA_ADMIN_TOKEN`` and ``DATABASE_URL`` < ``overrides``
+    (``None`` values skipped)."""
     values: dict[str, Any] = {}
     if config is not None:
         try:
@@ -78,6 +81,8 @@ def load_settings(
     env = os.environ if environ is None else environ
     if env.get(ENV_ADMIN_TOKEN):
         values["admin_token"] = env[ENV_ADMIN_TOKEN]
+    if env.get(ENV_DATABASE_URL):
+        values["db"] = env[ENV_DATABASE_URL]
     values.update({k: v for k, v in (overrides or {}).items() if v is not None})
     try:
         return msgspec.convert(values, Settings)

@@ -3,7 +3,9 @@
 
 Everything here is synchronous and runs on the event loop, so a move, a timeout and a resign
 can never interleave halfway. Clocks are one ``loop.call_later`` per pending decision; the
-only awaits are the storage writes, fired and tracked as tasks.
+only awaits are the storage writes, fired and tracked as tasks. A game's writes run one after
+another (its end never overtakes its start); a finished rated game's row, both Elo updates and
+their history rows go to storage in one transaction (:meth:`Storage.finish_game`).
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ import asyncio
 import logging
 import secrets
 from collections import OrderedDict
-from typing import Any, Callable
+from functools import partial
+from typing import Any, Awaitable, Callable
 
 import msgspec
 
@@ -38,7 +41,9 @@ from .connection import Connection, encode
 from .deals import Deal, build_game
 from .presence import Presence
 from .refusal import Refusal
-from .storage import GameRow, GameStatus, Storage
+from .ladder import elo
+from .storage import GameRow, GameStatus, RatingChange, Storage
+from .storage.base import score_of_seat0
 
 log = logging.getLogger(__name__)
 
@@ -345,6 +350,11 @@ class GameManager:
         self.finished: OrderedDict[str, GameRoom] = OrderedDict()
         self._by_bot: dict[str, dict[str, GameRoom]] = {}
         self._writes: set[asyncio.Task[None]] = set()
+        self._last_write: dict[str, asyncio.Task[None]] = {}
+        self._rating_lock = asyncio.Lock()
+        """Held from reading two bots' ratings to storing their update, so two rated games
+        ending together cannot both start from the same rating."""
+        self.elo = elo.EloSettings()
 
     # ------------------------------------------------------------------ starting and ending
 
@@ -391,19 +401,54 @@ class GameManager:
         self.finished[room.id] = room
         while len(self.finished) > self.settings.finished_cache:
             self.finished.popitem(last=False)
-        self._save(room)
+        if room.rated and room.status == "finished":
+            row = room.to_row()
+            self._write(room.id, lambda: self._finish_rated(row))
+        else:
+            self._save(room)
         log.info("game %s over: %s", room.id, room.outcome)
 
     def _save(self, room: GameRoom) -> None:
         """Write the game's current row; tracked so :meth:`flush` can wait for it."""
-        task = asyncio.get_running_loop().create_task(self.storage.save_game(room.to_row()))
-        self._writes.add(task)
-        task.add_done_callback(self._write_done)
+        row = room.to_row()
+        self._write(room.id, lambda: self.storage.save_game(row))
 
-    def _write_done(self, task: "asyncio.Task[None]") -> None:
+    def _write(self, game_id: str, write: Callable[[], Awaitable[None]]) -> None:
+        """Run ``write`` after the game's previous write has finished (failed or not)."""
+        prev = self._last_write.get(game_id)
+
+        async def run() -> None:
+            if prev is not None:
+                await asyncio.wait([prev])
+            await write()
+
+        task = asyncio.get_running_loop().create_task(run())
+        self._last_write[game_id] = task
+        self._writes.add(task)
+        task.add_done_callback(partial(self._write_done, game_id))
+
+    async def _finish_rated(self, row: GameRow) -> None:
+        """Elo for both bots from their stored state, then row + ratings in one transaction."""
+        async with self._rating_lock:
+            states = [await self.storage.standing(name) for name in row.players]
+            if states[0] is None or states[1] is None:
+                raise LookupError(f"rated game {row.game_id}: bot missing from storage: {row.players}")
+            a, b = states
+            after = elo.update(
+                (a.rating, b.rating), (a.rated_games, b.rated_games), score_of_seat0(row.result), self.elo
+            )
+            changes = [
+                RatingChange(bot=s.bot, rating_before=s.rating, rating_after=new, games_before=s.rated_games)
+                for s, new in zip(states, after)
+            ]
+            await self.storage.finish_game(row, changes)
+
+    def _write_done(self, game_id: str, task: "asyncio.Task[None]") -> None:
         self._writes.discard(task)
+        if self._last_write.get(game_id) is task:
+            del self._last_write[game_id]
         if not task.cancelled() and task.exception() is not None:
-            log.error("storing a game failed", exc_info=task.exception())
+            log.error("storing game %s failed", game_id, exc_info=task.exception())
 
     async def flush(self) -> None:
         """Wait until every game write issued so far is on disk."""

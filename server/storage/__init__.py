@@ -1,5 +1,45 @@
-"""Persistence behind one interface (``base.Storage``); SQLite now, PostgreSQL later."""
+"""Persistence behind one interface (``base.Storage``): SQLite (default) or PostgreSQL."""
 
-from .base import BotRow, GameRow, GameStatus, NameTaken, Storage
+from .base import (
+    INITIAL_RATING,
+    BotRow,
+    GameRow,
+    GameStatus,
+    NameTaken,
+    RatingChange,
+    RatingConflict,
+    RatingEntry,
+    Standing,
+    Storage,
+)
 
-__all__ = ["BotRow", "GameRow", "GameStatus", "NameTaken", "Storage"]
+__all__ = [
+    "INITIAL_RATING",
+    "BotRow",
+    "GameRow",
+    "GameStatus",
+    "NameTaken",
+    "RatingChange",
+    "RatingConflict",
+    "RatingEntry",
+    "Standing",
+    "Storage",
+    "is_postgres_url",
+    "open_storage",
+]
+
+
+def is_postgres_url(db: str) -> bool:
+    return db.startswith(("postgresql://", "postgres://"))
+
+
+def open_storage(db: str) -> Storage:
+    """The backend ``db`` names: a ``postgresql://`` URL, or else a SQLite file path
+    (``sqlite:///path`` is accepted too). Not opened yet."""
+    if is_postgres_url(db):
+        from .postgres import PostgresStorage
+
+        return PostgresStorage(db)
+    from .sqlite import SqliteStorage
+
+    return SqliteStorage(db.removeprefix("sqlite://") if db.startswith("sqlite:///") else db)

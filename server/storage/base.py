@@ -43,6 +43,50 @@ class GameRow(msgspec.Struct, frozen=True, kw_only=True):
     """The R23 record as JSON (absent for games aborted by a server stop)."""
 
 
+class RatingChange(msgspec.Struct, frozen=True, kw_only=True):
+    """One bot's Elo update from one rated game, as :meth:`Storage.finish_game` applies it."""
+
+    bot: str
+    rating_before: float
+    rating_after: float
+    games_before: int
+    """Rated games the bot had finished before this one (its K depends on it)."""
+
+
+class RatingEntry(msgspec.Struct, frozen=True, kw_only=True):
+    """One row of ``rating_history``: a bot's rating before and after one rated game."""
+
+    game_id: str
+    bot: str
+    rating_before: float
+    rating_after: float
+    games_before: int
+    at: str
+    """ISO 8601, UTC: when the game ended."""
+
+
+class Standing(msgspec.Struct, frozen=True, kw_only=True):
+    """A bot's current Elo state."""
+
+    bot: str
+    rating: float
+    rated_games: int
+
+
+class RatingConflict(Exception):
+    """A rating change was computed from a state that is no longer the stored one
+    (``games_before`` differs from the bot's ``rated_games``); nothing was written."""
+
+
+INITIAL_RATING = 1500.0
+
+
+def score_of_seat0(result: dict[str, Any] | None) -> float:
+    """1, ½ or 0: what seat 0 scored in a stored GameResult (no winner is a draw)."""
+    winner = (result or {}).get("winner")
+    return 1.0 if winner == 0 else 0.0 if winner == 1 else 0.5
+
+
 class Storage(Protocol):
     """Everything the server persists. Implementations must not block the event loop."""
 
@@ -71,3 +115,26 @@ class Storage(Protocol):
 
     async def abort_running(self, ended: str) -> int:
         """Mark every ``running`` game ``aborted`` (they died with the last server); returns how many."""
+
+    async def finish_game(self, row: GameRow, rating_changes: list[RatingChange]) -> None:
+        """Write a game's final row and, for a rated game, each bot's new rating and its
+        ``rating_history`` row, in one transaction: all of it is stored or none.
+
+        Raises :class:`RatingConflict` (writing nothing) if a change's ``games_before`` is not
+        the bot's stored ``rated_games``."""
+
+    async def standings(self) -> list[Standing]:
+        """Every bot's rating, best first (bots without rated games included, at the start rating)."""
+
+    async def standing(self, bot: str) -> Standing | None:
+        """One bot's rating state (case-insensitive name)."""
+
+    async def rating_history(self, bot: str) -> list[RatingEntry]:
+        """The bot's rating changes, oldest first."""
+
+    async def rated_results(self) -> list[tuple[str, str, float]]:
+        """Every rated finished game as ``(seat0, seat1, seat0's score)``, in the order they finished."""
+
+    async def reset_ratings(self) -> None:
+        """Every bot back to the start rating with no rated games, and the history emptied
+        (stored games stay, so ``rated_results`` can replay them)."""

@@ -11,38 +11,77 @@ import asyncio
 import json
 import sqlite3
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from functools import partial
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
 
-from .base import BotRow, GameRow, GameStatus, NameTaken
+from .base import (
+    INITIAL_RATING,
+    BotRow,
+    GameRow,
+    GameStatus,
+    NameTaken,
+    RatingChange,
+    RatingConflict,
+    RatingEntry,
+    Standing,
+    score_of_seat0,
+)
 
 T = TypeVar("T")
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS bots (
-    name        TEXT NOT NULL UNIQUE COLLATE NOCASE,
-    token_hash  TEXT NOT NULL UNIQUE,
-    created     TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS games (
-    id           TEXT PRIMARY KEY,
-    players      TEXT NOT NULL,
-    seat0        TEXT NOT NULL,
-    seat1        TEXT NOT NULL,
-    status       TEXT NOT NULL,
-    rated        INTEGER NOT NULL,
-    first_player INTEGER NOT NULL,
-    ply          INTEGER NOT NULL,
-    record       TEXT,
-    result       TEXT,
-    end_reason   TEXT,
-    started      TEXT NOT NULL,
-    ended        TEXT
-);
-CREATE INDEX IF NOT EXISTS games_status ON games (status, started);
-CREATE INDEX IF NOT EXISTS games_seat0 ON games (seat0);
-CREATE INDEX IF NOT EXISTS games_seat1 ON games (seat1);
-"""
+MIGRATIONS: list[list[str]] = [
+    # 1: bots and games (the schema from before migrations; IF NOT EXISTS so a file made then
+    # is adopted as version 1).
+    [
+        """CREATE TABLE IF NOT EXISTS bots (
+            name        TEXT NOT NULL UNIQUE COLLATE NOCASE,
+            token_hash  TEXT NOT NULL UNIQUE,
+            created     TEXT NOT NULL
+        )""",
+        """CREATE TABLE IF NOT EXISTS games (
+            id           TEXT PRIMARY KEY,
+            players      TEXT NOT NULL,
+            seat0        TEXT NOT NULL,
+            seat1        TEXT NOT NULL,
+            status       TEXT NOT NULL,
+            rated        INTEGER NOT NULL,
+            first_player INTEGER NOT NULL,
+            ply          INTEGER NOT NULL,
+            record       TEXT,
+            result       TEXT,
+            end_reason   TEXT,
+            started      TEXT NOT NULL,
+            ended        TEXT
+        )""",
+        "CREATE INDEX IF NOT EXISTS games_status ON games (status, started)",
+        "CREATE INDEX IF NOT EXISTS games_seat0 ON games (seat0)",
+        "CREATE INDEX IF NOT EXISTS games_seat1 ON games (seat1)",
+    ],
+    # 2: the ladder. Each bot's Elo state lives on its row; rating_history has one row per
+    # rated game and bot; games.finish_seq orders finished rated games for a replay.
+    [
+        "ALTER TABLE bots ADD COLUMN rating REAL NOT NULL DEFAULT 1500",
+        "ALTER TABLE bots ADD COLUMN rated_games INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE games ADD COLUMN finish_seq INTEGER",
+        """CREATE TABLE rating_history (
+            id            INTEGER PRIMARY KEY AUTOINCREMENT,
+            game_id       TEXT NOT NULL REFERENCES games (id),
+            bot           TEXT NOT NULL COLLATE NOCASE,
+            rating_before REAL NOT NULL,
+            rating_after  REAL NOT NULL,
+            games_before  INTEGER NOT NULL,
+            at            TEXT NOT NULL,
+            UNIQUE (game_id, bot)
+        )""",
+        "CREATE INDEX rating_history_bot ON rating_history (bot, id)",
+        "CREATE INDEX games_finish_seq ON games (finish_seq)",
+    ],
+]
+"""Applied in order on open, each in its own transaction with its number in ``schema_version``.
+Append new ones; never edit one that has shipped."""
+
+SCHEMA_VERSION = len(MIGRATIONS)
 
 _GAME_COLUMNS = "id, players, status, rated, first_player, ply, record, result, end_reason, started, ended"
 
@@ -69,10 +108,12 @@ class SqliteStorage:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite")
+        self._executor: ThreadPoolExecutor | None = None
         self._db: sqlite3.Connection | None = None
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        if self._executor is None:
+            raise RuntimeError("storage is not open")
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, partial(fn, *args))
 
@@ -83,8 +124,33 @@ class SqliteStorage:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute("PRAGMA busy_timeout=5000")
-        db.executescript(SCHEMA)
         self._db = db
+        self._migrate()
+
+    def _migrate(self) -> None:
+        db = self._conn()
+        db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+        row = db.execute("SELECT MAX(version) FROM schema_version").fetchone()
+        current = row[0] or 0
+        if current > SCHEMA_VERSION:
+            raise RuntimeError(f"{self.path} has schema version {current}; this server knows up to {SCHEMA_VERSION}")
+        for version in range(current + 1, SCHEMA_VERSION + 1):
+            with self._transaction():
+                for stmt in MIGRATIONS[version - 1]:
+                    db.execute(stmt)
+                db.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE … COMMIT, or ROLLBACK if the body raises."""
+        db = self._conn()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            yield db
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
 
     def _conn(self) -> sqlite3.Connection:
         if self._db is None:
@@ -107,7 +173,11 @@ class SqliteStorage:
         return [BotRow(*r) for r in rows]
 
     def _save_game(self, g: GameRow) -> None:
-        self._conn().execute(
+        self._write_game(self._conn(), g)
+
+    @staticmethod
+    def _write_game(db: sqlite3.Connection, g: GameRow) -> None:
+        db.execute(
             f"INSERT OR REPLACE INTO games ({_GAME_COLUMNS}, seat0, seat1) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 g.game_id, json.dumps(g.players), g.status, int(g.rated), g.first_player, g.ply,
@@ -135,6 +205,61 @@ class SqliteStorage:
         )
         return cur.rowcount
 
+    def _between_game_and_ratings(self) -> None:
+        """Does nothing; tests replace it to fail a :meth:`finish_game` half-way."""
+
+    def _finish_game(self, g: GameRow, changes: list[RatingChange]) -> None:
+        with self._transaction() as db:
+            self._write_game(db, g)
+            db.execute(
+                "UPDATE games SET finish_seq = (SELECT COALESCE(MAX(finish_seq), 0) + 1 FROM games) WHERE id = ?",
+                (g.game_id,),
+            )
+            self._between_game_and_ratings()
+            for c in changes:
+                cur = db.execute(
+                    "UPDATE bots SET rating = ?, rated_games = rated_games + 1 WHERE name = ? AND rated_games = ?",
+                    (c.rating_after, c.bot, c.games_before),
+                )
+                if cur.rowcount != 1:
+                    raise RatingConflict(f"{c.bot}: stored rated_games is not {c.games_before}")
+                db.execute(
+                    "INSERT INTO rating_history (game_id, bot, rating_before, rating_after, games_before, at)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    (g.game_id, c.bot, c.rating_before, c.rating_after, c.games_before, g.ended or ""),
+                )
+
+    def _standings(self) -> list[Standing]:
+        rows = self._conn().execute("SELECT name, rating, rated_games FROM bots ORDER BY rating DESC, name").fetchall()
+        return [Standing(bot=n, rating=r, rated_games=g) for n, r, g in rows]
+
+    def _standing(self, bot: str) -> Standing | None:
+        row = self._conn().execute("SELECT name, rating, rated_games FROM bots WHERE name = ?", (bot,)).fetchone()
+        return Standing(bot=row[0], rating=row[1], rated_games=row[2]) if row else None
+
+    def _rating_history(self, bot: str) -> list[RatingEntry]:
+        rows = self._conn().execute(
+            "SELECT game_id, bot, rating_before, rating_after, games_before, at FROM rating_history"
+            " WHERE bot = ? ORDER BY id",
+            (bot,),
+        ).fetchall()
+        return [
+            RatingEntry(game_id=r[0], bot=r[1], rating_before=r[2], rating_after=r[3], games_before=r[4], at=r[5])
+            for r in rows
+        ]
+
+    def _rated_results(self) -> list[tuple[str, str, float]]:
+        rows = self._conn().execute(
+            "SELECT seat0, seat1, result FROM games WHERE rated = 1 AND status = 'finished'"
+            " AND finish_seq IS NOT NULL ORDER BY finish_seq"
+        ).fetchall()
+        return [(a, b, score_of_seat0(json.loads(r) if r else None)) for a, b, r in rows]
+
+    def _reset_ratings(self) -> None:
+        with self._transaction() as db:
+            db.execute("DELETE FROM rating_history")
+            db.execute("UPDATE bots SET rating = ?, rated_games = 0", (INITIAL_RATING,))
+
     def _close(self) -> None:
         if self._db is not None:
             self._db.close()
@@ -143,11 +268,16 @@ class SqliteStorage:
     # ------------------------------------------------------------------ the async interface
 
     async def open(self) -> None:
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite")
         await self._run(self._open)
 
     async def close(self) -> None:
+        if self._executor is None:
+            return
         await self._run(self._close)
         self._executor.shutdown(wait=True)
+        self._executor = None
 
     async def create_bot(self, name: str, token_hash: str, created: str) -> BotRow:
         return await self._run(self._create_bot, name, token_hash, created)
@@ -172,3 +302,21 @@ class SqliteStorage:
 
     async def abort_running(self, ended: str) -> int:
         return await self._run(self._abort_running, ended)
+
+    async def finish_game(self, row: GameRow, rating_changes: list[RatingChange]) -> None:
+        await self._run(self._finish_game, row, list(rating_changes))
+
+    async def standings(self) -> list[Standing]:
+        return await self._run(self._standings)
+
+    async def standing(self, bot: str) -> Standing | None:
+        return await self._run(self._standing, bot)
+
+    async def rating_history(self, bot: str) -> list[RatingEntry]:
+        return await self._run(self._rating_history, bot)
+
+    async def rated_results(self) -> list[tuple[str, str, float]]:
+        return await self._run(self._rated_results)
+
+    async def reset_ratings(self) -> None:
+        await self._run(self._reset_ratings)

@@ -1,15 +1,21 @@
 """Fixtures for the server tests: ``make_arena(**settings)`` starts a real server on a
-temp SQLite file; every test gets its own."""
+temp SQLite file; every test gets its own. ``storage`` is an open
+storage of each backend (SQLite, PostgreSQL) for the tests of the interface itself."""
 
 from __future__ import annotations
 
+import os
+import uuid
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any, AsyncIterator, Awaitable, Callable
 
+import asyncpg
 import pytest
 from aiohttp.test_utils import TestClient
 
 from server.app import create_app
+from server.storage import Storage
+from server.storage.sqlite import SqliteStorage
 
 from arena_testkit import Harness, settings_for
 
@@ -28,3 +34,42 @@ async def make_arena(aiohttp_client: Any, db_path: Path) -> MakeArena:
         return Harness(client)
 
     return make
+
+
+PG_URL_ENV = "MANDALA_TEST_DATABASE_URL"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def storage(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Storage]:
+    """An open, empty storage of each backend. The PostgreSQL leg needs a server at
+    ``$MANDALA_TEST_DATABASE_URL`` (``make test`` starts one) and gets a fresh schema per test;
+    without it the leg is skipped loudly, or fails when ``CI=true``."""
+    if request.param == "sqlite":
+        store: Storage = SqliteStorage(str(tmp_path / "storage.db"))
+        await store.open()
+        try:
+            yield store
+        finally:
+            await store.close()
+        return
+    url = os.environ.get(PG_URL_ENV)
+    if not url:
+        why = (f"POSTGRESQL LEG DID NOT RUN: ${PG_URL_ENV} is not set (run `make test`, which starts a "
+               "throwaway PostgreSQL via scripts/test-postgres.sh, or point it at a server)")
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(why + "; CI=true requires it", pytrace=False)
+        pytest.skip(why)
+    from server.storage.postgres import PostgresStorage
+
+    schema = f"test_{uuid.uuid4().hex[:16]}"
+    store = PostgresStorage(url, schema=schema, max_size=4)
+    await store.open()
+    try:
+        yield store
+    finally:
+        await store.close()
+        conn = await asyncpg.connect(url)
+        try:
+            await conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+        finally:
+            await conn.close()

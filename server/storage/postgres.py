@@ -1,0 +1,268 @@
+"""PostgreSQL storage through asyncpg: the same interface and migrations as ``sqlite.py``.
+
+asyncpg is natively async, so nothing here blocks the event loop; calls share one pool.
+Every multi-statement write runs in ``async with conn.transaction()``. Names compare
+case-insensitively through a unique index on ``lower(name)`` (SQLite uses COLLATE NOCASE).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import asyncpg
+
+from .base import (
+    INITIAL_RATING,
+    BotRow,
+    GameRow,
+    GameStatus,
+    NameTaken,
+    RatingChange,
+    RatingConflict,
+    RatingEntry,
+    Standing,
+    score_of_seat0,
+)
+
+MIGRATIONS: list[list[str]] = [
+    # 1: bots and games.
+    [
+        """CREATE TABLE bots (
+            name        TEXT NOT NULL,
+            token_hash  TEXT NOT NULL UNIQUE,
+            created     TEXT NOT NULL
+        )""",
+        "CREATE UNIQUE INDEX bots_name ON bots (lower(name))",
+        """CREATE TABLE games (
+            id           TEXT PRIMARY KEY,
+            seq          BIGSERIAL,
+            players      JSONB NOT NULL,
+            seat0        TEXT NOT NULL,
+            seat1        TEXT NOT NULL,
+            status       TEXT NOT NULL,
+            rated        BOOLEAN NOT NULL,
+            first_player INTEGER NOT NULL,
+            ply          INTEGER NOT NULL,
+            record       JSONB,
+            result       JSONB,
+            end_reason   TEXT,
+            started      TEXT NOT NULL,
+            ended        TEXT
+        )""",
+        "CREATE INDEX games_status ON games (status, started)",
+        "CREATE INDEX games_seat0 ON games (seat0)",
+        "CREATE INDEX games_seat1 ON games (seat1)",
+    ],
+    # 2: the ladder (see sqlite.py).
+    [
+        "ALTER TABLE bots ADD COLUMN rating DOUBLE PRECISION NOT NULL DEFAULT 1500",
+        "ALTER TABLE bots ADD COLUMN rated_games INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE games ADD COLUMN finish_seq BIGINT",
+        "CREATE SEQUENCE games_finish_order",
+        """CREATE TABLE rating_history (
+            id            BIGSERIAL PRIMARY KEY,
+            game_id       TEXT NOT NULL REFERENCES games (id),
+            bot           TEXT NOT NULL,
+            rating_before DOUBLE PRECISION NOT NULL,
+            rating_after  DOUBLE PRECISION NOT NULL,
+            games_before  INTEGER NOT NULL,
+            at            TEXT NOT NULL,
+            UNIQUE (game_id, bot)
+        )""",
+        "CREATE INDEX rating_history_bot ON rating_history (lower(bot), id)",
+        "CREATE INDEX games_finish_seq ON games (finish_seq)",
+    ],
+]
+
+SCHEMA_VERSION = len(MIGRATIONS)
+_MIGRATION_LOCK = 0x4D414E44  # pg_advisory_xact_lock key: one server migrates at a time
+
+_GAME_COLUMNS = "id, players, status, rated, first_player, ply, record, result, end_reason, started, ended"
+
+
+def _game_row(r: asyncpg.Record) -> GameRow:
+    return GameRow(
+        game_id=r["id"],
+        players=json.loads(r["players"]),
+        status=r["status"],
+        rated=r["rated"],
+        first_player=r["first_player"],
+        ply=r["ply"],
+        record=json.loads(r["record"]) if r["record"] is not None else None,
+        result=json.loads(r["result"]) if r["result"] is not None else None,
+        end_reason=r["end_reason"],
+        started=r["started"],
+        ended=r["ended"],
+    )
+
+
+def _json(v: Any) -> str | None:
+    return json.dumps(v) if v is not None else None
+
+
+class PostgresStorage:
+    """:class:`~server.storage.base.Storage` on a PostgreSQL database.
+
+    ``schema``, when given, is created if missing and used as the search path (the tests
+    give each test its own)."""
+
+    def __init__(self, url: str, *, schema: str | None = None, min_size: int = 1, max_size: int = 10) -> None:
+        self.url = url
+        self.schema = schema
+        self._min_size = min_size
+        self._max_size = max_size
+        self._pool: asyncpg.Pool | None = None
+
+    def _p(self) -> asyncpg.Pool:
+        if self._pool is None:
+            raise RuntimeError("storage is not open")
+        return self._pool
+
+    async def open(self) -> None:
+        settings: dict[str, str] = {}
+        if self.schema is not None:
+            conn = await asyncpg.connect(self.url)
+            try:
+                await conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
+            finally:
+                await conn.close()
+            settings["search_path"] = self.schema
+        self._pool = await asyncpg.create_pool(
+            self.url, min_size=self._min_size, max_size=self._max_size, server_settings=settings
+        )
+        await self._migrate()
+
+    async def _migrate(self) -> None:
+        async with self._p().acquire() as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock($1)", _MIGRATION_LOCK)
+            await conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+            current = await conn.fetchval("SELECT COALESCE(MAX(version), 0) FROM schema_version")
+            if current > SCHEMA_VERSION:
+                raise RuntimeError(f"database has schema version {current}; this server knows up to {SCHEMA_VERSION}")
+            for version in range(current + 1, SCHEMA_VERSION + 1):
+                async with conn.transaction():  # a savepoint per migration
+                    for stmt in MIGRATIONS[version - 1]:
+                        await conn.execute(stmt)
+                    await conn.execute("INSERT INTO schema_version (version) VALUES ($1)", version)
+
+    async def close(self) -> None:
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
+
+    # ------------------------------------------------------------------ bots
+
+    async def create_bot(self, name: str, token_hash: str, created: str) -> BotRow:
+        try:
+            await self._p().execute(
+                "INSERT INTO bots (name, token_hash, created) VALUES ($1, $2, $3)", name, token_hash, created
+            )
+        except asyncpg.UniqueViolationError:
+            raise NameTaken(name) from None
+        return BotRow(name, token_hash, created)
+
+    async def bot_by_token_hash(self, token_hash: str) -> BotRow | None:
+        r = await self._p().fetchrow("SELECT name, token_hash, created FROM bots WHERE token_hash = $1", token_hash)
+        return BotRow(*r) if r else None
+
+    async def bot_by_name(self, name: str) -> BotRow | None:
+        r = await self._p().fetchrow("SELECT name, token_hash, created FROM bots WHERE lower(name) = lower($1)", name)
+        return BotRow(*r) if r else None
+
+    async def list_bots(self) -> list[BotRow]:
+        rows = await self._p().fetch("SELECT name, token_hash, created FROM bots ORDER BY created, lower(name)")
+        return [BotRow(*r) for r in rows]
+
+    # ------------------------------------------------------------------ games
+
+    @staticmethod
+    async def _write_game(conn: Any, g: GameRow) -> None:
+        await conn.execute(
+            f"""INSERT INTO games ({_GAME_COLUMNS}, seat0, seat1)
+                VALUES ($1, $2::jsonb, $3, $4, $5, $6, $7::jsonb, $8::jsonb, $9, $10, $11, $12, $13)
+                ON CONFLICT (id) DO UPDATE SET
+                    players = EXCLUDED.players, status = EXCLUDED.status, rated = EXCLUDED.rated,
+                    first_player = EXCLUDED.first_player, ply = EXCLUDED.ply, record = EXCLUDED.record,
+                    result = EXCLUDED.result, end_reason = EXCLUDED.end_reason, started = EXCLUDED.started,
+                    ended = EXCLUDED.ended, seat0 = EXCLUDED.seat0, seat1 = EXCLUDED.seat1""",
+            g.game_id, json.dumps(g.players), g.status, g.rated, g.first_player, g.ply,
+            _json(g.record), _json(g.result), g.end_reason, g.started, g.ended, g.players[0], g.players[1],
+        )
+
+    async def save_game(self, row: GameRow) -> None:
+        await self._write_game(self._p(), row)
+
+    async def get_game(self, game_id: str) -> GameRow | None:
+        r = await self._p().fetchrow(f"SELECT {_GAME_COLUMNS} FROM games WHERE id = $1", game_id)
+        return _game_row(r) if r else None
+
+    async def list_games(self, status: GameStatus | None, limit: int) -> list[GameRow]:
+        if status is None:
+            rows = await self._p().fetch(
+                f"SELECT {_GAME_COLUMNS} FROM games ORDER BY started DESC, seq DESC LIMIT $1", limit
+            )
+        else:
+            rows = await self._p().fetch(
+                f"SELECT {_GAME_COLUMNS} FROM games WHERE status = $1 ORDER BY started DESC, seq DESC LIMIT $2",
+                status, limit,
+            )
+        return [_game_row(r) for r in rows]
+
+    async def abort_running(self, ended: str) -> int:
+        tag = await self._p().execute(
+            "UPDATE games SET status = 'aborted', end_reason = 'aborted', ended = $1 WHERE status = 'running'", ended
+        )
+        return int(tag.split()[-1])
+
+    # ------------------------------------------------------------------ ratings
+
+    async def _between_game_and_ratings(self) -> None:
+        """Does nothing; tests replace it to fail a :meth:`finish_game` half-way."""
+
+    async def finish_game(self, row: GameRow, rating_changes: list[RatingChange]) -> None:
+        async with self._p().acquire() as conn, conn.transaction():
+            await self._write_game(conn, row)
+            await conn.execute("UPDATE games SET finish_seq = nextval('games_finish_order') WHERE id = $1", row.game_id)
+            await self._between_game_and_ratings()
+            for c in rating_changes:
+                tag = await conn.execute(
+                    "UPDATE bots SET rating = $1, rated_games = rated_games + 1"
+                    " WHERE lower(name) = lower($2) AND rated_games = $3",
+                    c.rating_after, c.bot, c.games_before,
+                )
+                if tag.split()[-1] != "1":
+                    raise RatingConflict(f"{c.bot}: stored rated_games is not {c.games_before}")
+                await conn.execute(
+                    "INSERT INTO rating_history (game_id, bot, rating_before, rating_after, games_before, at)"
+                    " VALUES ($1, $2, $3, $4, $5, $6)",
+                    row.game_id, c.bot, c.rating_before, c.rating_after, c.games_before, row.ended or "",
+                )
+
+    async def standings(self) -> list[Standing]:
+        rows = await self._p().fetch("SELECT name, rating, rated_games FROM bots ORDER BY rating DESC, lower(name)")
+        return [Standing(bot=r[0], rating=r[1], rated_games=r[2]) for r in rows]
+
+    async def standing(self, bot: str) -> Standing | None:
+        r = await self._p().fetchrow("SELECT name, rating, rated_games FROM bots WHERE lower(name) = lower($1)", bot)
+        return Standing(bot=r[0], rating=r[1], rated_games=r[2]) if r else None
+
+    async def rating_history(self, bot: str) -> list[RatingEntry]:
+        rows = await self._p().fetch(
+            "SELECT game_id, bot, rating_before, rating_after, games_before, at FROM rating_history"
+            " WHERE lower(bot) = lower($1) ORDER BY id",
+            bot,
+        )
+        return [RatingEntry(**dict(r)) for r in rows]
+
+    async def rated_results(self) -> list[tuple[str, str, float]]:
+        rows = await self._p().fetch(
+            "SELECT seat0, seat1, result FROM games WHERE rated AND status = 'finished'"
+            " AND finish_seq IS NOT NULL ORDER BY finish_seq"
+        )
+        return [(r[0], r[1], score_of_seat0(json.loads(r[2]) if r[2] is not None else None)) for r in rows]
+
+    async def reset_ratings(self) -> None:
+        async with self._p().acquire() as conn, conn.transaction():
+            await conn.execute("DELETE FROM rating_history")
+            await conn.execute("UPDATE bots SET rating = $1, rated_games = 0", INITIAL_RATING)

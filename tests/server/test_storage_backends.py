@@ -1,0 +1,229 @@
+"""The Storage interface, run against every backend (the ``storage`` fixture: SQLite and
+PostgreSQL): bots, games, migrations, and ratings written with their game in one transaction."""
+
+from __future__ import annotations
+
+import inspect
+import random
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from server.config import Settings
+from server.games import GameManager
+from server.ladder import elo
+from server.presence import Presence
+from server.storage import (
+    INITIAL_RATING,
+    GameRow,
+    NameTaken,
+    RatingChange,
+    RatingConflict,
+    Standing,
+    Storage,
+)
+from server.storage.sqlite import SCHEMA_VERSION, SqliteStorage
+
+from arena_testkit import Harness, gather, play_out, random_policy
+
+
+def game(gid: str, a: str, b: str, *, status: str = "finished", rated: bool = True, winner: int | None = 0,
+         started: str = "2024-01-01T00:00:00.000Z", ended: str | None = "2024-01-01T00:01:00.000Z") -> GameRow:
+    done = status != "running"
+    return GameRow(
+        game_id=gid, players=[a, b], status=status, rated=rated, first_player=0, ply=7 if done else 0,  # type: ignore[arg-type]
+        started=started, ended=ended if done else None, end_reason="score" if done else None,
+        result={"winner": winner, "end_reason": "score", "scores": [3, 2], "cup_sizes": [5, 4]} if done else None,
+        record={"moves": []} if done else None,
+    )
+
+
+async def bots(storage: Storage, *names: str) -> None:
+    for i, name in enumerate(names):
+        await storage.create_bot(name, f"hash-{name}", f"2024-01-01T00:00:0{i}.000Z")
+
+
+async def test_bots(storage: Storage) -> None:
+    await bots(storage, "Alice", "bob")
+    with pytest.raises(NameTaken):
+        await storage.create_bot("ALICE", "other-hash", "2024-01-02T00:00:00.000Z")
+    assert (await storage.bot_by_name("alice")).name == "Alice"  # type: ignore[union-attr]
+    assert (await storage.bot_by_token_hash("hash-bob")).name == "bob"  # type: ignore[union-attr]
+    assert await storage.bot_by_name("carol") is None
+    assert [b.name for b in await storage.list_bots()] == ["Alice", "bob"]
+    assert await storage.standings() == [Standing(bot="Alice", rating=1500.0, rated_games=0),
+                                         Standing(bot="bob", rating=1500.0, rated_games=0)]
+
+
+async def test_games_save_list_and_abort(storage: Storage) -> None:
+    await bots(storage, "alice", "bob")
+    await storage.save_game(game("g1", "alice", "bob", status="running", started="2024-01-01T00:00:01.000Z"))
+    await storage.save_game(game("g2", "bob", "alice", rated=False, started="2024-01-01T00:00:02.000Z"))
+    assert await storage.get_game("g2") == game("g2", "bob", "alice", rated=False, started="2024-01-01T00:00:02.000Z")
+    assert [g.game_id for g in await storage.list_games(None, 10)] == ["g2", "g1"]
+    assert [g.game_id for g in await storage.list_games("running", 10)] == ["g1"]
+    assert await storage.abort_running("2024-01-01T00:05:00.000Z") == 1
+    g1 = await storage.get_game("g1")
+    assert g1 is not None and (g1.status, g1.end_reason, g1.ended) == ("aborted", "aborted", "2024-01-01T00:05:00.000Z")
+    assert await storage.get_game("nope") is None
+
+
+async def test_finish_game_stores_result_ratings_and_history_together(storage: Storage) -> None:
+    await bots(storage, "alice", "bob")
+    await storage.save_game(game("g1", "alice", "bob", status="running"))
+    changes = [RatingChange(bot="alice", rating_before=1500.0, rating_after=1516.0, games_before=0),
+               RatingChange(bot="bob", rating_before=1500.0, rating_after=1484.0, games_before=0)]
+    await storage.finish_game(game("g1", "alice", "bob"), changes)
+    assert (await storage.get_game("g1")).status == "finished"  # type: ignore[union-attr]
+    assert await storage.standings() == [Standing(bot="alice", rating=1516.0, rated_games=1),
+                                         Standing(bot="bob", rating=1484.0, rated_games=1)]
+    (h,) = await storage.rating_history("BOB")
+    assert (h.game_id, h.bot, h.rating_before, h.rating_after, h.games_before, h.at) == (
+        "g1", "bob", 1500.0, 1484.0, 0, "2024-01-01T00:01:00.000Z")
+    assert await storage.rated_results() == [("alice", "bob", 1.0)]
+    # Unrated and aborted games are not results.
+    await storage.finish_game(game("g2", "bob", "alice", rated=False), [])
+    await storage.save_game(game("g3", "bob", "alice", status="aborted", winner=None))
+    assert await storage.rated_results() == [("alice", "bob", 1.0)]
+
+
+async def test_a_failure_between_game_and_ratings_leaves_neither(storage: Storage,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    await bots(storage, "alice", "bob")
+    await storage.save_game(game("g1", "alice", "bob", status="running"))
+
+    def boom() -> None:
+        raise RuntimeError("killed between the game row and the ratings")
+
+    async def aboom() -> None:
+        boom()
+
+    hook = storage._between_game_and_ratings  # type: ignore[attr-defined]
+    monkeypatch.setattr(storage, "_between_game_and_ratings", aboom if inspect.iscoroutinefunction(hook) else boom)
+    changes = [RatingChange(bot="alice", rating_before=1500.0, rating_after=1516.0, games_before=0),
+               RatingChange(bot="bob", rating_before=1500.0, rating_after=1484.0, games_before=0)]
+    with pytest.raises(RuntimeError, match="killed"):
+        await storage.finish_game(game("g1", "alice", "bob"), changes)
+    assert (await storage.get_game("g1")).status == "running"  # type: ignore[union-attr]
+    assert {s.rating for s in await storage.standings()} == {INITIAL_RATING}
+    assert await storage.rating_history("alice") == [] and await storage.rated_results() == []
+    monkeypatch.undo()
+    # The same write succeeds once nothing kills it.
+    await storage.finish_game(game("g1", "alice", "bob"), changes)
+    assert [s.rated_games for s in await storage.standings()] == [1, 1]
+
+
+async def test_a_stale_rating_change_writes_nothing(storage: Storage) -> None:
+    await bots(storage, "alice", "bob")
+    stale = [RatingChange(bot="alice", rating_before=1500.0, rating_after=1516.0, games_before=0),
+             RatingChange(bot="bob", rating_before=1500.0, rating_after=1484.0, games_before=3)]
+    with pytest.raises(RatingConflict):
+        await storage.finish_game(game("g1", "alice", "bob"), stale)
+    assert await storage.get_game("g1") is None
+    assert [s.rated_games for s in await storage.standings()] == [0, 0]
+
+
+def replay(names: list[str], results: list[tuple[str, str, float]]) -> dict[str, tuple[float, int]]:
+    state = {n: (elo.EloSettings().initial, 0) for n in names}
+    for a, b, score in results:
+        (ra, ga), (rb, gb) = state[a], state[b]
+        na, nb = elo.update((ra, rb), (ga, gb), score)
+        state[a], state[b] = (na, ga + 1), (nb, gb + 1)
+    return state
+
+
+async def test_ratings_equal_a_replay_of_the_stored_games(storage: Storage) -> None:
+    names = ["ann", "ben", "cat"]
+    await bots(storage, *names)
+    manager = GameManager(Settings(), storage, Presence())
+    rng = random.Random(7)
+    expected: list[tuple[str, str, float]] = []
+    for i in range(60):  # past the 30 provisional games for some bots, so both Ks are used
+        a, b = rng.sample(names, 2)
+        winner = rng.choice([0, 1, None])
+        expected.append((a, b, {0: 1.0, 1: 0.0, None: 0.5}[winner]))
+        await manager._finish_rated(game(f"g{i:02}", a, b, winner=winner))
+    # Unrated games in between change nothing.
+    await storage.finish_game(game("u1", "ann", "ben", rated=False), [])
+    assert await storage.rated_results() == expected
+    want = replay(names, expected)
+    got = {s.bot: (s.rating, s.rated_games) for s in await storage.standings()}
+    assert got.keys() == want.keys()
+    for n in names:
+        assert got[n][1] == want[n][1] and got[n][0] == pytest.approx(want[n][0], abs=1e-9)
+    assert max(g for _, g in got.values()) > 30
+    history = await storage.rating_history("ann")
+    assert len(history) == got["ann"][1]
+    assert history[-1].rating_after == pytest.approx(got["ann"][0])
+    assert all(h.games_before == i for i, h in enumerate(history))
+    # Reset: ratings and history go, the games stay for a replay.
+    await storage.reset_ratings()
+    assert {(s.rating, s.rated_games) for s in await storage.standings()} == {(INITIAL_RATING, 0)}
+    assert await storage.rating_history("ann") == [] and await storage.rated_results() == expected
+
+
+async def test_concurrent_rated_finishes_are_serialized(storage: Storage) -> None:
+    import asyncio
+
+    await bots(storage, "ann", "ben", "cat")
+    manager = GameManager(Settings(), storage, Presence())
+    rows = [game(f"g{i}", *pair, winner=0) for i, pair in enumerate([("ann", "ben"), ("ben", "cat"), ("cat", "ann")] * 4)]
+    await asyncio.gather(*(manager._finish_rated(r) for r in rows))
+    results = await storage.rated_results()
+    assert len(results) == 12
+    want = replay(["ann", "ben", "cat"], results)
+    for s in await storage.standings():
+        assert s.rated_games == 8 and s.rating == pytest.approx(want[s.bot][0])
+
+
+async def test_reopening_does_not_migrate_again(storage: Storage) -> None:
+    await bots(storage, "alice")
+    await storage.close()
+    await storage.open()
+    assert [b.name for b in await storage.list_bots()] == ["alice"]
+
+
+OLD_SCHEMA = """
+CREATE TABLE bots (name TEXT NOT NULL UNIQUE COLLATE NOCASE, token_hash TEXT NOT NULL UNIQUE, created TEXT NOT NULL);
+CREATE TABLE games (id TEXT PRIMARY KEY, players TEXT NOT NULL, seat0 TEXT NOT NULL, seat1 TEXT NOT NULL,
+    status TEXT NOT NULL, rated INTEGER NOT NULL, first_player INTEGER NOT NULL, ply INTEGER NOT NULL,
+    record TEXT, result TEXT, end_reason TEXT, started TEXT NOT NULL, ended TEXT);
+INSERT INTO bots VALUES ('old-bot', 'h', '2023-01-01T00:00:00.000Z');
+"""
+
+
+async def test_a_sqlite_file_from_before_migrations_is_migrated(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as db:
+        db.executescript(OLD_SCHEMA)
+    store = SqliteStorage(str(path))
+    await store.open()
+    try:
+        assert await store.standings() == [Standing(bot="old-bot", rating=1500.0, rated_games=0)]
+    finally:
+        await store.close()
+    with sqlite3.connect(path) as db:
+        assert [v for (v,) in db.execute("SELECT version FROM schema_version ORDER BY version")] == \
+            list(range(1, SCHEMA_VERSION + 1))
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+async def test_a_rated_game_updates_ratings_through_the_server(make_arena: Any, db_path: Path) -> None:
+    arena: Harness = await make_arena()
+    a = await arena.bot("alice")
+    b = await arena.bot("bob")
+    game_id = await arena.start_game(["alice", "bob"], rated=True)
+    (over,), _ = await gather(play_out(a, random_policy(5)), play_out(b, random_policy(6)))
+    await arena.arena.manager.flush()
+    store = arena.arena.storage
+    score = {0: 1.0, 1: 0.0, None: 0.5}[over.result.winner]
+    assert await store.rated_results() == [("alice", "bob", score)]
+    want = elo.update((1500.0, 1500.0), (0, 0), score)
+    got = {s.bot: s for s in await store.standings()}
+    assert (got["alice"].rating, got["bob"].rating) == pytest.approx(want)
+    assert got["alice"].rated_games == got["bob"].rated_games == 1
+    (h,) = await store.rating_history("alice")
+    assert h.game_id == game_id
+    assert (await store.get_game(game_id)).status == "finished"  # type: ignore[union-attr]
