@@ -20,8 +20,16 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(VENV)/bin/mandala serve --host $(HOST) --port $(PORT) --db $(DB)
 
+# A throwaway PostgreSQL (scripts/test-postgres.sh) for the storage tests' PostgreSQL leg; if it
+# cannot start, that leg is skipped loudly. It is stopped whatever pytest's outcome, and pytest's
+# exit status is kept.
 test: $(STAMP)
-	$(PY) -m pytest -q
+	@url=$$(scripts/test-postgres.sh start) || url=; \
+	if [ -n "$$url" ]; then export MANDALA_TEST_DATABASE_URL="$$url"; \
+	else echo "make test: PostgreSQL did not start; the PostgreSQL storage tests will be skipped" >&2; fi; \
+	$(PY) -m pytest -q; status=$$?; \
+	scripts/test-postgres.sh stop; \
+	exit $$status
 
 bench: $(STAMP)
 	$(PY) bench/engine.py
