@@ -227,3 +227,16 @@ async def test_a_rated_game_updates_ratings_through_the_server(make_arena: Any, 
     (h,) = await store.rating_history("alice")
     assert h.game_id == game_id
     assert (await store.get_game(game_id)).status == "finished"  # type: ignore[union-attr]
+
+
+def test_the_url_picks_the_backend() -> None:
+    from server.config import load_settings
+    from server.storage import open_storage
+    from server.storage.postgres import PostgresStorage
+
+    assert isinstance(open_storage("arena.db"), SqliteStorage)
+    assert open_storage("sqlite:///tmp/x.db").path == "/tmp/x.db"  # type: ignore[attr-defined]
+    assert isinstance(open_storage("postgresql://u@h/db"), PostgresStorage)
+    url = "postgresql://u@h/db"
+    assert load_settings(None, {}, environ={"DATABASE_URL": url}).db == url
+    assert load_settings(None, {"db": "x.db"}, environ={"DATABASE_URL": url}).db == "x.db"
