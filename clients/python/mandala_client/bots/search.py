@@ -4,14 +4,18 @@ The opponent's hand, its starting cup and the deck are hidden (R24), so
 each iteration samples a full game consistent with the view
 (:class:`mandala.sample.Sampler`), walks one shared tree using only the
 moves that are legal in that sample (UCB counts how often a move was
-available, not how often its parent was visited), adds one node, plays the
-game out with a fast default policy and backs the result up. The move
-visited most at the root is played.
+available, not how often its parent was visited), adds one node, plays a
+short stretch with a fast default policy, judges the position with
+:func:`.heuristics.evaluate` and backs the result up. The move visited most
+at the root is played.
 
-Why this shape: the game is long (80-odd decisions) and its hidden cards
-matter mostly through draws, so many cheap samples beat a few deep ones,
-and a single tree over information sets shares statistics between samples
-instead of splitting them over separate trees.
+Why this shape: the hidden cards matter mostly through draws, so many
+cheap samples beat a few deep ones, and a single tree over information sets
+shares statistics between samples instead of splitting them over separate
+trees. Playouts are cut short (``depth``) because a game has 80-odd
+decisions and random play to the end mostly adds noise: measured against
+:class:`.GreedyBot`, ten decisions and then the evaluation win far more
+often than full random playouts at the same number of iterations.
 """
 
 from __future__ import annotations
@@ -21,14 +25,23 @@ import random
 import time
 
 from mandala import Game, Move, View
-from mandala.moves import MOVE_PARTS, MOUNTAIN, DISCARD, FIELD
+from mandala.moves import DISCARD, FIELD, MOUNTAIN, MOVE_PARTS
 from mandala.sample import Sampler
 
 from .base import legal_codes
-from .heuristics import best_claim
+from .heuristics import best_claim, evaluate, resolve_picks
 
 DEFAULT_BUDGET = 1.0
 """Seconds per decision when neither a budget nor an iteration cap is given."""
+EVAL_SCALE = 10.0
+"""Score points that move a cut-off playout's reward from 0.5 to about 0.73."""
+
+_WEIGHT = tuple(
+    1.0 if kind == MOUNTAIN else 1.0 / (count * count) if kind == FIELD else 0.05 if kind == DISCARD else 1.0
+    for kind, _, _, count in MOVE_PARTS
+)
+"""Default-policy weights by move code: real players feed mountains (and draw), put one
+or two cards in a field to gain a pick, and rarely throw cards away."""
 
 
 class _Node:
@@ -43,21 +56,15 @@ class _Node:
         self.avail = 1
 
 
-def _result(game: Game) -> float:
-    """Seat 0's reward for a finished game: 1 for a win, 0 for a loss, 0.5 for a draw
-    (R21), nudged by the score margin so that playouts also prefer bigger wins."""
-    s0, s1 = game.scores()
-    w = game.winner()
-    base = 0.5 if w is None else 1.0 if w == 0 else 0.0
-    return 0.9 * base + 0.1 * (0.5 + 0.5 * math.tanh((s0 - s1) / 30.0))
-
-
 class SearchBot:
     """ISMCTS within ``budget`` seconds and/or ``iterations`` per decision.
 
     With only ``iterations`` set the bot is reproducible for a given seed
     (no clock involved); with neither set it thinks ``DEFAULT_BUDGET``
-    seconds per decision.
+    seconds per decision. ``exploration`` is the UCB constant, ``policy``
+    the playout policy (``"weighted"`` or ``"random"``) and ``depth`` the
+    decisions a playout runs before the evaluation judges it (``None``:
+    to the end of the game).
     """
 
     def __init__(
@@ -65,13 +72,19 @@ class SearchBot:
         seed: int | None = None,
         budget: float | None = None,
         iterations: int | None = None,
-        exploration: float = 0.7,
+        exploration: float = 0.2,
+        policy: str = "weighted",
+        depth: int | None = 10,
     ) -> None:
+        if policy not in ("random", "weighted"):
+            raise ValueError(f"policy is 'random' or 'weighted', not {policy!r}")
         if budget is None and iterations is None:
             budget = DEFAULT_BUDGET
         self.budget = budget if budget and budget > 0 else None
         self.iterations = iterations
         self.exploration = exploration
+        self.policy = policy
+        self.depth = depth
         self._rng = random.Random(seed)
         self.last_iterations = 0
         """Iterations run for the last decision (for tuning and tests)."""
@@ -81,87 +94,102 @@ class SearchBot:
             return legal[0]
         codes = legal_codes(legal)
         root = self._search(Sampler(view))
-        best = max(range(len(codes)), key=lambda i: _visits(root, codes[i]))
-        return legal[best]
+        visits = [root.children[code].visits if code in root.children else -1 for code in codes]
+        return legal[visits.index(max(visits))]
 
     def _search(self, sampler: Sampler) -> _Node:
-        rng = self._rng
+        """Run iterations until the cap or the clock stops them; the root holds the statistics."""
         root = _Node()
         deadline = None if self.budget is None else time.perf_counter() + self.budget
         cap = self.iterations
         n = 0
-        c = self.exploration
         while (cap is None or n < cap) and (deadline is None or time.perf_counter() < deadline):
             n += 1
-            game = sampler.sample(rng)
-            node = root
-            path: list[tuple[_Node, int]] = []  # (node, seat that made the move into it)
-            while game.to_move is not None:
-                codes = game.legal_codes()
-                mover = game.to_move
-                children = node.children
-                untried = []
-                best, best_value = None, -1.0
-                log_cache: dict[int, float] = {}
-                for code in codes:
-                    child = children.get(code)
-                    if child is None:
-                        untried.append(code)
-                        continue
-                    child.avail += 1
-                    if untried:
-                        continue
-                    la = log_cache.get(child.avail)
-                    if la is None:
-                        la = log_cache[child.avail] = math.log(child.avail)
-                    value = child.reward / child.visits + c * math.sqrt(la / child.visits)
-                    if value > best_value:
-                        best, best_value = child, value
-                        best_code = code
-                if untried:
-                    code = untried[int(rng.random() * len(untried))]
-                    child = children[code] = _Node()
-                    game.push_code(code)
-                    path.append((child, mover))
-                    break
-                game.push_code(best_code)
-                path.append((best, mover))  # type: ignore[arg-type]
-                node = best  # type: ignore[assignment]
-            r0 = _result(_playout(game, rng))
-            for child, mover in path:
-                child.visits += 1
-                child.reward += r0 if mover == 0 else 1.0 - r0
+            self._iterate(root, sampler.sample(self._rng))
         self.last_iterations = n
         return root
 
+    def _iterate(self, root: _Node, game: Game) -> None:
+        """One iteration on one sampled game: select, expand one node, play out, back up."""
+        path: list[tuple[_Node, int]] = []  # each node entered, with the seat whose move led there
+        node = root
+        while game.to_move is not None:
+            mover = game.to_move
+            code, child, expanded = self._select(node, game.legal_codes())
+            game.push_code(code)
+            path.append((child, mover))
+            if expanded:
+                break
+            node = child
+        r0 = _playout(game, self._rng, self.policy, self.depth)
+        for child, mover in path:
+            child.visits += 1
+            child.reward += r0 if mover == 0 else 1.0 - r0
 
-def _visits(root: _Node, code: int) -> int:
-    child = root.children.get(code)
-    return child.visits if child is not None else -1
+    def _select(self, node: _Node, codes: tuple[int, ...] | list[int]) -> tuple[int, _Node, bool]:
+        """The move to follow from ``node`` among ``codes`` (those legal in this sample):
+        an untried one if any (then ``True``: a new node), else the best by UCB."""
+        children = node.children
+        untried = [code for code in codes if code not in children]
+        for code in codes:
+            child = children.get(code)
+            if child is not None:
+                child.avail += 1
+        if untried:
+            code = untried[int(self._rng.random() * len(untried))]
+            child = children[code] = _Node()
+            return code, child, True
+        c = self.exploration
+        best_code, best_value = codes[0], -1.0
+        for code in codes:
+            child = children[code]
+            value = child.reward / child.visits + c * math.sqrt(math.log(child.avail) / child.visits)
+            if value > best_value:
+                best_code, best_value = code, value
+        return best_code, children[best_code], False
 
 
-_KIND = tuple(part[0] for part in MOVE_PARTS)
+def _result(game: Game) -> float:
+    """Seat 0's reward for a finished game: 1 for a win, 0 for a loss, 0.5 for a draw
+    (R21), nudged by the score margin so that the search also prefers bigger wins."""
+    s0, s1 = game.scores()
+    w = game.winner()
+    base = 0.5 if w is None else 1.0 if w == 0 else 0.0
+    return 0.9 * base + 0.1 * (0.5 + 0.5 * math.tanh((s0 - s1) / 30.0))
 
 
-def _playout(game: Game, rng: random.Random) -> Game:
-    """Play ``game`` to its end with the default policy, in place, and return it.
+def _playout(game: Game, rng: random.Random, policy: str, depth: int | None) -> float:
+    """Play ``game`` on with the default policy, in place; seat 0's reward.
 
     Picks take the greedy claim (cheap, and far closer to real play than a
-    random one); turns are random, but a random discard is only tried when
-    a first random draw lands on it twice, since real players rarely throw
-    cards away.
+    random one). Turns are random, uniformly (``"random"``) or weighted by
+    the kind of move (``"weighted"``, see ``_WEIGHT``). With ``depth`` the
+    playout stops after that many decisions and the position is judged by
+    :func:`.heuristics.evaluate` instead of being played to the end.
     """
     rand = rng.random
     legal = game.legal_codes
     push = game.push_code
-    kind = _KIND
-    while game.to_move is not None:
+    weight = _WEIGHT
+    left = depth if depth is not None else -1
+    while game.to_move is not None and left:
+        left -= 1
         if game.phase == "pick":
             push(best_claim(game))
             continue
         codes = legal()
-        code = codes[int(rand() * len(codes))]
-        if kind[code] == DISCARD:
-            code = codes[int(rand() * len(codes))]
+        if policy == "random":
+            push(codes[int(rand() * len(codes))])
+            continue
+        r = rand() * sum([weight[code] for code in codes])
+        for code in codes:
+            r -= weight[code]
+            if r < 0:
+                break
         push(code)
-    return game
+    if game.to_move is None:
+        return _result(game)
+    resolve_picks(game)
+    if game.to_move is None:
+        return _result(game)
+    return 1.0 / (1.0 + math.exp(-evaluate(game, 0) / EVAL_SCALE))
