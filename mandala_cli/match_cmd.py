@@ -5,7 +5,8 @@ player), so luck of the deal cancels out; ``--games`` counts games and is
 rounded up to an even number. Games run in parallel worker processes.
 The figures are A's: wins, draws, losses, score, Elo difference with a 95 %
 interval (pairs as units, :mod:`mandala_client.stats`), and with ``--sprt``
-a sequential test that stops the match as soon as it is decided. The last
+a sequential test that stops the match once it is decided (after at least
+``MIN_SPRT_DEALS`` deals). The last
 line of output is one JSON object with every figure, for scripts.
 """
 
@@ -39,7 +40,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--records", type=Path, metavar="DIR", help="write each game's R23 record to DIR/game-NNNNNN.json")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="worker processes (default: all cores)")
     p.add_argument("--sprt", type=float, nargs=2, metavar=("ELO0", "ELO1"),
-                   help="test H0: elo=ELO0 against H1: elo=ELO1 (alpha=beta=0.05); stop once decided")
+                   help="test H0: elo=ELO0 against H1: elo=ELO1 (alpha=beta=0.05); stop once decided"
+                        " (after at least 10 deals)")
     p.add_argument("--budget", type=float, metavar="SECONDS", help="thinking time per decision for bots that take one")
     p.set_defaults(run=run)
 
@@ -62,6 +64,11 @@ class Task:
     @property
     def a_seat(self) -> int:
         return self.index % 2
+
+
+MIN_SPRT_DEALS = 10
+"""The SPRT may stop a match only after this many deals: its normal approximation
+needs a variance estimate, and a handful of pairs gives a poor one."""
 
 
 def _bot_seed(seed: int, index: int, side: str) -> int:
@@ -169,7 +176,8 @@ def run(args: argparse.Namespace) -> int:
         progress.show(len(done), done)
         if args.sprt is None:
             return False
-        return sprt(pair_units(_decided_prefix(results)), *args.sprt).verdict != "continue"
+        units = pair_units(_decided_prefix(results))
+        return len(units) >= MIN_SPRT_DEALS and sprt(units, *args.sprt).verdict != "continue"
 
     if args.jobs == 1:
         for task in tasks:
