@@ -6,8 +6,8 @@ rounded up to an even number. Games run in parallel worker processes.
 The figures are A's: wins, draws, losses, score, Elo difference with a 95 %
 interval (pairs as units, :mod:`mandala_client.stats`), and with ``--sprt``
 a sequential test that stops the match once it is decided (after at least
-``MIN_SPRT_DEALS`` deals). The last
-line of output is one JSON object with every figure, for scripts.
+``MIN_SPRT_DEALS`` deals). The last line of output is one JSON object with
+every figure, for scripts.
 """
 
 from __future__ import annotations
