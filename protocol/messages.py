@@ -81,13 +81,26 @@ class Unwatch(msgspec.Struct, tag="unwatch", **_MSG):  # type: ignore[call-arg]
     game_id: GameId
 
 
+class Seek(msgspec.Struct, tag="seek", **_MSG):  # type: ignore[call-arg]
+    """Join the ladder: the server pairs this bot with other seeking bots for rated games,
+    as many at once as the connection's free ``max_games`` allow, until ``unseek`` or the
+    connection closes. A bot new to the ladder first plays its qualification games."""
+
+
+class Unseek(msgspec.Struct, tag="unseek", **_MSG):  # type: ignore[call-arg]
+    """Leave the ladder: no new ladder games are started; running ones (and the return game
+    of a duplicate pair whose first game is running) are played out."""
+
+
 class Ping(msgspec.Struct, tag="ping", **_MSG):  # type: ignore[call-arg]
     """Application-level ping; the server answers ``pong`` with the same ``data``."""
 
     data: Annotated[str, msgspec.Meta(max_length=64)] | None = None
 
 
-ClientMessage = Union[Hello, PlayMove, Challenge, Accept, Decline, Resign, SetCapacity, Watch, Unwatch, Ping]
+ClientMessage = Union[
+    Hello, PlayMove, Challenge, Accept, Decline, Resign, SetCapacity, Seek, Unseek, Watch, Unwatch, Ping
+]
 CLIENT_TYPES: frozenset[str] = frozenset(
     cls.__struct_config__.tag for cls in ClientMessage.__args__  # type: ignore[attr-defined]
 )
@@ -144,6 +157,11 @@ class Player(msgspec.Struct):
     seat: Seat
 
 
+GameKind = Literal["challenge", "ladder", "qualification", "admin"]
+"""Why a game was started: an accepted challenge, the ladder's pairing, a ladder
+qualification game against a house bot, or the organizer's API."""
+
+
 class GameStart(msgspec.Struct, tag="game_start", **_MSG):  # type: ignore[call-arg]
     """A game you play begins (or resumes, after a reconnect)."""
 
@@ -154,6 +172,10 @@ class GameStart(msgspec.Struct, tag="game_start", **_MSG):  # type: ignore[call-
     decision_ms: int
     rated: bool
     resumed: bool = False
+    kind: GameKind = "challenge"
+    pair_id: str | None = None
+    """For ladder games: the duplicate pair this game belongs to. Both games of a pair are
+    dealt the same deck and reshuffle seed with the seats swapped."""
 
 
 class Decision(msgspec.Struct, tag="decision", **_MSG):  # type: ignore[call-arg]
@@ -247,6 +269,7 @@ ErrorCode = Literal[
     "challenge_self",
     "unknown_challenge",
     "rate_limited",
+    "removed",
     "flood",
     "internal_error",
 ]
@@ -271,9 +294,30 @@ class Pong(msgspec.Struct, tag="pong", **_MSG):  # type: ignore[call-arg]
     data: str | None = None
 
 
+LadderState = Literal["qualifying", "listed", "failed", "removed"]
+
+
+class LadderStatus(msgspec.Struct, tag="ladder", **_MSG):  # type: ignore[call-arg]
+    """Where this bot stands on the ladder: sent in answer to ``seek`` and ``unseek``, and
+    whenever it changes (qualification passed or failed, ladder paused or resumed, bot
+    removed by the organizer)."""
+
+    seeking: bool
+    state: LadderState
+    """``qualifying``: plays qualification games before it is listed; ``listed``: in the
+    standings and paired for rated games; ``failed``: broke the protocol or timed out in
+    qualification, and qualifies again at its next ``seek``; ``removed``: taken off the
+    ladder by the organizer (``seek`` is refused)."""
+    paused: bool
+    """The organizer paused the ladder: no new ladder games start until it resumes."""
+    qualification_left: int
+    """Qualification games still to play (0 once listed)."""
+    message: str
+
+
 ServerMessage = Union[
     Welcome, Challenged, ChallengeSent, ChallengeDeclined, GameStart, Decision, MoveAccepted,
-    Update, OpponentAway, OpponentBack, GameOver, Error, Pong,
+    Update, OpponentAway, OpponentBack, GameOver, Error, Pong, LadderStatus,
 ]
 
 # WebSocket close codes the server uses (PROTOCOL.md, Closing).
@@ -282,3 +326,69 @@ CLOSE_UNSUPPORTED_VERSION = 4002
 CLOSE_HELLO_TIMEOUT = 4003
 CLOSE_FLOOD = 4008
 CLOSE_REPLACED = 4009
+
+
+# --------------------------------------------------------------------------- /live -> viewers
+
+
+class Standing(msgspec.Struct, kw_only=True):
+    """One bot's line in the ladder's standings."""
+
+    rank: int
+    bot: str
+    rating: float
+    """Elo, updated after every rated game."""
+    games: int
+    wins: int
+    draws: int
+    losses: int
+    provisional: bool
+    """Fewer than the provisional number of rated games (K is larger meanwhile)."""
+    bt_rating: float
+    """Maximum-likelihood Bradley–Terry rating over all of the ladder's rated games, centred
+    on the pool's mean Elo."""
+    bt_low: float
+    bt_high: float
+    """The 95% interval of ``bt_rating`` (relative to the pool's average)."""
+    connected: bool
+    seeking: bool
+
+
+class GameSummary(msgspec.Struct, kw_only=True):
+    """A game as lists show it."""
+
+    game_id: str
+    players: list[str]
+    kind: GameKind
+    rated: bool
+    pair_id: str | None
+    status: Literal["running", "finished", "aborted"]
+    started: str
+    ended: str | None
+    ply: int
+    result: GameResult | None
+
+
+class LiveStandings(msgspec.Struct, tag="standings", **_MSG):  # type: ignore[call-arg]
+    """The whole standings table: on connecting to ``/live`` and whenever it changes."""
+
+    paused: bool
+    standings: list[Standing]
+
+
+class LiveGameStarted(msgspec.Struct, tag="game_started", **_MSG):  # type: ignore[call-arg]
+    game: GameSummary
+
+
+class LiveGameEnded(msgspec.Struct, tag="game_ended", **_MSG):  # type: ignore[call-arg]
+    game: GameSummary
+
+
+class LiveGames(msgspec.Struct, tag="games", **_MSG):  # type: ignore[call-arg]
+    """On connecting to ``/live``: the running games and the most recent finished ones."""
+
+    running: list[GameSummary]
+    recent: list[GameSummary]
+
+
+LiveMessage = Union[LiveStandings, LiveGames, LiveGameStarted, LiveGameEnded]

@@ -28,7 +28,7 @@ from mandala.moves import Move
 from mandala.record import Record
 from mandala.views import View
 
-from .messages import PROTOCOL_VERSION, ClientMessage, ServerMessage
+from .messages import PROTOCOL_VERSION, ClientMessage, LiveMessage, ServerMessage
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "schema"
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -43,6 +43,11 @@ SCHEMAS: dict[str, tuple[Any, str, str]] = {
         ServerMessage,
         "ServerMessage",
         "Any message the server sends over the WebSocket; the `type` field names it.",
+    ),
+    "live-message.json": (
+        LiveMessage,
+        "LiveMessage",
+        "Any message the server pushes to viewers of the /live WebSocket; the `type` field names it.",
     ),
     "move.json": (Move, "Move", "A move in R22 notation: the `move` of a `move` message, the items of `legal`."),
     "view.json": (View, "View", "What a seat (or a spectator) may see of a game (R24)."),

@@ -25,6 +25,7 @@ from mandala.moves import Move
 from mandala.record import PlayedMove
 from protocol.messages import (
     Decision,
+    GameKind,
     GameOver,
     GameResult,
     GameStart,
@@ -78,6 +79,8 @@ class GameRoom:
         game: Game,
         *,
         rated: bool,
+        kind: GameKind,
+        pair_id: str | None,
         decision_ms: int,
         explicit_reshuffles: int,
         deliver: Deliver,
@@ -87,6 +90,8 @@ class GameRoom:
         self.players = players
         self.game = game
         self.rated = rated
+        self.kind: GameKind = kind
+        self.pair_id = pair_id
         self.decision_ms = decision_ms
         self.started = utc_now()
         self.ended: str | None = None
@@ -156,6 +161,8 @@ class GameRoom:
             decision_ms=self.decision_ms,
             rated=self.rated,
             resumed=resumed,
+            kind=self.kind,
+            pair_id=self.pair_id,
         )
 
     def _send_decision(self, deadline_ms: int) -> None:
@@ -358,7 +365,15 @@ class GameManager:
 
     # ------------------------------------------------------------------ starting and ending
 
-    def start_game(self, players: tuple[str, str], deal: Deal | None = None, *, rated: bool = False) -> GameRoom:
+    def start_game(
+        self,
+        players: tuple[str, str],
+        deal: Deal | None = None,
+        *,
+        rated: bool = False,
+        kind: GameKind = "challenge",
+        pair_id: str | None = None,
+    ) -> GameRoom:
         """Deal and begin a game; seat 0 is ``players[0]``. Raises ``SetupError`` for a bad deal."""
         if players[0] == players[1]:
             raise ValueError("a bot cannot play itself")
@@ -372,6 +387,8 @@ class GameManager:
             players,
             game,
             rated=rated,
+            kind=kind,
+            pair_id=pair_id,
             decision_ms=self.settings.decision_ms,
             explicit_reshuffles=len(deal.reshuffles or ()),
             deliver=self._deliver,

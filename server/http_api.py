@@ -156,7 +156,7 @@ async def create_game(request: web.Request) -> web.Response:
             raise ApiError(409, "bot_offline", f"{name} is not connected")
     deal = Deal(deck=body.deck, first_player=body.first_player, reshuffle_seed=body.reshuffle_seed, reshuffles=body.reshuffles)
     try:
-        room = arena.manager.start_game((names[0], names[1]), deal, rated=body.rated)
+        room = arena.manager.start_game((names[0], names[1]), deal, rated=body.rated, kind="admin")
     except SetupError as e:
         raise ApiError(400, "bad_deck", f"{e.rule}: {e.message}", rule=e.rule) from None
     return json_response({"game_id": room.id}, 201)
