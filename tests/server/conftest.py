@@ -1,39 +1,18 @@
-"""Fixtures for the server tests: ``make_arena(**settings)`` starts a real server on a
-temp SQLite file; every test gets its own. ``storage`` is an open
-storage of each backend (SQLite, PostgreSQL) for the tests of the interface itself."""
+"""Fixtures for the server tests (``make_arena`` is in ``tests/conftest.py``): ``storage`` is
+an open storage of each backend (SQLite, PostgreSQL) for the tests of the interface itself."""
 
 from __future__ import annotations
 
 import os
 import uuid
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Callable
+from typing import AsyncIterator
 
 import asyncpg
 import pytest
-from aiohttp.test_utils import TestClient
 
-from server.app import create_app
 from server.storage import Storage
 from server.storage.sqlite import SqliteStorage
-
-from arena_testkit import Harness, settings_for
-
-MakeArena = Callable[..., Awaitable[Harness]]
-
-
-@pytest.fixture
-def db_path(tmp_path: Path) -> Path:
-    return tmp_path / "arena.db"
-
-
-@pytest.fixture
-async def make_arena(aiohttp_client: Any, db_path: Path) -> MakeArena:
-    async def make(**overrides: Any) -> Harness:
-        client: TestClient = await aiohttp_client(create_app(settings_for(db_path, **overrides)))
-        return Harness(client)
-
-    return make
 
 
 PG_URL_ENV = "MANDALA_TEST_DATABASE_URL"

@@ -1,0 +1,36 @@
+"""Fixtures every test directory may use: ``make_arena(**settings)`` starts a real server
+(real sockets, a temp SQLite file) and returns a :class:`arena_testkit.Harness` around it.
+
+``tests/server`` holds the test kit; it is put on ``sys.path`` here so the client, ladder
+and web tests drive the server through the same kit as the server tests.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Awaitable, Callable
+
+import pytest
+from aiohttp.test_utils import TestClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "server"))
+
+from arena_testkit import Harness, settings_for  # noqa: E402
+from server.app import create_app  # noqa: E402
+
+MakeArena = Callable[..., Awaitable[Harness]]
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "arena.db"
+
+
+@pytest.fixture
+async def make_arena(aiohttp_client: Any, db_path: Path) -> MakeArena:
+    async def make(**overrides: Any) -> Harness:
+        client: TestClient = await aiohttp_client(create_app(settings_for(db_path, **overrides)))
+        return Harness(client)
+
+    return make
