@@ -144,6 +144,8 @@ class GameRoom:
             first_player=self.game.first_player,
             ply=self.ply,
             started=self.started,
+            kind=self.kind,
+            pair_id=self.pair_id,
             ended=self.ended,
             end_reason=self.outcome.end_reason if self.outcome else None,
             result=msgspec.to_builtins(self.outcome) if self.outcome else None,

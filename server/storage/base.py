@@ -11,6 +11,9 @@ from typing import Any, Literal, Protocol
 import msgspec
 
 GameStatus = Literal["running", "finished", "aborted"]
+LadderStanding = Literal["new", "listed", "removed"]
+"""A bot's stored place on the ladder: ``new`` until it passes qualification, ``listed``
+after, ``removed`` by the organizer."""
 
 
 class NameTaken(Exception):
@@ -22,6 +25,7 @@ class BotRow(msgspec.Struct, frozen=True):
     token_hash: str
     created: str
     """ISO 8601, UTC."""
+    ladder: LadderStanding = "new"
 
 
 class GameRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -35,6 +39,10 @@ class GameRow(msgspec.Struct, frozen=True, kw_only=True):
     first_player: int
     ply: int
     started: str
+    kind: str = "challenge"
+    """Why it was started: ``challenge``, ``ladder``, ``qualification`` or ``admin``."""
+    pair_id: str | None = None
+    """The duplicate pair of a ladder game (both games share the deal, seats swapped)."""
     ended: str | None = None
     end_reason: str | None = None
     result: dict[str, Any] | None = None
@@ -95,8 +103,19 @@ class Storage(Protocol):
 
     async def close(self) -> None: ...
 
-    async def create_bot(self, name: str, token_hash: str, created: str) -> BotRow:
-        """Insert a bot; raises :class:`NameTaken` if the name is in use."""
+    async def create_bot(self, name: str, token_hash: str, created: str, rating: float = INITIAL_RATING) -> BotRow:
+        """Insert a bot at ``rating``; raises :class:`NameTaken` if the name is in use."""
+
+    async def set_ladder(self, bot: str, ladder: LadderStanding) -> None:
+        """Set the bot's place on the ladder (case-insensitive name)."""
+
+    async def games_of(self, bot: str, limit: int) -> list[GameRow]:
+        """The bot's games, most recently started first."""
+
+    async def get_setting(self, key: str) -> str | None:
+        """A ladder setting kept across restarts (e.g. ``paused``)."""
+
+    async def put_setting(self, key: str, value: str) -> None: ...
 
     async def bot_by_token_hash(self, token_hash: str) -> BotRow | None: ...
 
@@ -133,8 +152,10 @@ class Storage(Protocol):
         """The bot's rating changes, oldest first."""
 
     async def rated_results(self) -> list[tuple[str, str, float]]:
-        """Every rated finished game as ``(seat0, seat1, seat0's score)``, in the order they finished."""
+        """Every rated game finished since the last :meth:`reset_ratings`, as
+        ``(seat0, seat1, seat0's score)``, in the order they finished."""
 
-    async def reset_ratings(self) -> None:
-        """Every bot back to the start rating with no rated games, and the history emptied
-        (stored games stay, so ``rated_results`` can replay them)."""
+    async def reset_ratings(self, rating: float = INITIAL_RATING) -> None:
+        """Every bot back to ``rating`` with no rated games, the history emptied, and the
+        games rated so far no longer counted by :meth:`rated_results` (they stay stored,
+        still marked rated), all in one transaction."""

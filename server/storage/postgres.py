@@ -17,6 +17,7 @@ from .base import (
     BotRow,
     GameRow,
     GameStatus,
+    LadderStanding,
     NameTaken,
     RatingChange,
     RatingConflict,
@@ -73,12 +74,21 @@ MIGRATIONS: list[list[str]] = [
         "CREATE INDEX rating_history_bot ON rating_history (lower(bot), id)",
         "CREATE INDEX games_finish_seq ON games (finish_seq)",
     ],
+    # 3: matchmaking (see sqlite.py).
+    [
+        "ALTER TABLE games ADD COLUMN kind TEXT NOT NULL DEFAULT 'challenge'",
+        "ALTER TABLE games ADD COLUMN pair_id TEXT",
+        "ALTER TABLE bots ADD COLUMN ladder TEXT NOT NULL DEFAULT 'new'",
+        "CREATE TABLE ladder_settings (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
 _MIGRATION_LOCK = 0x4D414E44  # pg_advisory_xact_lock key: one server migrates at a time
 
-_GAME_COLUMNS = "id, players, status, rated, first_player, ply, record, result, end_reason, started, ended"
+_GAME_COLUMNS = "id, players, status, rated, first_player, ply, record, result, end_reason, started, ended, kind, pair_id"
+_BOT_COLUMNS = "name, token_hash, created, ladder"
+_SINCE_RESET = "finish_seq > COALESCE((SELECT value::bigint FROM ladder_settings WHERE key = 'rated_since'), 0)"
 
 
 def _game_row(r: asyncpg.Record) -> GameRow:
@@ -94,6 +104,8 @@ def _game_row(r: asyncpg.Record) -> GameRow:
         end_reason=r["end_reason"],
         started=r["started"],
         ended=r["ended"],
+        kind=r["kind"],
+        pair_id=r["pair_id"],
     )
 
 
@@ -153,26 +165,47 @@ class PostgresStorage:
 
     # ------------------------------------------------------------------ bots
 
-    async def create_bot(self, name: str, token_hash: str, created: str) -> BotRow:
+    async def create_bot(self, name: str, token_hash: str, created: str, rating: float = INITIAL_RATING) -> BotRow:
         try:
             await self._p().execute(
-                "INSERT INTO bots (name, token_hash, created) VALUES ($1, $2, $3)", name, token_hash, created
+                "INSERT INTO bots (name, token_hash, created, rating) VALUES ($1, $2, $3, $4)",
+                name, token_hash, created, rating,
             )
         except asyncpg.UniqueViolationError:
             raise NameTaken(name) from None
         return BotRow(name, token_hash, created)
 
     async def bot_by_token_hash(self, token_hash: str) -> BotRow | None:
-        r = await self._p().fetchrow("SELECT name, token_hash, created FROM bots WHERE token_hash = $1", token_hash)
+        r = await self._p().fetchrow(f"SELECT {_BOT_COLUMNS} FROM bots WHERE token_hash = $1", token_hash)
         return BotRow(*r) if r else None
 
     async def bot_by_name(self, name: str) -> BotRow | None:
-        r = await self._p().fetchrow("SELECT name, token_hash, created FROM bots WHERE lower(name) = lower($1)", name)
+        r = await self._p().fetchrow(f"SELECT {_BOT_COLUMNS} FROM bots WHERE lower(name) = lower($1)", name)
         return BotRow(*r) if r else None
 
     async def list_bots(self) -> list[BotRow]:
-        rows = await self._p().fetch("SELECT name, token_hash, created FROM bots ORDER BY created, lower(name)")
+        rows = await self._p().fetch(f"SELECT {_BOT_COLUMNS} FROM bots ORDER BY created, lower(name)")
         return [BotRow(*r) for r in rows]
+
+    async def set_ladder(self, bot: str, ladder: LadderStanding) -> None:
+        await self._p().execute("UPDATE bots SET ladder = $1 WHERE lower(name) = lower($2)", ladder, bot)
+
+    async def games_of(self, bot: str, limit: int) -> list[GameRow]:
+        rows = await self._p().fetch(
+            f"SELECT {_GAME_COLUMNS} FROM games WHERE seat0 = $1 OR seat1 = $1 ORDER BY started DESC, seq DESC LIMIT $2",
+            bot, limit,
+        )
+        return [_game_row(r) for r in rows]
+
+    async def get_setting(self, key: str) -> str | None:
+        value: str | None = await self._p().fetchval("SELECT value FROM ladder_settings WHERE key = $1", key)
+        return value
+
+    async def put_setting(self, key: str, value: str) -> None:
+        await self._p().execute(
+            "INSERT INTO ladder_settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+            key, value,
+        )
 
     # ------------------------------------------------------------------ games
 
@@ -180,14 +213,16 @@ class PostgresStorage:
     async def _write_game(conn: Any, g: GameRow) -> None:
         await conn.execute(
             f"""INSERT INTO games ({_GAME_COLUMNS}, seat0, seat1)
-                VALUES ($1, $2::jsonb, $3, $4, $5, $6, $7::jsonb, $8::jsonb, $9, $10, $11, $12, $13)
+                VALUES ($1, $2::jsonb, $3, $4, $5, $6, $7::jsonb, $8::jsonb, $9, $10, $11, $12, $13, $14, $15)
                 ON CONFLICT (id) DO UPDATE SET
                     players = EXCLUDED.players, status = EXCLUDED.status, rated = EXCLUDED.rated,
                     first_player = EXCLUDED.first_player, ply = EXCLUDED.ply, record = EXCLUDED.record,
                     result = EXCLUDED.result, end_reason = EXCLUDED.end_reason, started = EXCLUDED.started,
-                    ended = EXCLUDED.ended, seat0 = EXCLUDED.seat0, seat1 = EXCLUDED.seat1""",
+                    ended = EXCLUDED.ended, kind = EXCLUDED.kind, pair_id = EXCLUDED.pair_id,
+                    seat0 = EXCLUDED.seat0, seat1 = EXCLUDED.seat1""",
             g.game_id, json.dumps(g.players), g.status, g.rated, g.first_player, g.ply,
-            _json(g.record), _json(g.result), g.end_reason, g.started, g.ended, g.players[0], g.players[1],
+            _json(g.record), _json(g.result), g.end_reason, g.started, g.ended, g.kind, g.pair_id,
+            g.players[0], g.players[1],
         )
 
     async def save_game(self, row: GameRow) -> None:
@@ -258,11 +293,16 @@ class PostgresStorage:
     async def rated_results(self) -> list[tuple[str, str, float]]:
         rows = await self._p().fetch(
             "SELECT seat0, seat1, result FROM games WHERE rated AND status = 'finished'"
-            " AND finish_seq IS NOT NULL ORDER BY finish_seq"
+            f" AND finish_seq IS NOT NULL AND {_SINCE_RESET} ORDER BY finish_seq"
         )
         return [(r[0], r[1], score_of_seat0(json.loads(r[2]) if r[2] is not None else None)) for r in rows]
 
-    async def reset_ratings(self) -> None:
+    async def reset_ratings(self, rating: float = INITIAL_RATING) -> None:
         async with self._p().acquire() as conn, conn.transaction():
             await conn.execute("DELETE FROM rating_history")
-            await conn.execute("UPDATE bots SET rating = $1, rated_games = 0", INITIAL_RATING)
+            await conn.execute("UPDATE bots SET rating = $1, rated_games = 0", rating)
+            await conn.execute(
+                "INSERT INTO ladder_settings (key, value)"
+                " SELECT 'rated_since', COALESCE(MAX(finish_seq), 0)::text FROM games"
+                " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
+            )

@@ -20,6 +20,7 @@ from .base import (
     BotRow,
     GameRow,
     GameStatus,
+    LadderStanding,
     NameTaken,
     RatingChange,
     RatingConflict,
@@ -77,17 +78,28 @@ MIGRATIONS: list[list[str]] = [
         "CREATE INDEX rating_history_bot ON rating_history (bot, id)",
         "CREATE INDEX games_finish_seq ON games (finish_seq)",
     ],
+    # 3: matchmaking. Why each game was started and its duplicate pair; each bot's place on
+    # the ladder; ladder settings that outlive a restart (paused, the last ratings reset).
+    [
+        "ALTER TABLE games ADD COLUMN kind TEXT NOT NULL DEFAULT 'challenge'",
+        "ALTER TABLE games ADD COLUMN pair_id TEXT",
+        "ALTER TABLE bots ADD COLUMN ladder TEXT NOT NULL DEFAULT 'new'",
+        "CREATE TABLE ladder_settings (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    ],
 ]
 """Applied in order on open, each in its own transaction with its number in ``schema_version``.
 Append new ones; never edit one that has shipped."""
 
 SCHEMA_VERSION = len(MIGRATIONS)
 
-_GAME_COLUMNS = "id, players, status, rated, first_player, ply, record, result, end_reason, started, ended"
+_GAME_COLUMNS = "id, players, status, rated, first_player, ply, record, result, end_reason, started, ended, kind, pair_id"
+_BOT_COLUMNS = "name, token_hash, created, ladder"
+_SINCE_RESET = "finish_seq > COALESCE((SELECT CAST(value AS INTEGER) FROM ladder_settings WHERE key = 'rated_since'), 0)"
+"""Rated games count from the last ratings reset on."""
 
 
 def _game_row(row: tuple[Any, ...]) -> GameRow:
-    gid, players, status, rated, first, ply, record, result, reason, started, ended = row
+    gid, players, status, rated, first, ply, record, result, reason, started, ended, kind, pair_id = row
     return GameRow(
         game_id=gid,
         players=json.loads(players),
@@ -100,6 +112,8 @@ def _game_row(row: tuple[Any, ...]) -> GameRow:
         end_reason=reason,
         started=started,
         ended=ended,
+        kind=kind,
+        pair_id=pair_id,
     )
 
 
@@ -157,20 +171,41 @@ class SqliteStorage:
             raise RuntimeError("storage is not open")
         return self._db
 
-    def _create_bot(self, name: str, token_hash: str, created: str) -> BotRow:
+    def _create_bot(self, name: str, token_hash: str, created: str, rating: float) -> BotRow:
         try:
-            self._conn().execute("INSERT INTO bots (name, token_hash, created) VALUES (?, ?, ?)", (name, token_hash, created))
+            self._conn().execute(
+                "INSERT INTO bots (name, token_hash, created, rating) VALUES (?, ?, ?, ?)",
+                (name, token_hash, created, rating),
+            )
         except sqlite3.IntegrityError:
             raise NameTaken(name) from None
         return BotRow(name, token_hash, created)
 
     def _bot_where(self, column: str, value: str) -> BotRow | None:
-        row = self._conn().execute(f"SELECT name, token_hash, created FROM bots WHERE {column} = ?", (value,)).fetchone()
+        row = self._conn().execute(f"SELECT {_BOT_COLUMNS} FROM bots WHERE {column} = ?", (value,)).fetchone()
         return BotRow(*row) if row else None
 
     def _list_bots(self) -> list[BotRow]:
-        rows = self._conn().execute("SELECT name, token_hash, created FROM bots ORDER BY created, name").fetchall()
+        rows = self._conn().execute(f"SELECT {_BOT_COLUMNS} FROM bots ORDER BY created, name").fetchall()
         return [BotRow(*r) for r in rows]
+
+    def _set_ladder(self, bot: str, ladder: str) -> None:
+        self._conn().execute("UPDATE bots SET ladder = ? WHERE name = ?", (ladder, bot))
+
+    def _games_of(self, bot: str, limit: int) -> list[GameRow]:
+        rows = self._conn().execute(
+            f"SELECT {_GAME_COLUMNS} FROM games WHERE seat0 = ? OR seat1 = ?"
+            " ORDER BY started DESC, rowid DESC LIMIT ?",
+            (bot, bot, limit),
+        ).fetchall()
+        return [_game_row(r) for r in rows]
+
+    def _get_setting(self, key: str) -> str | None:
+        row = self._conn().execute("SELECT value FROM ladder_settings WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def _put_setting(self, key: str, value: str) -> None:
+        self._conn().execute("INSERT OR REPLACE INTO ladder_settings (key, value) VALUES (?, ?)", (key, value))
 
     def _save_game(self, g: GameRow) -> None:
         self._write_game(self._conn(), g)
@@ -178,12 +213,13 @@ class SqliteStorage:
     @staticmethod
     def _write_game(db: sqlite3.Connection, g: GameRow) -> None:
         db.execute(
-            f"INSERT OR REPLACE INTO games ({_GAME_COLUMNS}, seat0, seat1) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT OR REPLACE INTO games ({_GAME_COLUMNS}, seat0, seat1)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 g.game_id, json.dumps(g.players), g.status, int(g.rated), g.first_player, g.ply,
                 json.dumps(g.record) if g.record is not None else None,
                 json.dumps(g.result) if g.result is not None else None,
-                g.end_reason, g.started, g.ended, g.players[0], g.players[1],
+                g.end_reason, g.started, g.ended, g.kind, g.pair_id, g.players[0], g.players[1],
             ),
         )
 
@@ -251,14 +287,18 @@ class SqliteStorage:
     def _rated_results(self) -> list[tuple[str, str, float]]:
         rows = self._conn().execute(
             "SELECT seat0, seat1, result FROM games WHERE rated = 1 AND status = 'finished'"
-            " AND finish_seq IS NOT NULL ORDER BY finish_seq"
+            f" AND finish_seq IS NOT NULL AND {_SINCE_RESET} ORDER BY finish_seq"
         ).fetchall()
         return [(a, b, score_of_seat0(json.loads(r) if r else None)) for a, b, r in rows]
 
-    def _reset_ratings(self) -> None:
+    def _reset_ratings(self, rating: float) -> None:
         with self._transaction() as db:
             db.execute("DELETE FROM rating_history")
-            db.execute("UPDATE bots SET rating = ?, rated_games = 0", (INITIAL_RATING,))
+            db.execute("UPDATE bots SET rating = ?, rated_games = 0", (rating,))
+            db.execute(
+                "INSERT OR REPLACE INTO ladder_settings (key, value)"
+                " SELECT 'rated_since', CAST(COALESCE(MAX(finish_seq), 0) AS TEXT) FROM games"
+            )
 
     def _close(self) -> None:
         if self._db is not None:
@@ -279,8 +319,20 @@ class SqliteStorage:
         self._executor.shutdown(wait=True)
         self._executor = None
 
-    async def create_bot(self, name: str, token_hash: str, created: str) -> BotRow:
-        return await self._run(self._create_bot, name, token_hash, created)
+    async def create_bot(self, name: str, token_hash: str, created: str, rating: float = INITIAL_RATING) -> BotRow:
+        return await self._run(self._create_bot, name, token_hash, created, rating)
+
+    async def set_ladder(self, bot: str, ladder: LadderStanding) -> None:
+        await self._run(self._set_ladder, bot, ladder)
+
+    async def games_of(self, bot: str, limit: int) -> list[GameRow]:
+        return await self._run(self._games_of, bot, limit)
+
+    async def get_setting(self, key: str) -> str | None:
+        return await self._run(self._get_setting, key)
+
+    async def put_setting(self, key: str, value: str) -> None:
+        await self._run(self._put_setting, key, value)
 
     async def bot_by_token_hash(self, token_hash: str) -> BotRow | None:
         return await self._run(self._bot_where, "token_hash", token_hash)
@@ -318,5 +370,5 @@ class SqliteStorage:
     async def rated_results(self) -> list[tuple[str, str, float]]:
         return await self._run(self._rated_results)
 
-    async def reset_ratings(self) -> None:
-        await self._run(self._reset_ratings)
+    async def reset_ratings(self, rating: float = INITIAL_RATING) -> None:
+        await self._run(self._reset_ratings, rating)

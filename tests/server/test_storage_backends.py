@@ -9,6 +9,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from server.config import Settings
@@ -158,10 +159,43 @@ async def test_ratings_equal_a_replay_of_the_stored_games(storage: Storage) -> N
     assert len(history) == got["ann"][1]
     assert history[-1].rating_after == pytest.approx(got["ann"][0])
     assert all(h.games_before == i for i, h in enumerate(history))
-    # Reset: ratings and history go, the games stay for a replay.
+    # Reset: ratings and history go; the games stay stored but count no more; later games do.
     await storage.reset_ratings()
     assert {(s.rating, s.rated_games) for s in await storage.standings()} == {(INITIAL_RATING, 0)}
-    assert await storage.rating_history("ann") == [] and await storage.rated_results() == expected
+    assert await storage.rating_history("ann") == [] and await storage.rated_results() == []
+    assert (await storage.get_game("g00")).rated  # type: ignore[union-attr]
+    await manager._finish_rated(game("after", "cat", "ann", winner=1))
+    assert await storage.rated_results() == [("cat", "ann", 0.0)]
+    assert {s.bot: s.rated_games for s in await storage.standings()} == {"ann": 1, "ben": 0, "cat": 1}
+
+
+async def test_ladder_place_settings_and_a_bots_games(storage: Storage) -> None:
+    await bots(storage, "Ann", "ben")
+    assert (await storage.bot_by_name("ann")).ladder == "new"  # type: ignore[union-attr]
+    await storage.set_ladder("ANN", "listed")
+    await storage.set_ladder("ben", "removed")
+    assert [(b.name, b.ladder) for b in await storage.list_bots()] == [("Ann", "listed"), ("ben", "removed")]
+    assert (await storage.bot_by_token_hash("hash-Ann")).ladder == "listed"  # type: ignore[union-attr]
+    assert await storage.get_setting("paused") is None
+    await storage.put_setting("paused", "1")
+    await storage.put_setting("paused", "0")
+    assert await storage.get_setting("paused") == "0"
+    rows = [
+        game("g1", "Ann", "ben", started="2024-01-01T00:00:01.000Z"),
+        game("g2", "ben", "Ann", started="2024-01-01T00:00:02.000Z"),
+        game("g3", "ben", "cat", started="2024-01-01T00:00:03.000Z"),
+    ]
+    for row in rows:
+        await storage.save_game(msgspec.structs.replace(row, kind="ladder", pair_id="p1"))
+    mine = await storage.games_of("Ann", 10)
+    assert [g.game_id for g in mine] == ["g2", "g1"]
+    assert {(g.kind, g.pair_id) for g in mine} == {("ladder", "p1")}
+    assert [g.game_id for g in await storage.games_of("ben", 2)] == ["g3", "g2"]
+
+
+async def test_a_new_bot_starts_at_the_rating_it_is_given(storage: Storage) -> None:
+    await storage.create_bot("ann", "h", "2024-01-01T00:00:00.000Z", rating=1200.0)
+    assert await storage.standing("ann") == Standing(bot="ann", rating=1200.0, rated_games=0)
 
 
 async def test_concurrent_rated_finishes_are_serialized(storage: Storage) -> None:
