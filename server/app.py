@@ -23,6 +23,7 @@ from .http_api import setup as setup_api
 from .pages import setup as setup_pages
 from .presence import Presence
 from .ratelimit import WindowLimiter
+from .replay_api import setup as setup_replay
 from .storage import Storage, open_storage
 from .ws import websocket_handler
 
@@ -50,6 +51,7 @@ def create_app(settings: Settings, storage: Storage | None = None) -> web.Applic
     )
     app.router.add_get("/ws", websocket_handler)
     setup_api(app)
+    setup_replay(app)
     setup_pages(app)
     app.on_startup.append(_startup)
     app.on_shutdown.append(_shutdown)

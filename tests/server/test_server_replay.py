@@ -1,0 +1,91 @@
+"""``GET /api/games/{id}/replay``: every ply of a game that is over, each with the spectator's
+view, equal to what a spectator watching live was sent; nothing in it depends on a hidden
+card (R24); a running game, an unknown one and one without a record are refused."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from mandala import COLORS, Game
+from protocol.messages import GameOver, Update
+from server.storage import GameRow
+
+from arena_testkit import Harness, gather, play_out, random_policy
+from test_server_http import api_error
+from test_server_spectators import TAIL, run_scripted, script, variants
+
+
+def totals(cards: dict[str, int]) -> int:
+    return sum(cards.values())
+
+
+async def test_replay_steps_through_what_a_spectator_saw(make_arena: Any) -> None:
+    arena: Harness = await make_arena()
+    a = await arena.bot("alice")
+    b = await arena.bot("bob")
+    game_id = await arena.start_game(["alice", "bob"], reshuffle_seed=11)
+    spectator = await arena.connect(None)
+    await spectator.send({"type": "watch", "game_id": game_id})
+    await spectator.expect(Update)
+    await api_error(await arena.client.get(f"/api/games/{game_id}/replay"), 409, "game_running")
+    (over,), _ = await gather(play_out(a, random_policy(21)), play_out(b, random_policy(22)))
+    assert await spectator.until(GameOver) == over
+    live = [msgspec.to_builtins(f) for f in spectator.frames if isinstance(f, Update) and f.game_id == game_id]
+
+    replay = await arena.get_json(f"/api/games/{game_id}/replay")
+    record = msgspec.to_builtins(over.record)
+    assert (replay["game_id"], replay["players"], replay["status"]) == (game_id, ["alice", "bob"], "finished")
+    assert replay["result"] == msgspec.to_builtins(over.result)
+    plies = replay["plies"]
+    assert len(plies) == len(record["moves"]) + 1
+    assert [p["ply"] for p in plies] == list(range(len(plies)))
+    assert plies[0]["move"] is None
+    assert [p["move"] for p in plies[1:]] == record["moves"]
+    # Ply by ply, the very views the spectator was sent while the game ran.
+    assert len(live) == len(plies)
+    assert [p["view"] for p in plies] == [u["view"] for u in live]
+    assert plies[-1]["view"] == (await arena.get_json(f"/api/games/{game_id}"))["view"]
+    for p in plies:
+        view = p["view"]
+        assert view["seat"] is None and view["private"] is None
+        # The spectator knows no hand and no starting cup: all of them are unseen.
+        hidden = view["deck_size"] + sum(s["hand_size"] + s["cup_unknown"] for s in view["players"])
+        assert totals(view["unseen"]) == hidden
+
+    # The same once the game has left the server's memory and is read back from storage.
+    arena.arena.manager.finished.clear()
+    assert await arena.get_json(f"/api/games/{game_id}/replay") == replay
+
+
+async def test_replay_views_do_not_depend_on_hidden_cards(make_arena: Any) -> None:
+    arena = await make_arena()
+    a = await arena.bot("alice")
+    b = await arena.bot("bob")
+    spectator = await arena.connect(None)
+    base = [COLORS[c] for c in Game.new(seed=303).deck_order]
+    decks = variants(base, [16, 17, 18, 19, *range(TAIL, 108)], 3)  # both starting cups, the undrawn tail
+    moves = script(decks, 24)
+    runs = [await run_scripted(arena, a, b, spectator, deck, moves) for deck in decks]
+    replays = []
+    for *_, over in runs:
+        replays.append(await arena.get_json(f"/api/games/{over.game_id}/replay"))
+    views = [[p["view"] for p in r["plies"]] for r in replays]
+    assert all(len(v) == len(moves) + 1 for v in views)
+    assert views[1] == views[0] and views[2] == views[0]
+    # The comparison is sharp: the deals, which the records publish, differ.
+    assert len({tuple(over.record.deck) for *_, over in runs}) == len(decks)
+
+
+async def test_replay_refusals(make_arena: Any) -> None:
+    arena = await make_arena()
+    await api_error(await arena.client.get("/api/games/nosuchgame/replay"), 404, "unknown_game")
+    await api_error(await arena.client.post("/api/games/nosuchgame/replay"), 405, "method_not_allowed")
+    # A game that was running when a server died is aborted without a record.
+    await arena.create_bot("alice")
+    await arena.create_bot("bob")
+    await arena.arena.storage.save_game(GameRow(
+        game_id="lost", players=["alice", "bob"], status="aborted", rated=False, first_player=0, ply=3,
+        started="2030-01-01T00:00:00.000Z", ended="2030-01-01T00:01:00.000Z", end_reason="aborted"))
+    await api_error(await arena.client.get("/api/games/lost/replay"), 404, "no_record")
