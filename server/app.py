@@ -20,6 +20,9 @@ from .config import Settings
 from .games import GameManager
 from .http_api import json_errors
 from .http_api import setup as setup_api
+from .ladder.service import Ladder
+from .ladder_api import setup as setup_ladder_api
+from .live import LiveHub
 from .pages import setup as setup_pages
 from .presence import Presence
 from .ratelimit import WindowLimiter
@@ -40,6 +43,8 @@ def create_app(settings: Settings, storage: Storage | None = None) -> web.Applic
     storage = storage if storage is not None else open_storage(settings.db)
     presence = Presence()
     manager = GameManager(settings, storage, presence)
+    live = LiveHub(settings.send_queue_max)
+    manager.listeners.append(live)
     app[ARENA] = Arena(
         settings=settings,
         admin_token=settings.admin_token or new_token(),
@@ -48,9 +53,12 @@ def create_app(settings: Settings, storage: Storage | None = None) -> web.Applic
         manager=manager,
         challenges=ChallengeBook(settings, storage, presence, manager),
         registrations=WindowLimiter(settings.registrations_per_hour, 3600.0),
+        ladder=Ladder(settings, storage, presence, manager, live.publish),
+        live=live,
     )
     app.router.add_get("/ws", websocket_handler)
     setup_api(app)
+    setup_ladder_api(app)
     setup_replay(app)
     setup_pages(app)
     app.on_startup.append(_startup)
@@ -65,10 +73,13 @@ async def _startup(app: web.Application) -> None:
     aborted = await arena.storage.abort_running(utc_now())
     if aborted:
         log.warning("%d game(s) left running by the previous server marked aborted", aborted)
+    await arena.ladder.start()
 
 
 async def _shutdown(app: web.Application) -> None:
     arena = app[ARENA]
+    await arena.ladder.stop()
+    await arena.live.close()
     arena.challenges.clear()
     arena.manager.abort_all()
     conns = list(arena.presence.connections)

@@ -15,6 +15,8 @@ from protocol.messages import Limits
 from .challenges import ChallengeBook
 from .config import Settings
 from .games import GameManager
+from .ladder.service import Ladder
+from .live import LiveHub
 from .presence import Presence
 from .ratelimit import WindowLimiter
 from .storage import Storage
@@ -29,6 +31,8 @@ class Arena:
     manager: GameManager
     challenges: ChallengeBook
     registrations: WindowLimiter
+    ladder: Ladder
+    live: LiveHub
 
     @property
     def limits(self) -> Limits:

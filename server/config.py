@@ -14,6 +14,8 @@ from typing import Any, Literal, Mapping
 
 import msgspec
 
+from .ladder.elo import EloSettings
+
 Registration = Literal["open", "admin"]
 
 HARD_FRAME_CAP = 1 << 20
@@ -52,9 +54,35 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     finished_cache: int = 512
     """Finished games kept in memory (so late moves get ``game_over``, not ``unknown_game``)."""
 
+    # The ladder (README, "The ladder").
+    elo_initial: float = 1500.0
+    """A new bot's rating (and every bot's after a ratings reset)."""
+    elo_k_provisional: float = 32.0
+    """K while a bot has played fewer than ``elo_provisional_games`` rated games."""
+    elo_k: float = 16.0
+    """K after that."""
+    elo_provisional_games: int = 30
+    qualification_pairs: int = 1
+    """Duplicate pairs (two games each) a bot plays against the house bot before it is listed."""
+    house_bot: str = "house"
+    """Name of the in-process house bot that plays qualification games (reserved at start)."""
+    pairing_interval_s: float = 1.0
+    """The ladder pairs seeking bots at least this often (and at once after a seek or a game end)."""
+    pairing_spread: float = 200.0
+    """Rating gap at which a pairing is e times less likely than between equals."""
+
     @property
     def flood_limit(self) -> int:
         return self.burst if self.flood_after is None else self.flood_after
+
+    @property
+    def elo(self) -> EloSettings:
+        return EloSettings(
+            initial=self.elo_initial,
+            k_provisional=self.elo_k_provisional,
+            k_established=self.elo_k,
+            provisional_games=self.elo_provisional_games,
+        )
 
 
 ENV_ADMIN_TOKEN = "MANDALA_ADMIN_TOKEN"

@@ -15,7 +15,7 @@ import logging
 import secrets
 from collections import OrderedDict
 from functools import partial
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Protocol
 
 import msgspec
 
@@ -347,9 +347,22 @@ class GameRoom:
         conn.watching.discard(self.id)
 
 
+class GameEvents(Protocol):
+    """What the ladder and the live stream hear from :class:`GameManager` (all on the loop)."""
+
+    def game_started(self, room: GameRoom) -> None: ...
+
+    def game_ended(self, room: GameRoom) -> None:
+        """The game is over (its row may still be on its way to storage)."""
+
+    def rated_game_stored(self, room: GameRoom) -> None:
+        """A rated game's result and both rating changes are stored."""
+
+
 class GameManager:
-    """Starts every game (challenges, the admin API, later the ladder), finds games by id,
-    and stores them at their start and their end."""
+    """Starts every game (challenges, the admin API, the ladder), finds games by id, and
+    stores them at their start and their end. ``house`` holds in-process seats
+    (:class:`~server.house.HouseBot`) that get their messages like a connection would."""
 
     def __init__(self, settings: Settings, storage: Storage, presence: Presence) -> None:
         self.settings = settings
@@ -360,10 +373,12 @@ class GameManager:
         self._by_bot: dict[str, dict[str, GameRoom]] = {}
         self._writes: set[asyncio.Task[None]] = set()
         self._last_write: dict[str, asyncio.Task[None]] = {}
-        self._rating_lock = asyncio.Lock()
+        self.rating_lock = asyncio.Lock()
         """Held from reading two bots' ratings to storing their update, so two rated games
         ending together cannot both start from the same rating."""
-        self.elo = elo.EloSettings()
+        self.elo = settings.elo
+        self.house: dict[str, Any] = {}
+        self.listeners: list[GameEvents] = []
 
     # ------------------------------------------------------------------ starting and ending
 
@@ -400,12 +415,14 @@ class GameManager:
         for name in players:
             self._by_bot.setdefault(name, {})[game_id] = room
         self._save(room)
-        log.info("game %s started: %s vs %s", game_id, *players)
+        log.info("game %s started (%s): %s vs %s", game_id, kind, *players)
+        for listener in self.listeners:
+            listener.game_started(room)
         room.begin()
         return room
 
     def _deliver(self, name: str, msg: Any) -> None:
-        conn = self.presence.get(name)
+        conn = self.presence.get(name) or self.house.get(name)
         if conn is not None:
             conn.send(msg)
 
@@ -421,11 +438,12 @@ class GameManager:
         while len(self.finished) > self.settings.finished_cache:
             self.finished.popitem(last=False)
         if room.rated and room.status == "finished":
-            row = room.to_row()
-            self._write(room.id, lambda: self._finish_rated(row))
+            self._write(room.id, lambda: self._finish_rated(room))
         else:
             self._save(room)
         log.info("game %s over: %s", room.id, room.outcome)
+        for listener in self.listeners:
+            listener.game_ended(room)
 
     def _save(self, room: GameRoom) -> None:
         """Write the game's current row; tracked so :meth:`flush` can wait for it."""
@@ -446,9 +464,24 @@ class GameManager:
         self._writes.add(task)
         task.add_done_callback(partial(self._write_done, game_id))
 
-    async def _finish_rated(self, row: GameRow) -> None:
+    async def _finish_rated(self, room: GameRoom) -> None:
+        """Store a rated game with both rating changes, then tell the listeners. Should that
+        fail (storage trouble), the game is stored as unrated instead, so no finished game
+        is lost and the stored ratings still equal a replay of the stored rated games."""
+        row = room.to_row()
+        try:
+            await self._store_rated(row)
+        except Exception:
+            log.exception("storing rated game %s failed: storing it unrated", row.game_id)
+            room.rated = False
+            await self.storage.save_game(msgspec.structs.replace(row, rated=False))
+            return
+        for listener in self.listeners:
+            listener.rated_game_stored(room)
+
+    async def _store_rated(self, row: GameRow) -> None:
         """Elo for both bots from their stored state, then row + ratings in one transaction."""
-        async with self._rating_lock:
+        async with self.rating_lock:
             states = [await self.storage.standing(name) for name in row.players]
             if states[0] is None or states[1] is None:
                 raise LookupError(f"rated game {row.game_id}: bot missing from storage: {row.players}")

@@ -24,6 +24,7 @@ from .clock import utc_now
 from .deals import Deal
 from .games import GameRoom
 from .storage import GameRow, NameTaken
+from .summary import game_summary
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +122,7 @@ async def create_bot(request: web.Request) -> web.Response:
     body: CreateBot = await read_body(request, CreateBot)
     token = new_token()
     try:
-        row = await arena.storage.create_bot(body.name, hash_token(token), utc_now())
+        row = await arena.storage.create_bot(body.name, hash_token(token), utc_now(), arena.settings.elo_initial)
     except NameTaken:
         raise ApiError(409, "name_taken", f"a bot named {body.name!r} exists already (names ignore case)") from None
     log.info("bot %s created", row.name)
@@ -131,7 +132,11 @@ async def create_bot(request: web.Request) -> web.Response:
 async def list_bots(request: web.Request) -> web.Response:
     arena = request.app[ARENA]
     rows = await arena.storage.list_bots()
-    return json_response([{"name": r.name, "created": r.created, "connected": arena.presence.is_connected(r.name)} for r in rows])
+    return json_response([
+        {"name": r.name, "created": r.created, "connected": arena.presence.is_connected(r.name),
+         "ladder": arena.ladder.state(r.name)}
+        for r in rows if r.name != arena.ladder.house.name
+    ])
 
 
 # ------------------------------------------------------------------ games
@@ -162,11 +167,6 @@ async def create_game(request: web.Request) -> web.Response:
     return json_response({"game_id": room.id}, 201)
 
 
-def _summary(row: GameRow) -> dict[str, Any]:
-    return {"game_id": row.game_id, "players": row.players, "status": row.status, "started": row.started,
-            "ended": row.ended, "result": row.result, "ply": row.ply}
-
-
 def _limit(request: web.Request) -> int:
     try:
         limit = int(request.query.get("limit", "50"))
@@ -192,7 +192,7 @@ async def list_games(request: web.Request) -> web.Response:
         await arena.manager.flush()
         stored = await arena.storage.list_games(status, limit)  # type: ignore[arg-type]
         rows += [r for r in stored if r.status != "running"][: limit - len(rows)]
-    return json_response([_summary(r) for r in rows])
+    return json_response([game_summary(r) for r in rows])
 
 
 async def _stored(arena: Arena, game_id: str) -> GameRow:

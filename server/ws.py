@@ -31,7 +31,9 @@ from protocol.messages import (
     PlayMove,
     Pong,
     Resign,
+    Seek,
     SetCapacity,
+    Unseek,
     Unwatch,
     Watch,
     Welcome,
@@ -106,6 +108,8 @@ class Session:
         except Refusal as r:
             if conn.admit():
                 conn.send(r.to_error())
+            if conn.bot is not None:
+                self.arena.ladder.refused(conn.bot, r)
             return
         if message is None:
             return
@@ -115,6 +119,8 @@ class Session:
             await self.dispatch(message)
         except Refusal as r:
             conn.send(r.to_error())
+            if conn.bot is not None:
+                self.arena.ladder.refused(conn.bot, r)
         except Exception:
             log.exception("handling a frame from %r failed", conn)
             conn.error("internal_error", "the server failed on this message; the failure was logged")
@@ -162,6 +168,11 @@ class Session:
             arena.manager.resign(conn.bot, m.game_id)
         elif isinstance(m, SetCapacity):
             conn.max_games = min(m.max_games, arena.settings.max_games)
+            arena.ladder.wake()
+        elif isinstance(m, Seek):
+            arena.ladder.seek(conn.bot)
+        elif isinstance(m, Unseek):
+            arena.ladder.unseek(conn.bot)
         else:  # pragma: no cover - every ClientMessage is handled above
             raise Refusal("unknown_type", f"unhandled message {m!r}")
 
@@ -192,6 +203,7 @@ class Session:
         conn.send(Welcome(PROTOCOL_VERSION, row.name, arena.limits, [g.id for g in games]))
         log.info("bot %s connected (%s, client %r)", row.name, conn.peer, m.client)
         arena.manager.bot_arrived(row.name)
+        arena.ladder.bot_arrived(row.name)
 
     def _authenticated(self) -> None:
         self.conn.authenticated = True
@@ -210,6 +222,7 @@ class Session:
             log.info("bot %s disconnected", conn.bot)
             arena.manager.bot_left(conn.bot)
             arena.challenges.bot_left(conn.bot)
+            arena.ladder.bot_left(conn.bot)
 
 
 async def websocket_handler(request: web.Request) -> web.WebSocketResponse:

@@ -145,7 +145,7 @@ async def test_ratings_equal_a_replay_of_the_stored_games(storage: Storage) -> N
         a, b = rng.sample(names, 2)
         winner = rng.choice([0, 1, None])
         expected.append((a, b, {0: 1.0, 1: 0.0, None: 0.5}[winner]))
-        await manager._finish_rated(game(f"g{i:02}", a, b, winner=winner))
+        await manager._store_rated(game(f"g{i:02}", a, b, winner=winner))
     # Unrated games in between change nothing.
     await storage.finish_game(game("u1", "ann", "ben", rated=False), [])
     assert await storage.rated_results() == expected
@@ -164,7 +164,7 @@ async def test_ratings_equal_a_replay_of_the_stored_games(storage: Storage) -> N
     assert {(s.rating, s.rated_games) for s in await storage.standings()} == {(INITIAL_RATING, 0)}
     assert await storage.rating_history("ann") == [] and await storage.rated_results() == []
     assert (await storage.get_game("g00")).rated  # type: ignore[union-attr]
-    await manager._finish_rated(game("after", "cat", "ann", winner=1))
+    await manager._store_rated(game("after", "cat", "ann", winner=1))
     assert await storage.rated_results() == [("cat", "ann", 0.0)]
     assert {s.bot: s.rated_games for s in await storage.standings()} == {"ann": 1, "ben": 0, "cat": 1}
 
@@ -204,7 +204,7 @@ async def test_concurrent_rated_finishes_are_serialized(storage: Storage) -> Non
     await bots(storage, "ann", "ben", "cat")
     manager = GameManager(Settings(), storage, Presence())
     rows = [game(f"g{i}", *pair, winner=0) for i, pair in enumerate([("ann", "ben"), ("ben", "cat"), ("cat", "ann")] * 4)]
-    await asyncio.gather(*(manager._finish_rated(r) for r in rows))
+    await asyncio.gather(*(manager._store_rated(r) for r in rows))
     results = await storage.rated_results()
     assert len(results) == 12
     want = replay(["ann", "ben", "cat"], results)

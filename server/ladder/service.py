@@ -1,0 +1,444 @@
+"""The ladder as it runs: who seeks, qualification, duplicate pairs, pairing, standings.
+
+Everything here runs on the event loop. The pairing loop wakes at once after a seek, a game's
+end or a bot's return, and at least every ``pairing_interval_s``; it never starts a game from
+inside another game's step.
+
+- **Qualification.** A bot not yet listed plays ``qualification_pairs`` duplicate pairs
+  against the in-process house bot. Every game must end by the rules (not on time, not by
+  resigning) and the bot must draw no protocol ``error`` about them; then it is listed
+  (stored, so it survives restarts). A fault fails it at once: it stops seeking and
+  qualifies afresh at its next ``seek``.
+- **Duplicate pairs.** A ladder pairing is two rated games on the same deal (deck order,
+  first player and reshuffle seed) with the seats swapped. The return game starts when the
+  first ends, once both bots are connected with a free slot (even if they stopped seeking or
+  the ladder was paused, so pairs stay whole); an aborted first game drops the pair.
+- **Standings.** Listed bots, by Elo, with W/D/L and a Bradley–Terry fit over every rated game
+  since the last ratings reset; recomputed (coalesced) after each change and pushed to the
+  live stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import random
+import secrets
+from dataclasses import dataclass, field
+from typing import Any, Callable, Coroutine
+
+from protocol.messages import GameKind, LadderState, LadderStatus, LiveStandings, Standing
+
+from ..clock import utc_now
+from ..config import Settings
+from ..deals import Deal
+from ..games import GameManager, GameRoom
+from ..house import HouseBot
+from ..presence import Presence
+from ..refusal import Refusal
+from ..storage import NameTaken, Storage
+from ..storage.base import LadderStanding, score_of_seat0
+from . import bradley_terry, elo
+from .matchmaking import Seeker, pair_round
+
+log = logging.getLogger(__name__)
+
+RULES_ENDS = frozenset({"river", "deck", "no_moves", "turn_limit"})
+"""Ways a game ends by the rules (not on time, by resigning, or aborted)."""
+
+PROTOCOL_BREAKS = frozenset({"bad_json", "not_object", "unknown_type", "invalid_message", "binary_frame",
+                             "frame_too_large", "flood"})
+"""Errors that are a protocol break whatever game they are about."""
+
+HOUSE_TOKEN_HASH = "house:no-token"
+"""The house bot's stored token hash: no token hashes to it, so nobody can connect as the house."""
+
+STANDINGS_DELAY_S = 0.2
+"""Standings changes closer together than this are computed and pushed once."""
+
+
+@dataclass
+class Pair:
+    """Two games on one deal, seats swapped: ``players`` is the first game's seat order."""
+
+    id: str
+    players: tuple[str, str]
+    deal: Deal
+    kind: GameKind
+    games: list[str] = field(default_factory=list)
+
+    @property
+    def return_players(self) -> tuple[str, str]:
+        return self.players[1], self.players[0]
+
+
+@dataclass
+class Qualification:
+    left: int
+    """Games still to finish cleanly."""
+    pair: Pair | None = None
+    games: set[str] = field(default_factory=set)
+
+
+class Ladder:
+    def __init__(
+        self,
+        settings: Settings,
+        storage: Storage,
+        presence: Presence,
+        manager: GameManager,
+        publish: Callable[[Any], None],
+    ) -> None:
+        self.settings = settings
+        self.storage = storage
+        self.presence = presence
+        self.manager = manager
+        self._publish = publish
+        self.paused = False
+        self.places: dict[str, LadderStanding] = {}
+        self.seeking: set[str] = set()
+        self.failed: set[str] = set()
+        self.qualifying: dict[str, Qualification] = {}
+        self.pairs: dict[str, Pair] = {}
+        self.returns: list[Pair] = []
+        """Pairs whose first game is over and whose return game waits for its bots."""
+        self.last_opponent: dict[str, str] = {}
+        self.results: list[tuple[str, str, float]] = []
+        self.ratings: dict[str, float] = {}
+        self.table = LiveStandings(paused=False, standings=[])
+        self.rng = random.Random()
+        self.house = HouseBot(settings.house_bot, manager.play)
+        self._wake = asyncio.Event()
+        self._loop_task: asyncio.Task[None] | None = None
+        self._refresh: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._ids = itertools.count(1)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        """Load the ladder's state from storage, seat the house bot, start pairing."""
+        await self._reserve_house_name()
+        self.manager.house[self.house.name] = self.house
+        self.manager.listeners.append(self)
+        self.places = {b.name: b.ladder for b in await self.storage.list_bots()}
+        self.paused = await self.storage.get_setting("paused") == "1"
+        self.results = await self.storage.rated_results()
+        await self.refresh_standings()
+        self._loop_task = asyncio.get_running_loop().create_task(self._pairing_loop(), name="ladder-pairing")
+
+    async def _reserve_house_name(self) -> None:
+        name = self.settings.house_bot
+        row = await self.storage.bot_by_name(name)
+        if row is None:
+            try:
+                await self.storage.create_bot(name, HOUSE_TOKEN_HASH, utc_now(), self.settings.elo_initial)
+            except NameTaken:
+                row = await self.storage.bot_by_name(name)
+        if row is not None and row.token_hash != HOUSE_TOKEN_HASH:
+            raise RuntimeError(f"a registered bot is named {row.name!r}, the house bot's name: set house_bot to another")
+
+    async def stop(self) -> None:
+        for task in (self._loop_task, self._refresh):
+            if task is not None:
+                task.cancel()
+        if self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: "asyncio.Task[Any]") -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("ladder task failed", exc_info=task.exception())
+
+    # ------------------------------------------------------------------ what bots say
+
+    def place(self, bot: str) -> LadderStanding:
+        return self.places.get(bot, "new")
+
+    def state(self, bot: str) -> LadderState:
+        place = self.place(bot)
+        if place != "new":
+            return place
+        return "failed" if bot in self.failed and bot not in self.qualifying else "qualifying"
+
+    def status(self, bot: str, message: str | None = None) -> LadderStatus:
+        q = self.qualifying.get(bot)
+        state = self.state(bot)
+        left = q.left if q is not None else 0 if state == "listed" else 2 * self.settings.qualification_pairs
+        if message is None:
+            message = {
+                "qualifying": f"qualifying: {left} game(s) against {self.house.name} to play before you are listed",
+                "listed": "listed: you are on the ladder",
+                "failed": "qualification failed: seek again to retry",
+                "removed": "removed from the ladder by the organizer",
+            }[state]
+        if self.paused and state != "removed":
+            message += " (the ladder is paused)"
+        return LadderStatus(bot in self.seeking, state, self.paused, left, message)
+
+    def _tell(self, bot: str, message: str | None = None) -> None:
+        conn = self.presence.get(bot)
+        if conn is not None:
+            conn.send(self.status(bot, message))
+
+    def seek(self, bot: str) -> None:
+        if bot == self.house.name:
+            raise Refusal("removed", "the house bot does not play on the ladder")
+        if self.place(bot) == "removed":
+            raise Refusal("removed", "the organizer removed this bot from the ladder")
+        self.seeking.add(bot)
+        if self.place(bot) == "new" and bot not in self.qualifying:
+            self.failed.discard(bot)
+            self.qualifying[bot] = Qualification(left=2 * self.settings.qualification_pairs)
+        self._tell(bot)
+        self.changed()
+
+    def unseek(self, bot: str) -> None:
+        self.seeking.discard(bot)
+        self._tell(bot)
+        self.changed()
+
+    def bot_arrived(self, bot: str) -> None:
+        self.changed()
+
+    def bot_left(self, bot: str) -> None:
+        self.seeking.discard(bot)
+        self.changed()
+
+    def refused(self, bot: str, refusal: Refusal) -> None:
+        """A bot drew an ``error``: during qualification, a protocol break fails it."""
+        q = self.qualifying.get(bot)
+        if q is None:
+            return
+        if refusal.code in PROTOCOL_BREAKS or refusal.game_id in q.games:
+            self._fail(bot, f"qualification failed: {refusal.code} ({refusal.message}); seek again to retry")
+
+    def _fail(self, bot: str, message: str) -> None:
+        log.info("bot %s failed qualification: %s", bot, message)
+        self.qualifying.pop(bot, None)
+        self.failed.add(bot)
+        self.seeking.discard(bot)
+        self._tell(bot, message)
+
+    # ------------------------------------------------------------------ organizer
+
+    async def set_paused(self, paused: bool) -> None:
+        await self.storage.put_setting("paused", "1" if paused else "0")
+        self.paused = paused
+        self.table = LiveStandings(paused, self.table.standings)
+        self._publish(self.table)
+        for bot in self.seeking | set(self.qualifying):
+            self._tell(bot)
+
+    async def remove(self, bot: str) -> None:
+        """Off the ladder for good: no new games, gone from the standings; games stay stored."""
+        await self.storage.set_ladder(bot, "removed")
+        self.places[bot] = "removed"
+        self.seeking.discard(bot)
+        self.qualifying.pop(bot, None)
+        for pair in [p for p in self.returns if bot in p.players]:
+            self.returns.remove(pair)
+            del self.pairs[pair.id]
+        self._tell(bot)
+        self.changed()
+
+    async def restore(self, bot: str) -> None:
+        """Back from removal as a new bot: it qualifies again at its next ``seek``."""
+        await self.storage.set_ladder(bot, "new")
+        self.places[bot] = "new"
+        self._tell(bot)
+        self.changed()
+
+    async def reset_ratings(self) -> None:
+        async with self.manager.rating_lock:
+            await self.storage.reset_ratings(self.settings.elo_initial)
+            self.results = await self.storage.rated_results()
+        self.changed()
+
+    # ------------------------------------------------------------------ games (GameEvents)
+
+    def game_started(self, room: GameRoom) -> None:
+        pass
+
+    def game_ended(self, room: GameRoom) -> None:
+        if room.kind == "qualification":
+            self._qualification_game_ended(room)
+        pair = self.pairs.get(room.pair_id or "")
+        if pair is not None:
+            if len(pair.games) == 1 and room.status == "finished" and self._pair_goes_on(pair):
+                self.returns.append(pair)
+            else:
+                del self.pairs[pair.id]
+                q = self._qualification_of(pair)
+                if q is not None:
+                    q.pair = None  # the next qualification pair may start
+        self._wake.set()
+
+    def _challenger(self, players: tuple[str, str] | list[str]) -> str:
+        """The bot that is not the house in a qualification game."""
+        return players[1] if players[0] == self.house.name else players[0]
+
+    def _qualification_of(self, pair: Pair) -> Qualification | None:
+        if pair.kind != "qualification":
+            return None
+        q = self.qualifying.get(self._challenger(pair.players))
+        return q if q is not None and q.pair is pair else None
+
+    def _pair_goes_on(self, pair: Pair) -> bool:
+        """A ladder pair always does; a qualification pair only while its bot still qualifies."""
+        return pair.kind != "qualification" or self._qualification_of(pair) is not None
+
+    def _qualification_game_ended(self, room: GameRoom) -> None:
+        bot = self._challenger(room.players)
+        q = self.qualifying.get(bot)
+        if q is None or room.id not in q.games:
+            return
+        if room.status == "aborted":
+            return
+        assert room.outcome is not None
+        if room.outcome.end_reason not in RULES_ENDS:
+            self._fail(bot, f"qualification failed: game {room.id} ended by {room.outcome.end_reason}; seek again to retry")
+            return
+        q.left -= 1
+        if q.left > 0:
+            self._tell(bot)
+            return
+        del self.qualifying[bot]
+        self._spawn(self._list(bot))
+
+    async def _list(self, bot: str) -> None:
+        await self.storage.set_ladder(bot, "listed")
+        self.places[bot] = "listed"
+        log.info("bot %s qualified: listed on the ladder", bot)
+        self._tell(bot)
+        self.changed()
+
+    def rated_game_stored(self, room: GameRoom) -> None:
+        row = room.to_row()
+        self.results.append((row.players[0], row.players[1], score_of_seat0(row.result)))
+        self.changed()
+
+    # ------------------------------------------------------------------ pairing
+
+    async def _pairing_loop(self) -> None:
+        while True:
+            try:
+                await asyncio.wait_for(self._wake.wait(), self.settings.pairing_interval_s)
+            except asyncio.TimeoutError:
+                pass
+            self._wake.clear()
+            try:
+                self.pair_now()
+            except Exception:
+                log.exception("ladder pairing failed")
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def free(self, bot: str) -> int:
+        """Games the bot may start now: its capacity less running games and waiting return games."""
+        if bot == self.house.name:
+            return 1 << 30
+        conn = self.presence.get(bot)
+        if conn is None:
+            return 0
+        reserved = sum(bot in p.players for p in self.returns)
+        return conn.max_games - self.manager.running_count(bot) - reserved
+
+    def pair_now(self) -> None:
+        """Start what can start: return games first, then (unless paused) qualification
+        games and new ladder pairs."""
+        for pair in list(self.returns):
+            # free() already counts this pair's reserved slot: >= 0 means the slot is there.
+            if all(self.free(b) >= 0 and (b == self.house.name or self.presence.is_connected(b)) for b in pair.players):
+                self.returns.remove(pair)
+                self._start(pair, pair.return_players)
+        if self.paused:
+            return
+        for bot, q in list(self.qualifying.items()):
+            if q.pair is None and q.left > 0 and bot in self.seeking and self.free(bot) > 0:
+                q.pair = self._new_pair((bot, self.house.name), "qualification")
+                self._start(q.pair, q.pair.players)
+        for _ in range(self.settings.max_games):
+            seekers = [
+                Seeker(b, self.ratings.get(b, self.settings.elo_initial), self.last_opponent.get(b))
+                for b in sorted(self.seeking)
+                if self.place(b) == "listed" and self.free(b) > 0
+            ]
+            pairs = pair_round(seekers, self.rng, self.settings.pairing_spread)
+            if not pairs:
+                break
+            for a, b in pairs:
+                self.last_opponent[a], self.last_opponent[b] = b, a
+                pair = self._new_pair((a, b), "ladder")
+                self._start(pair, pair.players)
+
+    def _new_pair(self, bots: tuple[str, str], kind: GameKind) -> Pair:
+        """A pair on a fresh random deal, seats drawn at random (not started yet)."""
+        seats = list(bots)
+        self.rng.shuffle(seats)
+        deal = Deal(first_player=self.rng.choice((0, 1)), reshuffle_seed=self.rng.getrandbits(63))
+        pair = Pair(f"{kind[0]}{next(self._ids)}-{secrets.token_urlsafe(4)}", (seats[0], seats[1]), deal, kind)
+        self.pairs[pair.id] = pair
+        return pair
+
+    def _start(self, pair: Pair, players: tuple[str, str]) -> None:
+        room = self.manager.start_game(players, pair.deal, rated=pair.kind == "ladder", kind=pair.kind, pair_id=pair.id)
+        pair.games.append(room.id)
+        q = self._qualification_of(pair)
+        if q is not None:
+            q.games.add(room.id)
+
+    # ------------------------------------------------------------------ standings
+
+    def changed(self) -> None:
+        """Something the standings show changed: recompute and push them, coalesced."""
+        if self._refresh is None or self._refresh.done():
+            self._refresh = asyncio.get_running_loop().create_task(self._refresh_soon())
+
+    async def _refresh_soon(self) -> None:
+        await asyncio.sleep(STANDINGS_DELAY_S)
+        try:
+            await self.refresh_standings()
+        except Exception:
+            log.exception("computing the standings failed")
+
+    async def refresh_standings(self) -> LiveStandings:
+        rows = await self.storage.standings()
+        self.ratings = {r.bot: r.rating for r in rows}
+        listed = [r for r in rows if self.place(r.bot) == "listed"]
+        results = list(self.results)
+        center = sum(r.rating for r in listed) / len(listed) if listed else self.settings.elo_initial
+        fits = await asyncio.to_thread(bradley_terry.fit, results, [r.bot for r in listed], center)
+        wdl: dict[str, list[int]] = {r.bot: [0, 0, 0] for r in listed}
+        for a, b, score in results:
+            for bot, s in ((a, score), (b, 1.0 - score)):
+                if bot in wdl:
+                    wdl[bot][0 if s == 1.0 else 1 if s == 0.5 else 2] += 1
+        table = [
+            Standing(
+                rank=i + 1,
+                bot=r.bot,
+                rating=round(r.rating, 1),
+                games=r.rated_games,
+                wins=wdl[r.bot][0],
+                draws=wdl[r.bot][1],
+                losses=wdl[r.bot][2],
+                provisional=elo.is_provisional(r.rated_games, self.settings.elo),
+                bt_rating=round(fits[r.bot].rating, 1),
+                bt_low=round(fits[r.bot].low, 1),
+                bt_high=round(fits[r.bot].high, 1),
+                connected=self.presence.is_connected(r.bot),
+                seeking=r.bot in self.seeking,
+            )
+            for i, r in enumerate(listed)
+        ]
+        self.table = LiveStandings(paused=self.paused, standings=table)
+        self._publish(self.table)
+        return self.table

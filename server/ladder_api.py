@@ -1,0 +1,153 @@
+"""The ladder over HTTP: standings and bot profiles for everyone, controls for the organizer.
+
+``GET /api/ladder``, ``GET /api/bots/{name}``; with the admin token ``POST /api/ladder/pause``,
+``POST /api/ladder/resume``, ``POST /api/ladder/reset``, ``DELETE /api/ladder/bots/{name}``
+and ``POST /api/ladder/bots/{name}/restore``.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from aiohttp import WSMsgType, web
+
+from protocol.messages import GameSummary, LiveGames
+
+from .arena import ARENA, Arena
+from .connection import encode
+from .http_api import ApiError, json_response, require_admin
+from .live import Viewer
+from .storage import BotRow
+from .summary import game_summary
+
+log = logging.getLogger(__name__)
+
+PROFILE_GAMES = 20
+RECENT = 20
+"""Finished games a new viewer of ``/live`` is shown."""
+
+
+async def standings(request: web.Request) -> web.Response:
+    """``GET /api/ladder``: ``{"paused", "standings": [...]}``, best first (listed bots only)."""
+    return json_response(request.app[ARENA].ladder.table)
+
+
+async def _bot(arena: Arena, name: str) -> BotRow:
+    row = await arena.storage.bot_by_name(name)
+    if row is None:
+        raise ApiError(404, "unknown_bot", f"no bot named {name!r}")
+    return row
+
+
+async def _ladder_bot(arena: Arena, name: str) -> BotRow:
+    row = await _bot(arena, name)
+    if row.name == arena.ladder.house.name:
+        raise ApiError(400, "house_bot", f"{row.name} is the house bot: it plays qualification games only")
+    return row
+
+
+async def profile(request: web.Request) -> web.Response:
+    """``GET /api/bots/{name}``: place on the ladder, standing, rating history, recent games."""
+    arena = request.app[ARENA]
+    row = await _bot(arena, request.match_info["name"])
+    ladder = arena.ladder
+    standing = next((s for s in ladder.table.standings if s.bot == row.name), None)
+    history = await arena.storage.rating_history(row.name)
+    await arena.manager.flush()
+    games = await arena.storage.games_of(row.name, PROFILE_GAMES)
+    return json_response({
+        "name": row.name,
+        "created": row.created,
+        "connected": arena.presence.is_connected(row.name),
+        "seeking": row.name in ladder.seeking,
+        "state": ladder.state(row.name),
+        "standing": standing,
+        "history": [
+            {"game_id": h.game_id, "rating_before": h.rating_before, "rating_after": h.rating_after,
+             "games_before": h.games_before, "at": h.at}
+            for h in history
+        ],
+        "games": [game_summary(g) for g in games],
+    })
+
+
+async def pause(request: web.Request) -> web.Response:
+    arena = request.app[ARENA]
+    require_admin(request, arena)
+    await arena.ladder.set_paused(True)
+    log.info("ladder paused")
+    return json_response({"paused": True})
+
+
+async def resume(request: web.Request) -> web.Response:
+    arena = request.app[ARENA]
+    require_admin(request, arena)
+    await arena.ladder.set_paused(False)
+    arena.ladder.wake()
+    log.info("ladder resumed")
+    return json_response({"paused": False})
+
+
+async def reset(request: web.Request) -> web.Response:
+    """Every bot back to the start rating; the games played so far count no more."""
+    arena = request.app[ARENA]
+    require_admin(request, arena)
+    await arena.ladder.reset_ratings()
+    log.info("ladder ratings reset")
+    return json_response({"reset": True, "rating": arena.settings.elo_initial})
+
+
+async def remove(request: web.Request) -> web.Response:
+    arena = request.app[ARENA]
+    require_admin(request, arena)
+    row = await _ladder_bot(arena, request.match_info["name"])
+    await arena.ladder.remove(row.name)
+    log.info("bot %s removed from the ladder", row.name)
+    return json_response({"bot": row.name, "state": "removed"})
+
+
+async def restore(request: web.Request) -> web.Response:
+    arena = request.app[ARENA]
+    require_admin(request, arena)
+    row = await _ladder_bot(arena, request.match_info["name"])
+    await arena.ladder.restore(row.name)
+    log.info("bot %s restored to the ladder (qualifies again)", row.name)
+    return json_response({"bot": row.name, "state": arena.ladder.state(row.name)})
+
+
+def running_games(request: web.Request) -> list[GameSummary]:
+    """The running games, newest first."""
+    rooms = sorted(request.app[ARENA].manager.running.values(), key=lambda r: r.started, reverse=True)
+    return [game_summary(r.to_row()) for r in rooms]
+
+
+async def live_handler(request: web.Request) -> web.WebSocketResponse:
+    arena = request.app[ARENA]
+    ws = web.WebSocketResponse(heartbeat=arena.settings.heartbeat_s)
+    await ws.prepare(request)
+    await arena.manager.flush()
+    recent = [game_summary(r) for r in await arena.storage.list_games("finished", RECENT)]
+    # From here to joining the hub nothing awaits, so no start or end falls in between.
+    viewer = Viewer(ws, arena.settings.send_queue_max)
+    viewer.send(encode(arena.ladder.table))
+    viewer.send(encode(LiveGames(running_games(request), recent)))
+    arena.live.viewers.add(viewer)
+    try:
+        async for msg in ws:
+            if msg.type is WSMsgType.ERROR:
+                break
+    finally:
+        arena.live.viewers.discard(viewer)
+        viewer.writer.cancel()
+    return ws
+
+
+def setup(app: web.Application) -> None:
+    app.router.add_get("/live", live_handler)
+    app.router.add_get("/api/ladder", standings)
+    app.router.add_get("/api/bots/{name}", profile)
+    app.router.add_post("/api/ladder/pause", pause)
+    app.router.add_post("/api/ladder/resume", resume)
+    app.router.add_post("/api/ladder/reset", reset)
+    app.router.add_delete("/api/ladder/bots/{name}", remove)
+    app.router.add_post("/api/ladder/bots/{name}/restore", restore)

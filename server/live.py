@@ -1,0 +1,80 @@
+"""The viewers of ``GET /live`` (a WebSocket that pushes the ladder as it moves, for the page
+and for anyone; the handler is in ``ladder_api``).
+
+A viewer gets ``standings`` and ``games`` at once, then ``game_started``, ``game_ended`` and
+``standings`` as they happen (``protocol.messages.LiveMessage``). It sends nothing; frames it
+sends are ignored. Each message is encoded once for all viewers and queued per viewer; a
+viewer too slow to read ``send_queue_max`` frames is dropped rather than holding memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from aiohttp import web
+
+from protocol.messages import LiveGameEnded, LiveGameStarted
+
+from .connection import encode
+from .games import GameRoom
+from .summary import game_summary
+
+log = logging.getLogger(__name__)
+
+class Viewer:
+    def __init__(self, ws: web.WebSocketResponse, queue_max: int) -> None:
+        self.ws = ws
+        self.queue: asyncio.Queue[str] = asyncio.Queue()
+        self.queue_max = queue_max
+        self.writer = asyncio.get_running_loop().create_task(self._write())
+
+    def send(self, frame: str) -> bool:
+        """Queue a frame; False if the viewer is too far behind (and is being dropped)."""
+        if self.queue.qsize() >= self.queue_max:
+            self.writer.cancel()
+            return False
+        self.queue.put_nowait(frame)
+        return True
+
+    async def _write(self) -> None:
+        try:
+            while True:
+                await self.ws.send_str(await self.queue.get())
+        except (ConnectionError, RuntimeError):
+            pass
+        finally:
+            if not self.ws.closed:
+                await self.ws.close()
+
+
+class LiveHub:
+    """The viewers of ``/live``, and the :class:`~server.games.GameEvents` that feed them."""
+
+    def __init__(self, queue_max: int) -> None:
+        self.viewers: set[Viewer] = set()
+        self.queue_max = queue_max
+
+    def publish(self, msg: Any) -> None:
+        if not self.viewers:
+            return
+        frame = encode(msg)
+        for viewer in list(self.viewers):
+            if not viewer.send(frame):
+                self.viewers.discard(viewer)
+
+    def game_started(self, room: GameRoom) -> None:
+        self.publish(LiveGameStarted(game_summary(room.to_row())))
+
+    def game_ended(self, room: GameRoom) -> None:
+        self.publish(LiveGameEnded(game_summary(room.to_row())))
+
+    def rated_game_stored(self, room: GameRoom) -> None:
+        pass
+
+    async def close(self) -> None:
+        for viewer in list(self.viewers):
+            viewer.writer.cancel()
+            await viewer.ws.close()
+        self.viewers.clear()

@@ -1,0 +1,24 @@
+"""Games as lists show them (the HTTP API, the live stream and the page all use this one shape)."""
+
+from __future__ import annotations
+
+import msgspec
+
+from protocol.messages import GameResult, GameSummary
+
+from .storage import GameRow
+
+
+def game_summary(row: GameRow) -> GameSummary:
+    return GameSummary(
+        game_id=row.game_id,
+        players=list(row.players),
+        kind=row.kind,  # type: ignore[arg-type]
+        rated=row.rated,
+        pair_id=row.pair_id,
+        status=row.status,
+        started=row.started,
+        ended=row.ended,
+        ply=row.ply,
+        result=msgspec.convert(row.result, GameResult) if row.result is not None else None,
+    )

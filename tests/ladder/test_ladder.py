@@ -1,0 +1,227 @@
+"""The ladder on a real server: seek, qualification against the house bot, duplicate pairs,
+the organizer's controls, standings and the live stream.
+
+Bots here are test WebSocket clients answering with random legal moves. Where a test must
+know that nothing starts, it runs the pairing step itself (``ladder.pair_now()``) instead of
+waiting for a timer, and it reads standings after ``manager.flush()`` and
+``ladder.refresh_standings()`` instead of polling.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from protocol.messages import (
+    Decision,
+    Error,
+    GameOver,
+    GameStart,
+    LadderStatus,
+    LiveGameEnded,
+    LiveGames,
+    LiveGameStarted,
+    LiveMessage,
+    LiveStandings,
+)
+
+from arena_testkit import ADMIN, Harness, WsClient, gather, play_out, random_policy
+
+FAST = {"pairing_interval_s": 0.05}
+AUTH = {"Authorization": f"Bearer {ADMIN}"}
+
+
+async def seek(client: WsClient) -> LadderStatus:
+    await client.send({"type": "seek"})
+    return await client.until(LadderStatus)
+
+
+async def qualify(arena: Harness, name: str, seed: int) -> WsClient:
+    """Connect ``name``, seek, play its two qualification games; returns once it is listed."""
+    client = await arena.bot(name)
+    status = await seek(client)
+    assert (status.seeking, status.state, status.qualification_left) == (True, "qualifying", 2)
+    overs = await play_out(client, random_policy(seed), games=2)
+    assert all(o.result.end_reason in ("river", "deck", "no_moves", "turn_limit") for o in overs)
+    while (status := await client.until(LadderStatus)).state != "listed":
+        pass
+    assert status.seeking and status.qualification_left == 0
+    return client
+
+
+def starts(client: WsClient) -> list[GameStart]:
+    return [f for f in client.frames if isinstance(f, GameStart)]
+
+
+def records(client: WsClient) -> dict[str, GameOver]:
+    return {f.game_id: f for f in client.frames if isinstance(f, GameOver)}
+
+
+async def standings(arena: Harness) -> dict[str, Any]:
+    await arena.arena.manager.flush()
+    await arena.arena.ladder.refresh_standings()
+    return {s["bot"]: s for s in (await arena.get_json("/api/ladder"))["standings"]}
+
+
+async def test_qualification_against_the_house_then_rated_duplicate_pairs(make_arena: Any) -> None:
+    arena: Harness = await make_arena(**FAST)
+    alice, bob = await gather(qualify(arena, "alice", 1), qualify(arena, "bob", 2))
+    for client, name in ((alice, "alice"), (bob, "bob")):
+        quals = starts(client)
+        assert [s.kind for s in quals] == ["qualification", "qualification"]
+        assert not any(s.rated for s in quals)
+        assert quals[0].pair_id == quals[1].pair_id is not None
+        assert {p.name for p in quals[0].players} == {name, "house"}
+        assert quals[0].seat != quals[1].seat
+        first, second = (records(client)[s.game_id].record for s in quals)
+        assert (first.deck, first.first_player) == (second.deck, second.first_player)
+
+    # Listed and still seeking: the two are paired for a duplicate pair of rated games.
+    await gather(play_out(alice, random_policy(3), games=2), play_out(bob, random_policy(4), games=2))
+    ladder = [s for s in starts(alice) if s.kind == "ladder"]
+    assert len(ladder) == 2 and all(s.rated for s in ladder)
+    assert ladder[0].pair_id == ladder[1].pair_id
+    assert [p.name for p in ladder[0].players] == [p.name for p in reversed(ladder[1].players)]
+    overs = [records(alice)[s.game_id] for s in ladder]
+    assert overs[0].record.deck == overs[1].record.deck
+    assert overs[0].record.first_player == overs[1].record.first_player
+
+    table = await standings(arena)
+    assert set(table) == {"alice", "bob"}  # the house bot is never listed
+    score = {"alice": 0.0, "bob": 0.0}
+    for start, over in zip(ladder, overs):
+        names = [p.name for p in start.players]
+        w = over.result.winner
+        for seat, name in enumerate(names):
+            score[name] += 0.5 if w is None else 1.0 if w == seat else 0.0
+    for name, row in table.items():
+        assert row["games"] == 2 and row["wins"] + row["draws"] + row["losses"] == 2
+        assert row["wins"] + row["draws"] / 2 == score[name]
+        assert row["provisional"] and row["connected"] and row["seeking"]
+        assert row["bt_low"] <= row["bt_rating"] <= row["bt_high"]
+    assert (await arena.arena.storage.get_game(ladder[0].game_id)).pair_id == ladder[0].pair_id  # type: ignore[union-attr]
+    profile = await arena.get_json("/api/bots/alice")
+    assert profile["state"] == "listed" and len(profile["history"]) == 2
+    assert {g["kind"] for g in profile["games"]} >= {"qualification", "ladder"}
+
+
+async def test_a_bot_that_times_out_in_qualification_is_not_listed(make_arena: Any) -> None:
+    arena: Harness = await make_arena(decision_ms=200, **FAST)
+    slow = await arena.bot("slow")
+    await seek(slow)
+    start = await slow.until(GameStart)
+    assert start.kind == "qualification"
+    over = await slow.until(GameOver, timeout=5)
+    assert over.result.end_reason == "timeout"
+    status = await slow.until(LadderStatus)
+    assert (status.state, status.seeking) == ("failed", False)
+    assert "timeout" in status.message
+    assert "slow" not in await standings(arena)
+    assert (await arena.get_json("/api/bots/slow"))["state"] == "failed"
+    status = await seek(slow)  # a new seek qualifies afresh
+    assert (status.state, status.qualification_left) == ("qualifying", 2)
+
+
+async def test_a_protocol_break_in_qualification_fails_it(make_arena: Any) -> None:
+    arena: Harness = await make_arena(**FAST)
+    bad = await arena.bot("bad")
+    await seek(bad)
+    decision = await bad.until(Decision)
+    await bad.send({"type": "move", "game_id": decision.game_id, "request_id": decision.request_id + 7,
+                    "move": msgspec.to_builtins(decision.legal[0])})
+    err = await bad.expect(Error)
+    assert err.code == "stale_request"
+    status = await bad.until(LadderStatus)
+    assert (status.state, status.seeking) == ("failed", False) and "stale_request" in status.message
+
+
+async def test_organizer_pauses_resumes_removes_and_resets(make_arena: Any) -> None:
+    arena: Harness = await make_arena(**FAST)
+    alice, bob = await gather(qualify(arena, "alice", 5), qualify(arena, "bob", 6))
+    await gather(play_out(alice, random_policy(7), games=2), play_out(bob, random_policy(8), games=2))
+    ladder = arena.arena.ladder
+    client = arena.client
+
+    resp = await client.post("/api/ladder/pause")
+    assert resp.status == 401
+    resp = await client.post("/api/ladder/pause", headers=AUTH)
+    assert resp.status == 200 and await resp.json() == {"paused": True}
+    status = await alice.until(LadderStatus)
+    assert status.paused and status.seeking
+    await arena.arena.manager.flush()
+    for room in list(arena.arena.manager.running.values()):  # a pair already under way plays out
+        room.abort()
+    ladder.returns.clear()
+    ladder.pair_now()
+    assert arena.arena.manager.running == {}  # paused: nothing new starts
+    assert (await arena.get_json("/api/ladder"))["paused"] is True
+
+    resp = await client.post("/api/ladder/resume", headers=AUTH)
+    assert await resp.json() == {"paused": False}
+    assert not (await alice.until(LadderStatus)).paused
+    ladder.pair_now()
+    assert len(arena.arena.manager.running) == 1  # the pair's first game
+
+    resp = await client.delete("/api/ladder/bots/bob", headers=AUTH)
+    assert await resp.json() == {"bot": "bob", "state": "removed"}
+    while (status := await bob.until(LadderStatus)).state != "removed":
+        assert status.state == "listed"  # the pause and the resume
+    assert not status.seeking
+    await bob.send({"type": "seek"})
+    assert (await bob.until(Error)).code == "removed"
+    assert "bob" not in await standings(arena)
+    resp = await client.delete("/api/ladder/bots/house", headers=AUTH)
+    assert resp.status == 400 and (await resp.json())["error"]["code"] == "house_bot"
+    resp = await client.delete("/api/ladder/bots/nobody", headers=AUTH)
+    assert resp.status == 404
+
+    resp = await client.post("/api/ladder/reset", headers=AUTH)
+    assert resp.status == 200
+    row = (await standings(arena))["alice"]
+    assert (row["rating"], row["games"], row["wins"], row["losses"], row["draws"]) == (1500.0, 0, 0, 0, 0)
+    assert await arena.arena.storage.rated_results() == []
+
+    resp = await client.post("/api/ladder/bots/bob/restore", headers=AUTH)
+    assert await resp.json() == {"bot": "bob", "state": "qualifying"}
+
+
+async def test_the_live_stream_pushes_standings_and_games(make_arena: Any) -> None:
+    arena: Harness = await make_arena(**FAST)
+    live = await arena.client.ws_connect("/live")
+    decode = msgspec.json.Decoder(LiveMessage).decode  # type: ignore[arg-type]
+
+    async def receive() -> Any:
+        return decode((await live.receive(timeout=5)).data)
+
+    assert await receive() == LiveStandings(paused=False, standings=[])
+    assert await receive() == LiveGames(running=[], recent=[])
+    alice, bob = await gather(qualify(arena, "alice", 9), qualify(arena, "bob", 10))
+    await gather(play_out(alice, random_policy(11), games=2), play_out(bob, random_policy(12), games=2))
+    seen: list[Any] = []
+    while not (isinstance(seen[-1:] and seen[-1], LiveStandings)
+               and [(s.bot, s.games) for s in seen[-1].standings] in ([("alice", 2), ("bob", 2)], [("bob", 2), ("alice", 2)])):
+        seen.append(await receive())
+    played = {f.game_id: f for c in (alice, bob) for f in c.frames if isinstance(f, GameStart)}
+    over = {f.game_id for c in (alice, bob) for f in c.frames if isinstance(f, GameOver)}
+    started = {m.game.game_id: m.game for m in seen if isinstance(m, LiveGameStarted)}
+    ended = {m.game.game_id: m.game for m in seen if isinstance(m, LiveGameEnded)}
+    # 4 qualification games and 2 ladder games ended; the next pair may have begun.
+    assert ended.keys() == over and len(over) == 6 and started.keys() >= over
+    for game_id, game in ended.items():
+        assert game.kind == played[game_id].kind and game.status == "finished" and game.result is not None
+        assert started[game_id].status == "running" and started[game_id].result is None
+    await live.close()
+
+
+async def test_the_ladder_survives_a_restart(make_arena: Any) -> None:
+    arena: Harness = await make_arena(**FAST)
+    alice = await qualify(arena, "alice", 13)
+    resp = await arena.client.post("/api/ladder/pause", headers=AUTH)
+    assert resp.status == 200
+    await alice.close()
+    await arena.client.close()
+    again: Harness = await make_arena(**FAST)
+    assert again.arena.ladder.paused
+    assert again.arena.ladder.state("alice") == "listed"
+    assert (await again.get_json("/api/bots/alice"))["state"] == "listed"
