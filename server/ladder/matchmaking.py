@@ -37,7 +37,8 @@ def pair_round(seekers: Sequence[Seeker], rng: random.Random, spread: float = 20
 
     Seekers are taken in random order; each picks an opponent among those still unpaired,
     weighted by :func:`weight`. A rematch of the last game is chosen only when no one else is
-    left for it.
+    left for it, and is then undone by swapping partners with another pair where that makes
+    two fresh pairs.
     """
     order = list(seekers)
     rng.shuffle(order)
@@ -53,5 +54,23 @@ def pair_round(seekers: Sequence[Seeker], rng: random.Random, spread: float = 20
         pool = fresh or others
         b = rng.choices(pool, weights=[weight(a, c, spread) for c in pool])[0]
         del free[a.name], free[b.name]
-        pairs.append((a.name, b.name))
+        pairs.append((a, b))
+    return [(a.name, b.name) for a, b in _undo_rematches(pairs)]
+
+
+def _undo_rematches(pairs: list[tuple[Seeker, Seeker]]) -> list[tuple[Seeker, Seeker]]:
+    pairs = list(pairs)
+    for i, (a, b) in enumerate(pairs):
+        if not rematch(a, b):
+            continue
+        for j, (c, d) in enumerate(pairs):
+            if j == i:
+                continue
+            for x, y in (((a, c), (b, d)), ((a, d), (b, c))):
+                if not rematch(*x) and not rematch(*y):
+                    pairs[i], pairs[j] = x, y
+                    break
+            else:
+                continue
+            break
     return pairs
