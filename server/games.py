@@ -5,7 +5,8 @@ Everything here is synchronous and runs on the event loop, so a move, a timeout 
 can never interleave halfway. Clocks are one ``loop.call_later`` per pending decision; the
 only awaits are the storage writes, fired and tracked as tasks. A game's writes run one after
 another (its end never overtakes its start); a finished rated game's row, both Elo updates and
-their history rows go to storage in one transaction (:meth:`Storage.finish_game`).
+their history rows go to storage in one transaction (:meth:`Storage.finish_game`), and only
+then is ``game_over`` sent: a game announced as finished is on disk.
 """
 
 from __future__ import annotations
@@ -242,21 +243,25 @@ class GameRoom:
         self._end(GameResult(winner, reason, scores, cups), status)  # type: ignore[arg-type]
 
     def _end(self, outcome: GameResult, status: GameStatus) -> None:
-        """Stop the clock, publish result and record to everyone, hand the room back."""
+        """Stop the clock and hand the room back; the manager stores it, then announces it."""
         if self.pending is not None:
             self.pending.timer.cancel()
             self.pending = None
         self.outcome = outcome
         self.status = status
         self.ended = utc_now()
-        frame = encode(GameOver(self.id, outcome, mandala.record_of(self.game)))
+        self._on_end(self)
+
+    def announce(self) -> None:
+        """Send ``game_over`` with the result and the record to both seats and the spectators."""
+        assert self.outcome is not None
+        frame = encode(GameOver(self.id, self.outcome, mandala.record_of(self.game)))
         for name in self.players:
             self._deliver(name, frame)
         for conn in self.spectators:
             conn.send(frame)
             conn.watching.discard(self.id)
         self.spectators.clear()
-        self._on_end(self)
 
     # ------------------------------------------------------------------ what bots do
 
@@ -427,6 +432,26 @@ class GameManager:
             conn.send(msg)
 
     def _on_end(self, room: GameRoom) -> None:
+        """A game is over. A finished game is stored first and announced after (``game_over``
+        to its bots, the listeners told), so no game anyone heard of as finished can be lost
+        to a crash; an aborted one is announced at once."""
+        log.info("game %s over: %s", room.id, room.outcome)
+        if room.status == "aborted":
+            self._save(room)
+            self._announce(room)
+        elif room.rated:
+            self._write(room.id, lambda: self._finish_rated(room))
+        else:
+            self._write(room.id, lambda: self._finish_unrated(room))
+
+    async def _finish_unrated(self, room: GameRoom) -> None:
+        try:
+            await self.storage.save_game(room.to_row())
+        finally:
+            self._announce(room)
+
+    def _announce(self, room: GameRoom) -> None:
+        """Move the room from running to finished, send ``game_over``, tell the listeners."""
         self.running.pop(room.id, None)
         for name in room.players:
             games = self._by_bot.get(name)
@@ -437,13 +462,12 @@ class GameManager:
         self.finished[room.id] = room
         while len(self.finished) > self.settings.finished_cache:
             self.finished.popitem(last=False)
-        if room.rated and room.status == "finished":
-            self._write(room.id, lambda: self._finish_rated(room))
-        else:
-            self._save(room)
-        log.info("game %s over: %s", room.id, room.outcome)
+        room.announce()
         for listener in self.listeners:
-            listener.game_ended(room)
+            try:
+                listener.game_ended(room)
+            except Exception:
+                log.exception("a listener failed on the end of game %s", room.id)
 
     def _save(self, room: GameRoom) -> None:
         """Write the game's current row; tracked so :meth:`flush` can wait for it."""
@@ -474,8 +498,12 @@ class GameManager:
         except Exception:
             log.exception("storing rated game %s failed: storing it unrated", row.game_id)
             room.rated = False
-            await self.storage.save_game(msgspec.structs.replace(row, rated=False))
+            try:
+                await self.storage.save_game(msgspec.structs.replace(row, rated=False))
+            finally:
+                self._announce(room)
             return
+        self._announce(room)
         for listener in self.listeners:
             listener.rated_game_stored(room)
 
@@ -518,9 +546,10 @@ class GameManager:
 
     def games_of(self, bot: str) -> list[GameRoom]:
         """The bot's running games, oldest first."""
-        return list(self._by_bot.get(bot, {}).values())
+        return [room for room in self._by_bot.get(bot, {}).values() if not room.over]
 
     def running_count(self, bot: str) -> int:
+        """The bot's games not yet announced over (a game being stored still takes its slot)."""
         return len(self._by_bot.get(bot, ()))
 
     def _room_for(self, bot: str, game_id: str, request_id: int | None = None) -> tuple[GameRoom, int]:
