@@ -14,7 +14,7 @@ a server that runs out its clock.
 Bot specs:
 
 * ``random``, ``greedy``, ``search``: the shipped bots;
-* ``package.module:Class``: any importable class;
+* ``package.module:Class``: any importable class (the current directory is searched too);
 * either followed by ``,key=value`` options passed to the constructor
   (``search,iterations=400``; values are read as JSON when they parse);
 * ``cmd:COMMAND ...``: an external program speaking JSON lines
@@ -27,7 +27,9 @@ import asyncio
 import importlib
 import inspect
 import json
+import os
 import shlex
+import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -58,6 +60,15 @@ def _option(text: str) -> tuple[str, Any]:
         return key, raw
 
 
+def _import(module_name: str) -> Any:
+    """Import a bot's module. The current directory is searched too (last, so it shadows
+    nothing), as it is for ``python -m``: console scripts do not put it on ``sys.path``."""
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.append(cwd)
+    return importlib.import_module(module_name)
+
+
 def bot_factory(spec: str) -> Callable[..., Any]:
     """The class (or factory) a spec names, with its ``,key=value`` options bound.
 
@@ -77,7 +88,7 @@ def bot_factory(spec: str) -> Callable[..., Any]:
     elif ":" in name:
         module_name, _, attr = name.partition(":")
         try:
-            cls = getattr(importlib.import_module(module_name), attr)
+            cls = getattr(_import(module_name), attr)
         except (ImportError, AttributeError) as e:
             raise SpecError(f"cannot load bot {name!r}: {e}") from None
     else:

@@ -1,0 +1,521 @@
+"""An asyncio client for Mandala Arena: a bot author writes ``choose(view, legal)``, this does
+the rest of the protocol (``protocol/PROTOCOL.md``).
+
+::
+
+    import asyncio
+    from mandala_client import run_bot
+
+    class FirstMove:
+        def choose(self, view, legal):
+            return legal[0]
+
+    asyncio.run(run_bot(FirstMove(), url="ws://127.0.0.1:8080/ws", token="...", ladder=True))
+
+The client connects and says ``hello``, decodes every frame with the protocol's own types,
+answers each ``decision`` within its deadline (:class:`~mandala_client.games.Chooser`), plays
+up to ``max_games`` games at once, and reconnects with backoff after a dropped connection (the
+server resumes the running games, §13) — except after the close codes that say a retry would
+fail again (4001 bad token, 4002 protocol version, 4009 replaced by another connection).
+
+What it does besides answering decisions, by mode: with ``ladder`` it sends ``seek`` after
+every ``welcome`` (so again after a reconnect); with ``challenge`` it keeps one challenge to
+that bot open while it has room for a game; with ``accept`` (the default) it accepts every
+challenge; with ``games`` it stops once that many games are over. A bot may also define
+``on_game_start(start)``, ``on_update(update)``, ``on_game_over(over)`` and
+``on_ladder(status)``, plain or ``async``; they get the protocol's messages and should be quick.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import random
+import time
+from importlib import metadata
+from typing import Any
+
+import aiohttp
+import msgspec
+
+from mandala import Move
+from protocol.messages import (
+    CLOSE_BAD_TOKEN,
+    CLOSE_REPLACED,
+    CLOSE_UNSUPPORTED_VERSION,
+    PROTOCOL_VERSION,
+    Accept,
+    Challenge,
+    ChallengeDeclined,
+    Challenged,
+    ClientMessage,
+    Decision,
+    Decline,
+    Error,
+    GameOver,
+    GameStart,
+    Hello,
+    LadderStatus,
+    OpponentAway,
+    OpponentBack,
+    PlayMove,
+    Resign,
+    Seek,
+    ServerMessage,
+    Unseek,
+    Update,
+    Welcome,
+)
+
+from .games import Chooser, Fallback, FinishedGame, GameState, call_hook
+
+log = logging.getLogger("mandala_client")
+
+NO_RETRY: dict[int, str] = {
+    CLOSE_BAD_TOKEN: "the server does not know this token",
+    CLOSE_UNSUPPORTED_VERSION: f"the server does not speak protocol version {PROTOCOL_VERSION}",
+    CLOSE_REPLACED: "another connection of this bot took over",
+}
+"""Close codes after which reconnecting would fail again or fight the other connection (§15.3)."""
+
+RETRY_AFTER_S = 1.0
+"""Pause before challenging again after a decline, an offline opponent or a rate limit."""
+MAX_RESEEKS = 3
+"""Failed ladder qualifications in a row before the client gives up."""
+KEEP_FINISHED = 1000
+"""Finished games kept in :attr:`Client.finished` (a bot may run for months)."""
+
+_decoder = msgspec.json.Decoder(ServerMessage)  # type: ignore[arg-type]
+_encoder = msgspec.json.Encoder()
+
+
+class ClientError(Exception):
+    """The client cannot go on (a challenge to a bot that does not exist, removal from the
+    ladder, no server reachable): retrying would not help."""
+
+
+class ConnectionRejected(ClientError):
+    """The server closed the connection with a code that forbids reconnecting (``code``)."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _software() -> str:
+    try:
+        version = metadata.version("mandala-arena")
+    except metadata.PackageNotFoundError:
+        version = "dev"
+    return f"mandala_client/{version} (python)"
+
+
+class Client:
+    """One bot on one server, reconnecting as needed. :meth:`run` plays until the games are
+    done, :meth:`stop` is called, or a :class:`ClientError` ends it.
+
+    ``bot`` needs ``choose(view, legal) -> move`` (plain or ``async``). Timing and fallbacks
+    are :class:`~mandala_client.games.Chooser`'s: ``margin_ms`` (time kept back from each
+    decision, default 20 % of it within 50–500 ms) and ``fallback`` (``"random"`` or
+    ``"first"`` legal move). ``reconnect_delay_s`` doubles after each failed attempt up to
+    ``max_reconnect_delay_s``; after ``max_failures`` attempts in a row without a ``welcome``
+    the client gives up (``None``: never).
+    """
+
+    def __init__(
+        self,
+        bot: Any,
+        *,
+        url: str,
+        token: str,
+        max_games: int = 1,
+        ladder: bool = False,
+        challenge: str | None = None,
+        accept: bool = True,
+        games: int | None = None,
+        margin_ms: float | None = None,
+        fallback: Fallback = "random",
+        client_name: str | None = None,
+        reconnect_delay_s: float = 0.5,
+        max_reconnect_delay_s: float = 30.0,
+        max_failures: int | None = 8,
+        heartbeat_s: float | None = 30.0,
+        session: aiohttp.ClientSession | None = None,
+    ) -> None:
+        if not 1 <= max_games <= 64:
+            raise ValueError(f"max_games is 1 to 64, not {max_games}")
+        if games is not None and games < 1:
+            raise ValueError(f"games is at least 1 (or None: no limit), not {games}")
+        if ladder and challenge:
+            raise ValueError("ladder and challenge exclude each other")
+        self.bot = bot
+        self.url = url
+        self.token = token
+        self.max_games = max_games
+        self.ladder = ladder
+        self.challenge_opponent = challenge
+        self.accept = accept
+        self.games = games
+        self.client_name = (client_name or f"{type(bot).__name__} via {_software()}")[:100]
+        self.reconnect_delay_s = reconnect_delay_s
+        self.max_reconnect_delay_s = max_reconnect_delay_s
+        self.max_failures = max_failures
+        self.heartbeat_s = heartbeat_s
+        self._chooser = Chooser(bot, margin_ms, fallback)
+        self._session = session
+
+        self.name: str | None = None
+        """The bot's name, once a ``welcome`` has said it."""
+        self.running: dict[str, GameState] = {}
+        self.finished: collections.deque[FinishedGame] = collections.deque(maxlen=KEEP_FINISHED)
+        self.errors: list[Error] = []
+        """Every ``error`` the server sent (the latest ``KEEP_FINISHED``)."""
+        self.ladder_status: LadderStatus | None = None
+        self.started = 0
+        """Games begun on this client (a resumed game counts when this client first sees it)."""
+        self.ended = 0
+        """Games over (those ended while disconnected included)."""
+        self.attempts = 0
+        """Connections opened (or tried)."""
+        self.welcomes = 0
+        """Sessions the server accepted: 1 plus the successful reconnects."""
+        self.connected = asyncio.Event()
+        """Set while a session is open (between ``welcome`` and the connection's end)."""
+
+        self._ws: aiohttp.ClientWebSocketResponse | None = None
+        self._welcomed = False
+        self._stopping = False
+        self._fatal: ClientError | None = None
+        self._challenge_out = False
+        self._unseek_sent = False
+        self._reseeks = 0
+        self._timers: set[asyncio.TimerHandle] = set()
+        self._tasks: set[asyncio.Future[Any]] = set()
+        self._send_lock = asyncio.Lock()
+        self._rng = random.Random()
+
+    # ------------------------------------------------------------------ public control
+
+    async def run(self) -> list[FinishedGame]:
+        """Connect and play; returns the finished games (the latest ``KEEP_FINISHED``).
+
+        Raises :class:`ConnectionRejected` on a close code that forbids retrying and
+        :class:`ClientError` when going on makes no sense; a ``stop()`` returns normally.
+        """
+        session = self._session or aiohttp.ClientSession()
+        failures = 0
+        try:
+            while not self._stopping:
+                self.attempts += 1
+                before = self.welcomes
+                why = await self._session_once(session)
+                if self._fatal is not None:
+                    raise self._fatal
+                if self._stopping:
+                    break
+                failures = 0 if self.welcomes > before else failures + 1
+                if self.max_failures is not None and failures >= self.max_failures:
+                    raise ClientError(f"cannot connect to {self.url} ({why}); gave up after {failures} attempts")
+                delay = min(self.max_reconnect_delay_s, self.reconnect_delay_s * 2 ** max(0, failures - 1))
+                delay *= 0.75 + 0.5 * self._rng.random()
+                self._log(logging.WARNING, "connection lost (%s); reconnecting in %.1f s", why, delay)
+                await asyncio.sleep(delay)
+        finally:
+            self._stopping = True
+            for game in self.running.values():
+                game.cancel()
+            if self._session is None:
+                await session.close()
+        return list(self.finished)
+
+    def stop(self) -> None:
+        """Close the connection and make :meth:`run` return. Running games are not resigned:
+        the server plays them on, and their clocks run out unless this bot comes back."""
+        self._stopping = True
+        self._close_soon()
+
+    async def send(self, message: ClientMessage) -> bool:
+        """Send any client message on the open session; ``False`` if none is open."""
+        ws = self._ws
+        if ws is None or ws.closed or (not self._welcomed and not isinstance(message, Hello)):
+            return False
+        async with self._send_lock:
+            try:
+                await ws.send_str(_encoder.encode(message).decode())
+            except (ConnectionError, RuntimeError) as e:
+                self._log(logging.DEBUG, "could not send %s: %s", type(message).__name__, e)
+                return False
+        return True
+
+    async def challenge(self, opponent: str) -> bool:
+        """Challenge ``opponent`` once (the ``challenge`` mode repeats this by itself)."""
+        return await self.send(Challenge(opponent))
+
+    async def resign(self, game_id: str) -> bool:
+        return await self.send(Resign(game_id))
+
+    async def seek(self) -> bool:
+        return await self.send(Seek())
+
+    async def unseek(self) -> bool:
+        return await self.send(Unseek())
+
+    # ------------------------------------------------------------------ one connection
+
+    async def _session_once(self, session: aiohttp.ClientSession) -> str:
+        """Connect, play until the connection ends; why it ended, in words."""
+        self._welcomed = False
+        self._challenge_out = False
+        self._unseek_sent = False
+        try:
+            async with session.ws_connect(self.url, heartbeat=self.heartbeat_s) as ws:
+                self._ws = ws
+                await self.send(Hello(PROTOCOL_VERSION, self.token, self.max_games, self.client_name))
+                async for frame in ws:
+                    if frame.type is aiohttp.WSMsgType.TEXT:
+                        await self._on_frame(frame.data, time.monotonic())
+                    elif frame.type is aiohttp.WSMsgType.BINARY:
+                        self._log(logging.WARNING, "ignored a binary frame")
+                    elif frame.type is aiohttp.WSMsgType.ERROR:
+                        return f"error: {ws.exception()}"
+                code = ws.close_code
+        except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as e:
+            return f"{e.__class__.__name__}: {e}"
+        finally:
+            self._ws = None
+            self._welcomed = False
+            self.connected.clear()
+            for timer in self._timers:
+                timer.cancel()
+            self._timers.clear()
+        if code in NO_RETRY and not self._stopping:
+            last = self.errors[-1].message if self.errors else ""
+            self._fatal = ConnectionRejected(
+                f"closed with {code}: {NO_RETRY[code]}" + (f" ({last})" if last else "") + "; not reconnecting", code)
+        return f"closed with {code}"
+
+    async def _on_frame(self, data: str, received: float) -> None:
+        try:
+            msg = _decoder.decode(data)
+        except msgspec.DecodeError as e:
+            self._log(logging.WARNING, "ignored a frame the protocol does not define (%s): %.200s", e, data)
+            return
+        try:
+            await self._dispatch(msg, received)
+        except ClientError as e:
+            self._fatal = e
+            self._close_soon()
+
+    async def _dispatch(self, msg: Any, received: float) -> None:
+        if isinstance(msg, Decision):
+            self._on_decision(msg, received)
+        elif isinstance(msg, Update):
+            if msg.game_id in self.running:
+                await call_hook(self.bot, "on_update", msg)
+        elif isinstance(msg, GameStart):
+            await self._on_game_start(msg)
+        elif isinstance(msg, GameOver):
+            await self._on_game_over(msg)
+        elif isinstance(msg, Welcome):
+            await self._on_welcome(msg)
+        elif isinstance(msg, Challenged):
+            await self._on_challenged(msg)
+        elif isinstance(msg, ChallengeDeclined):
+            self._log(logging.INFO, "challenge to %s declined (%s)", self.challenge_opponent, msg.reason)
+            self._retry_challenge(RETRY_AFTER_S)
+        elif isinstance(msg, Error):
+            await self._on_error(msg)
+        elif isinstance(msg, LadderStatus):
+            await self._on_ladder(msg)
+        elif isinstance(msg, OpponentAway):
+            self._log(logging.INFO, "game %s: the opponent is away (its time left: %s ms)", msg.game_id, msg.grace_ms)
+        elif isinstance(msg, OpponentBack):
+            self._log(logging.INFO, "game %s: the opponent is back", msg.game_id)
+        # move_accepted, challenge_sent, pong: nothing to do
+
+    # ------------------------------------------------------------------ session and modes
+
+    async def _on_welcome(self, msg: Welcome) -> None:
+        self.name = msg.bot
+        self.welcomes += 1
+        self._welcomed = True
+        self.connected.set()
+        self._log(logging.INFO, "connected to %s (decisions: %d ms, %d games to resume)",
+                  self.url, msg.limits.decision_ms, len(msg.games))
+        for game_id in [g for g in self.running if g not in msg.games]:
+            game = self.running.pop(game_id)
+            game.cancel()
+            self._record(FinishedGame.of(game, None))
+        if self._done():
+            self.stop()
+            return
+        if self.ladder and self._want_more():
+            await self.seek()
+        await self._maybe_challenge()
+
+    async def _on_game_start(self, msg: GameStart) -> None:
+        known = self.running.get(msg.game_id)
+        if known is not None:
+            self._log(logging.INFO, "game %s resumed", msg.game_id)
+            await call_hook(self.bot, "on_game_start", msg)
+            return
+        game = GameState.of(msg)
+        self.running[msg.game_id] = game
+        self.started += 1
+        if game.opponent == self.challenge_opponent:
+            self._challenge_out = False
+        rated = "rated" if msg.rated else "unrated"
+        self._log(logging.INFO, "game %s %s: seat %d against %s (%s, %s)", msg.game_id,
+                  "resumed" if msg.resumed else "started", msg.seat, game.opponent, msg.kind, rated)
+        await call_hook(self.bot, "on_game_start", msg)
+        if self.ladder and not self._want_more() and not self._unseek_sent:
+            self._unseek_sent = True
+            await self.unseek()
+        await self._maybe_challenge()
+
+    async def _on_game_over(self, msg: GameOver) -> None:
+        game = self.running.pop(msg.game_id, None)
+        if game is None:
+            return
+        game.cancel()
+        self._record(FinishedGame.of(game, msg.result))
+        await call_hook(self.bot, "on_game_over", msg)
+        if self._done():
+            self.stop()
+        else:
+            await self._maybe_challenge()
+
+    def _record(self, finished: FinishedGame) -> None:
+        self.ended += 1
+        self.finished.append(finished)
+        level = logging.WARNING if finished.result is None else logging.INFO
+        self._log(level, "game %s over: %s%s", finished.game_id, finished.describe(), self._progress())
+
+    async def _on_challenged(self, msg: Challenged) -> None:
+        if self.accept and self._want_more():
+            self._log(logging.INFO, "accepting the challenge of %s", msg.challenger)
+            await self.send(Accept(msg.challenge_id))
+        else:
+            await self.send(Decline(msg.challenge_id))
+
+    async def _on_error(self, msg: Error) -> None:
+        self.errors.append(msg)
+        del self.errors[:-KEEP_FINISHED]
+        where = f" (game {msg.game_id}, request {msg.request_id})" if msg.game_id else ""
+        rule = f" [{msg.rule}]" if msg.rule else ""
+        self._log(logging.WARNING, "server error %s%s: %s%s", msg.code, rule, msg.message, where)
+        if msg.code in ("unknown_bot", "challenge_self"):
+            raise ClientError(f"cannot challenge {self.challenge_opponent!r}: {msg.message}")
+        if msg.code == "removed":
+            raise ClientError(f"this bot was removed from the ladder: {msg.message}")
+        if msg.code in ("bot_offline", "rate_limited"):
+            self._retry_challenge(msg.retry_after or RETRY_AFTER_S)
+
+    async def _on_ladder(self, msg: LadderStatus) -> None:
+        self.ladder_status = msg
+        self._log(logging.INFO, "ladder: %s", msg.message)
+        await call_hook(self.bot, "on_ladder", msg)
+        if msg.state == "removed":
+            raise ClientError(f"this bot was removed from the ladder: {msg.message}")
+        if msg.state == "listed":
+            self._reseeks = 0
+        elif msg.state == "failed" and self.ladder and self._want_more():
+            self._reseeks += 1
+            if self._reseeks > MAX_RESEEKS:
+                raise ClientError(f"failed the ladder qualification {self._reseeks} times in a row: {msg.message}")
+            await self.seek()
+
+    def _want_more(self) -> bool:
+        """Whether to begin another game (accept, challenge, seek)."""
+        return not self._stopping and (self.games is None or self.started < self.games)
+
+    def _done(self) -> bool:
+        return self.games is not None and self.ended >= self.games and not self.running
+
+    async def _maybe_challenge(self) -> None:
+        """In challenge mode, keep one challenge open while there is room for another game."""
+        if (self.challenge_opponent is None or self._challenge_out or not self._welcomed
+                or not self._want_more() or len(self.running) >= self.max_games):
+            return
+        self._challenge_out = True
+        await self.challenge(self.challenge_opponent)
+
+    def _retry_challenge(self, delay: float) -> None:
+        if not self._challenge_out:
+            return
+
+        def again() -> None:
+            self._timers.discard(handle)
+            self._challenge_out = False
+            self._spawn(self._maybe_challenge())
+
+        handle = asyncio.get_running_loop().call_later(delay, again)
+        self._timers.add(handle)
+
+    def _progress(self) -> str:
+        return "" if self.games is None else f" [{self.ended}/{self.games}]"
+
+    def _close_soon(self) -> None:
+        ws = self._ws
+        if ws is not None and not ws.closed:
+            self._spawn(ws.close())
+
+    def _spawn(self, coro: Any) -> None:
+        """Run ``coro`` on its own, keeping a reference so the loop does not drop it midway."""
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _log(self, level: int, text: str, *args: Any) -> None:
+        log.log(level, "%s: " + text, self.name or "mandala-bot", *args)
+
+    # ------------------------------------------------------------------ decisions
+
+    def _on_decision(self, d: Decision, received: float) -> None:
+        game = self.running.get(d.game_id)
+        if game is None:  # a decision before its game_start: should not happen, but answer it
+            game = self.running[d.game_id] = GameState(d.game_id, d.seat, "?", "?", False)
+        if game.request_id == d.request_id:
+            # Re-sent after a reconnect: the answer (if any) was lost with the old connection.
+            if game.answer is not None:
+                self._spawn(self._send_move(game, d.request_id, game.answer))
+            return  # else the choose in flight answers on this connection
+        game.cancel()
+        game.request_id, game.answer = d.request_id, None
+        game.task = asyncio.ensure_future(self._answer(game, d, received))
+
+    async def _answer(self, game: GameState, d: Decision, received: float) -> None:
+        move, why = await self._chooser.choose(d, received)
+        if game.request_id != d.request_id:
+            return
+        game.answer = move
+        game.moves += 1
+        if why is not None:
+            game.fallbacks += 1
+            self._log(logging.WARNING, "game %s, request %d: %s; answered with a fallback move", d.game_id,
+                      d.request_id, why)
+        await self._send_move(game, d.request_id, move)
+
+    async def _send_move(self, game: GameState, request_id: int, move: Move) -> None:
+        if not await self.send(PlayMove(game.game_id, request_id, move)):
+            self._log(logging.DEBUG, "game %s: move for request %d not sent (not connected)", game.game_id, request_id)
+
+
+async def run_bot(
+    bot: Any,
+    *,
+    url: str,
+    token: str,
+    ladder: bool = False,
+    challenge: str | None = None,
+    accept: bool = True,
+    games: int | None = None,
+    max_games: int = 1,
+    **options: Any,
+) -> list[FinishedGame]:
+    """Play ``bot`` on the server at ``url`` until ``games`` games are over (``None``: until
+    cancelled); see :class:`Client` for ``options``. Returns the finished games."""
+    client = Client(bot, url=url, token=token, ladder=ladder, challenge=challenge, accept=accept,
+                    games=games, max_games=max_games, **options)
+    return await client.run()
