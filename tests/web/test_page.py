@@ -1,0 +1,254 @@
+"""The page at ``/`` in a real browser: headless Chromium (Debian's ``chromium``) driven by
+Playwright, against a real server (``make_arena``: a real port) with bots on the ladder.
+
+The bots are test WebSocket clients that seek, qualify against the house bot and then play
+rated ladder games with random legal moves. They can be told to hold a ladder game at a given
+ply, so the page's board can be compared with the API's spectator view of a position that
+stands still. Every wait is one of Playwright's auto-waiting ``expect`` assertions with a
+timeout, or a wait for a server frame; nothing sleeps.
+
+Without ``/usr/bin/chromium`` the tests are skipped loudly (``make test`` installs it with
+``scripts/install-chromium.sh``), and fail when ``CI=true``. Set ``MANDALA_WEB_SCREENSHOTS``
+to a directory to keep screenshots of the standings and of a board.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+import pytest
+
+from protocol.messages import Decision, Error, GameStart, LadderStatus
+
+from arena_testkit import Harness, WsClient, random_policy
+
+CHROMIUM = Path(os.environ.get("MANDALA_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+WAIT_MS = 20_000
+HOLD_AT = 6
+"""The ply at which the bots hold their first ladder game, for the board comparison."""
+COLORS = ("red", "orange", "yellow", "green", "purple", "black")
+
+
+def _unavailable(why: str) -> None:
+    why = f"BROWSER TESTS DID NOT RUN: {why} (make test installs it via scripts/install-chromium.sh)"
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(why + "; CI=true requires them", pytrace=False)
+    pytest.skip(why)
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Any]:
+    try:
+        from playwright.async_api import async_playwright
+    except ImportError:
+        _unavailable("the playwright package is not installed")
+    if not CHROMIUM.exists():
+        _unavailable(f"{CHROMIUM} is missing")
+    with tempfile.TemporaryDirectory(prefix="mandala-chromium-") as profile:
+        async with async_playwright() as pw:
+            context = await pw.chromium.launch_persistent_context(
+                profile, executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True,
+                viewport={"width": 1280, "height": 900})
+            try:
+                yield context
+            finally:
+                await context.close()
+
+
+class LadderBot:
+    """A connected bot that seeks and answers every decision with a random legal move, except
+    that in a ladder game it holds its move from ply ``hold_at`` on until ``release()``, and
+    tells ``held`` the game's id. It keeps reading frames meanwhile (pings are answered)."""
+
+    def __init__(self, client: WsClient, seed: int, held: "asyncio.Queue[str]") -> None:
+        self.client = client
+        self.held = held
+        self.policy = random_policy(seed)
+        self.kinds: dict[str, str] = {}
+        self.hold_at: int | None = HOLD_AT
+        self.go_on = asyncio.Event()
+        self.listed = asyncio.Event()
+        self.task = asyncio.get_running_loop().create_task(self._run())
+        self.waiting: set[asyncio.Task[None]] = set()
+
+    def release(self) -> None:
+        self.hold_at = None
+        self.go_on.set()
+
+    async def _answer_later(self, decision: Decision) -> None:
+        await self.go_on.wait()
+        await self.client.send_move(decision, self.policy(decision))
+
+    async def _run(self) -> None:
+        await self.client.send({"type": "seek"})
+        try:
+            while True:
+                msg = await self.client.recv(timeout=120)
+                if isinstance(msg, GameStart):
+                    self.kinds[msg.game_id] = msg.kind
+                elif isinstance(msg, LadderStatus) and msg.state == "listed":
+                    self.listed.set()
+                elif isinstance(msg, Error):
+                    raise AssertionError(f"server refused: {msg}")
+                elif isinstance(msg, Decision):
+                    if self.kinds.get(msg.game_id) == "ladder" and self.hold_at is not None and msg.request_id >= self.hold_at:
+                        self.held.put_nowait(msg.game_id)
+                        task = asyncio.get_running_loop().create_task(self._answer_later(msg))
+                        self.waiting.add(task)
+                        task.add_done_callback(self.waiting.discard)
+                    else:
+                        await self.client.send_move(msg, self.policy(msg))
+        finally:
+            for task in list(self.waiting):
+                task.cancel()
+
+
+async def ladder_bots(arena: Harness, held: "asyncio.Queue[str]") -> list[LadderBot]:
+    """alice and bob, seeking, once both are listed."""
+    bots = [LadderBot(await arena.bot(name), seed, held) for seed, name in enumerate(("alice", "bob"), 1)]
+    await asyncio.wait_for(asyncio.gather(*(b.listed.wait() for b in bots)), 30)
+    return bots
+
+
+def board_counts(view: dict[str, Any]) -> dict[str, Any]:
+    """What the board must show of a spectator view, in the shape :func:`shown_counts` reads."""
+    areas: dict[str, dict[str, int]] = {}
+    for m, md in enumerate(view["mandalas"]):
+        areas[f"mountain-{m}"] = md["mountain"]
+        for seat in (0, 1):
+            areas[f"field-{m}-{seat}"] = md["fields"][seat]
+    areas["discard"] = view["discard"]
+    return {
+        "areas": {k: {c: n for c, n in cards.items() if n} for k, cards in areas.items()},
+        "rivers": [p["river"] for p in view["players"]],
+        "cups": [str(p["cup_size"]) for p in view["players"]],
+        "hands": [str(p["hand_size"]) for p in view["players"]],
+        "deck": str(view["deck_size"]),
+    }
+
+
+async def shown_counts(page: Any) -> dict[str, Any]:
+    """The same, read from the rendered board."""
+    return await page.evaluate("""() => {
+        const q = (id) => document.querySelector(`[data-testid="${id}"]`);
+        const chips = (id) => Object.fromEntries([...q(id).querySelectorAll(".chip")]
+            .map((c) => [c.dataset.color, Number(c.dataset.count)]));
+        const ids = ["mountain-0", "mountain-1", "field-0-0", "field-0-1", "field-1-0", "field-1-1", "discard"];
+        return {
+            areas: Object.fromEntries(ids.map((id) => [id, chips(id)])),
+            rivers: [0, 1].map((s) => [...q(`river-${s}`).querySelectorAll(".slot.filled")].map((e) => e.dataset.color)),
+            cups: [0, 1].map((s) => q(`cup-size-${s}`).textContent),
+            hands: [0, 1].map((s) => q(`hand-size-${s}`).textContent),
+            deck: q("deck-size").textContent.split(" ")[0],
+        };
+    }""")
+
+
+async def test_standings_live_games_board_and_replay(make_arena: Any, browser: Any) -> None:
+    from playwright.async_api import expect
+
+    arena: Harness = await make_arena(pairing_interval_s=0.05, decision_ms=120_000)
+    held: asyncio.Queue[str] = asyncio.Queue()
+    bots = await ladder_bots(arena, held)
+    shots = os.environ.get("MANDALA_WEB_SCREENSHOTS")
+    try:
+        game_id = await asyncio.wait_for(held.get(), 30)
+        page = await browser.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        await page.goto(str(arena.client.make_url("/")))
+        await page.evaluate("window.sameDocument = true")
+
+        # The standings from /live: both bots listed, no rated game finished yet.
+        await expect(page.get_by_test_id("live-status")).to_have_attribute("data-state", "open", timeout=WAIT_MS)
+        rows = page.get_by_test_id("standing-row")
+        await expect(rows).to_have_count(2, timeout=WAIT_MS)
+        alice = page.locator('[data-testid="standing-row"][data-bot="alice"]')
+        ladder = (await arena.get_json("/api/ladder"))["standings"]
+        start_rating = str(round(next(s for s in ladder if s["bot"] == "alice")["rating"]))
+        await expect(alice.get_by_test_id("rating")).to_have_text(start_rating)
+        await expect(alice.get_by_test_id("games")).to_have_text("0")
+        await expect(alice.get_by_test_id("online")).to_have_attribute("data-online", "true")
+
+        # The held ladder game is in the running list; its page shows the board of that position.
+        running = page.locator(f'[data-testid="running-game"][data-game-id="{game_id}"]')
+        await expect(running).to_be_visible(timeout=WAIT_MS)
+        await expect(running).to_contain_text("alice")
+        if shots:
+            await page.screenshot(path=f"{shots}/standings.png", full_page=True)
+        await running.click()
+        await expect(page).to_have_url(re.compile(f"#/game/{game_id}$"))
+        board = page.get_by_test_id("board")
+        await expect(board).to_have_attribute("data-ply", str(HOLD_AT), timeout=WAIT_MS)
+        await expect(page.get_by_test_id("game-status")).to_have_text("live")
+        await expect(page.get_by_test_id("ply")).to_have_text(str(HOLD_AT))
+        state = await arena.get_json(f"/api/games/{game_id}")
+        assert state["ply"] == HOLD_AT and state["status"] == "running"
+        assert await shown_counts(page) == board_counts(state["view"])
+        for m in (0, 1):
+            mountain = state["view"]["mandalas"][m]["mountain"]
+            await expect(page.get_by_test_id(f"mountain-{m}")).to_have_attribute("data-total", str(sum(mountain.values())))
+        to_move = state["players"][state["view"]["to_move"]]
+        await expect(page.get_by_test_id("to-move")).to_contain_text(to_move)
+        if shots:
+            await page.screenshot(path=f"{shots}/board-live.png", full_page=True)
+
+        # The bots play on: the page follows the game to its end, then steps through it.
+        for bot in bots:
+            bot.release()
+        await expect(page.get_by_test_id("game-status")).to_have_text("finished", timeout=WAIT_MS)
+        await expect(page.get_by_test_id("result")).to_be_visible()
+        replay = await arena.get_json(f"/api/games/{game_id}/replay")
+        last = len(replay["plies"]) - 1
+        await expect(board).to_have_attribute("data-ply", str(last))
+        assert await shown_counts(page) == board_counts(replay["plies"][-1]["view"])
+        await page.get_by_test_id("replay-first").click()
+        await expect(page.get_by_test_id("ply")).to_have_text("0")
+        await expect(page.get_by_test_id("last-move")).to_contain_text("deal")
+        await page.get_by_test_id("replay-next").click()
+        await expect(page.get_by_test_id("ply")).to_have_text("1")
+        first_mover = replay["players"][replay["plies"][1]["move"]["player"]]
+        await expect(page.get_by_test_id("last-move")).to_contain_text(first_mover)
+        assert await shown_counts(page) == board_counts(replay["plies"][1]["view"])
+        await page.keyboard.press("ArrowRight")
+        await expect(page.get_by_test_id("ply")).to_have_text("2")
+        await page.keyboard.press("End")
+        await expect(page.get_by_test_id("ply")).to_have_text(str(last))
+        await expect(page.get_by_test_id("replay-next")).to_be_disabled()
+        if shots:
+            await page.get_by_test_id("replay-first").click()
+            for _ in range(min(40, last)):
+                await page.keyboard.press("ArrowRight")
+            await page.screenshot(path=f"{shots}/board-replay.png", full_page=True)
+
+        # Back on the ladder, in the same document: finished games are listed as results, and
+        # the ratings move as the bots play on, without a reload.
+        await page.get_by_role("link", name="← Ladder").click()
+        recent = page.get_by_test_id("recent-game").first
+        await expect(recent).to_be_visible(timeout=WAIT_MS)
+        await expect(recent).to_contain_text(re.compile(r"\d+–\d+"))
+        recent_id = await recent.get_attribute("data-game-id")
+        assert (await arena.get_json(f"/api/games/{recent_id}"))["status"] == "finished"
+        await expect(alice.get_by_test_id("games")).not_to_have_text("0", timeout=WAIT_MS)
+        await expect(alice.get_by_test_id("rating")).not_to_have_text(start_rating, timeout=WAIT_MS)
+        seen = await alice.get_by_test_id("rating").text_content()
+        await expect(alice.get_by_test_id("rating")).not_to_have_text(seen or "", timeout=WAIT_MS)
+        assert await page.evaluate("window.sameDocument") is True
+
+        # A bot's name opens its profile.
+        await alice.get_by_role("link", name="alice").click()
+        await expect(page.get_by_test_id("bot-state")).to_have_text("listed", timeout=WAIT_MS)
+        await expect(page.get_by_test_id("bot-rating")).to_have_text(re.compile(r"^\d+$"))
+        await expect(page.get_by_test_id("bot-game").first).to_be_visible()
+        assert errors == []
+    finally:
+        for bot in bots:
+            bot.task.cancel()
+        await asyncio.gather(*(b.task for b in bots), return_exceptions=True)
