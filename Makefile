@@ -9,7 +9,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8080
 DB     ?= mandala.db
 
-.PHONY: run test bench schema clean
+.PHONY: run test bench schema demo clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -30,6 +30,11 @@ test: $(STAMP)
 	$(PY) -m pytest -q; status=$$?; \
 	scripts/test-postgres.sh stop; \
 	exit $$status
+
+# The server with the shipped bots on its ladder (and the Node.js bot when node is installed);
+# open http://$(HOST):$(PORT)/ to watch. Ctrl-C stops everything.
+demo: $(STAMP)
+	$(VENV)/bin/mandala demo --host $(HOST) --port $(PORT)
 
 bench: $(STAMP)
 	$(PY) bench/engine.py

@@ -10,9 +10,9 @@ import argparse
 import sys
 from typing import Sequence
 
-from . import bot_cmd, match_cmd, replay_cmd, selfplay_cmd, serve_cmd
+from . import bot_cmd, demo_cmd, match_cmd, replay_cmd, selfplay_cmd, serve_cmd
 
-COMMANDS = (replay_cmd, selfplay_cmd, serve_cmd, bot_cmd, match_cmd)
+COMMANDS = (replay_cmd, selfplay_cmd, serve_cmd, bot_cmd, match_cmd, demo_cmd)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,122 @@
+"""``mandala demo``: the whole arena at once — a server, the shipped bots on its ladder, and the
+live page to watch them.
+
+It starts ``mandala serve`` on a fresh database, creates the bots ``random``, ``greedy`` and
+``search`` (and ``javascript``, the Node.js bot, when ``node`` is installed), starts each with
+``mandala-bot … --ladder`` (the Node bot with its own ``--ladder``), and prints the page's
+address. Every process it started is stopped on Ctrl-C (or after ``--seconds``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+JS_BOT = Path(__file__).resolve().parent.parent / "clients" / "javascript" / "mandala-bot.mjs"
+
+BOTS = {"random": "random", "greedy": "greedy", "search": "search,budget=0.3"}
+"""Demo bot name -> ``mandala-bot --bot`` spec (search thinks 0.3 s a move, so games move fast)."""
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("demo", help="a server with the shipped bots on its ladder, to watch live")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8080)
+    p.add_argument("--dir", type=Path, help="where the database and logs go (default: a new temporary folder)")
+    p.add_argument("--seconds", type=float, help="stop after this long (default: until Ctrl-C)")
+    p.add_argument("--no-javascript", action="store_true", help="leave the Node.js bot out")
+    p.set_defaults(run=run)
+
+
+def _request(url: str, body: dict[str, Any] | None = None, token: str | None = None) -> Any:
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method="POST" if data else "GET")
+    req.add_header("Content-Type", "application/json")
+    if token:
+        req.add_header("Authorization", f"Bearer {token}")
+    with urllib.request.urlopen(req, timeout=5) as resp:
+        return json.load(resp)
+
+
+def _wait_for(url: str, server: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        if server.poll() is not None:
+            raise RuntimeError(f"the server exited with status {server.returncode} (see its log)")
+        try:
+            _request(url + "/health")
+            return
+        except (urllib.error.URLError, ConnectionError):
+            if time.monotonic() > deadline:
+                raise RuntimeError("the server did not start in time") from None
+            time.sleep(0.1)
+
+
+def run(args: argparse.Namespace) -> int:
+    workdir = args.dir or Path(tempfile.mkdtemp(prefix="mandala-demo-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    db = workdir / f"demo-{int(time.time())}.db"
+    admin = secrets.token_urlsafe(16)
+    base = f"http://{args.host}:{args.port}"
+    ws = f"ws://{args.host}:{args.port}/ws"
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start(name: str, cmd: list[str], env: dict[str, str] | None = None) -> None:
+        log = (workdir / f"{name}.log").open("ab")
+        procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env))
+
+    try:
+        start("server", [sys.executable, "-m", "mandala_cli.main", "serve", "--host", args.host, "--port", str(args.port),
+                         "--db", str(db)], {**os.environ, "MANDALA_ADMIN_TOKEN": admin})
+        _wait_for(base, procs[0])
+        bots = dict(BOTS)
+        node = shutil.which("node")
+        if node and JS_BOT.exists() and not args.no_javascript:
+            bots["javascript"] = "node"
+        for name, spec in bots.items():
+            token = _request(base + "/api/bots", {"name": name}, admin)["token"]
+            env = {**os.environ, "MANDALA_TOKEN": token}
+            if spec == "node":
+                start(name, [str(node), str(JS_BOT), "--url", ws, "--ladder", "--max-games", "2"], env)
+            else:
+                start(name, [sys.executable, "-m", "mandala_client.cli", "--url", ws, "--bot", spec, "--ladder",
+                             "--max-games", "2"], env)
+        print(f"Mandala Arena demo: {len(bots)} bots ({', '.join(bots)}) are qualifying and then playing the ladder.")
+        print(f"\n  Open {base}/ in a browser: the standings move live; click a game to watch it.\n")
+        print(f"Admin token: {admin}")
+        print(f"Logs and database: {workdir}")
+        print("Ctrl-C stops everything.", flush=True)
+        deadline = time.monotonic() + args.seconds if args.seconds else None
+        while deadline is None or time.monotonic() < deadline:
+            for proc in procs:
+                if proc.poll() is not None:
+                    print(f"a demo process exited ({' '.join(map(str, proc.args[:4]))}…): see {workdir}", file=sys.stderr)
+                    return 1
+            time.sleep(0.5)
+        return 0
+    except KeyboardInterrupt:
+        return 0
+    except (RuntimeError, urllib.error.URLError) as e:
+        print(f"mandala demo: {e}; logs in {workdir}", file=sys.stderr)
+        return 1
+    finally:
+        for proc in reversed(procs):
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+        for proc in reversed(procs):
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
