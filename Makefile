@@ -22,9 +22,10 @@ run: $(STAMP)
 
 # A throwaway PostgreSQL (scripts/test-postgres.sh) for the storage tests' PostgreSQL leg; if it
 # cannot start, that leg is skipped loudly. It is stopped whatever pytest's outcome, and pytest's
-# exit status is kept.
+# exit status is kept. Debian's chromium (scripts/install-chromium.sh) for the browser tests.
 test: $(STAMP)
-	@url=$$(scripts/test-postgres.sh start) || url=; \
+	@scripts/install-chromium.sh || echo "make test: chromium is missing; the browser tests will be skipped" >&2; \
+	url=$$(scripts/test-postgres.sh start) || url=; \
 	if [ -n "$$url" ]; then export MANDALA_TEST_DATABASE_URL="$$url"; \
 	else echo "make test: PostgreSQL did not start; the PostgreSQL storage tests will be skipped" >&2; fi; \
 	$(PY) -m pytest -q; status=$$?; \
