@@ -114,6 +114,7 @@ class Ladder:
         self._refresh: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._ids = itertools.count(1)
+        self._stopped = False
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -140,6 +141,7 @@ class Ladder:
             raise RuntimeError(f"a registered bot is named {row.name!r}, the house bot's name: set house_bot to another")
 
     async def stop(self) -> None:
+        self._stopped = True
         for task in (self._loop_task, self._refresh):
             if task is not None:
                 task.cancel()
@@ -399,6 +401,8 @@ class Ladder:
 
     def changed(self) -> None:
         """Something the standings show changed: recompute and push them, coalesced."""
+        if self._stopped:
+            return
         if self._refresh is None or self._refresh.done():
             self._refresh = asyncio.get_running_loop().create_task(self._refresh_soon())
 
