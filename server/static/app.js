@@ -233,14 +233,15 @@
     if (bot.dataset.name !== s.bot || bot.dataset.state !== `${s.connected}/${s.seeking}/${s.provisional}`) {
       bot.dataset.name = s.bot;
       bot.dataset.state = `${s.connected}/${s.seeking}/${s.provisional}`;
-      bot.replaceChildren(
+      bot.replaceChildren();
+      append(bot, [
         h("span.online", {
           "data-testid": "online", "data-online": s.connected, "data-seeking": s.seeking,
           title: s.connected ? (s.seeking ? "online, seeking games" : "online, not seeking") : "offline",
         }),
         botLink(s.bot),
         s.provisional ? h("span.prov", { "data-testid": "provisional", title: "provisional: few rated games so far", text: "prov" }) : null,
-      );
+      ]);
     }
     setText(rating, round(s.rating));
     setText(interval, `${round(s.bt_low)}–${round(s.bt_high)}`);

@@ -33,7 +33,8 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 WAIT_MS = 20_000
 HOLD_AT = 6
 """The ply at which the bots hold their first ladder game, for the board comparison."""
-COLORS = ("red", "orange", "yellow", "green", "purple", "black")
+GARBAGE = re.compile(r"null|undefined|NaN|\[object")
+"""What a slip in the page's script would print."""
 
 
 def _unavailable(why: str) -> None:
@@ -154,7 +155,7 @@ async def shown_counts(page: Any) -> dict[str, Any]:
 async def test_standings_live_games_board_and_replay(make_arena: Any, browser: Any) -> None:
     from playwright.async_api import expect
 
-    arena: Harness = await make_arena(pairing_interval_s=0.05, decision_ms=120_000)
+    arena: Harness = await make_arena(pairing_interval_s=0.05, decision_ms=120_000, elo_provisional_games=3)
     held: asyncio.Queue[str] = asyncio.Queue()
     bots = await ladder_bots(arena, held)
     shots = os.environ.get("MANDALA_WEB_SCREENSHOTS")
@@ -176,6 +177,7 @@ async def test_standings_live_games_board_and_replay(make_arena: Any, browser: A
         await expect(alice.get_by_test_id("rating")).to_have_text(start_rating)
         await expect(alice.get_by_test_id("games")).to_have_text("0")
         await expect(alice.get_by_test_id("online")).to_have_attribute("data-online", "true")
+        await expect(alice.get_by_test_id("provisional")).to_be_visible()
 
         # The held ladder game is in the running list; its page shows the board of that position.
         running = page.locator(f'[data-testid="running-game"][data-game-id="{game_id}"]')
@@ -222,6 +224,8 @@ async def test_standings_live_games_board_and_replay(make_arena: Any, browser: A
         await page.keyboard.press("End")
         await expect(page.get_by_test_id("ply")).to_have_text(str(last))
         await expect(page.get_by_test_id("replay-next")).to_be_disabled()
+        await expect(board).not_to_contain_text(GARBAGE)
+        await expect(page.get_by_test_id("move-list")).not_to_contain_text(GARBAGE)
         if shots:
             await page.get_by_test_id("replay-first").click()
             for _ in range(min(40, last)):
@@ -240,6 +244,8 @@ async def test_standings_live_games_board_and_replay(make_arena: Any, browser: A
         await expect(alice.get_by_test_id("rating")).not_to_have_text(start_rating, timeout=WAIT_MS)
         seen = await alice.get_by_test_id("rating").text_content()
         await expect(alice.get_by_test_id("rating")).not_to_have_text(seen or "", timeout=WAIT_MS)
+        await expect(alice.get_by_test_id("provisional")).to_have_count(0, timeout=WAIT_MS)
+        await expect(page.get_by_test_id("standings")).not_to_contain_text(GARBAGE)
         assert await page.evaluate("window.sameDocument") is True
 
         # A bot's name opens its profile.
