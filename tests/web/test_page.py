@@ -7,9 +7,10 @@ ply, so the page's board can be compared with the API's spectator view of a posi
 stands still. Every wait is one of Playwright's auto-waiting ``expect`` assertions with a
 timeout, or a wait for a server frame; nothing sleeps.
 
-Without ``/usr/bin/chromium`` the tests are skipped loudly (``make test`` installs it with
-``scripts/install-chromium.sh``), and fail when ``CI=true``. Set ``MANDALA_WEB_SCREENSHOTS``
-to a directory to keep screenshots of the standings and of a board.
+Without ``/usr/bin/chromium`` (or ``$MANDALA_CHROMIUM``) the tests are skipped loudly
+(``make test`` installs it with ``scripts/install-chromium.sh``), and fail when ``CI=true``.
+Set ``MANDALA_WEB_SCREENSHOTS`` to a directory to keep screenshots of the standings and of a
+board.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ GARBAGE = re.compile(r"null|undefined|NaN|\[object")
 
 
 def _unavailable(why: str) -> None:
-    why = f"BROWSER TESTS DID NOT RUN: {why} (make test installs it via scripts/install-chromium.sh)"
+    why = f"BROWSER TESTS DID NOT RUN: {why}"
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(why + "; CI=true requires them", pytrace=False)
     pytest.skip(why)
@@ -49,9 +50,9 @@ async def browser() -> AsyncIterator[Any]:
     try:
         from playwright.async_api import async_playwright
     except ImportError:
-        _unavailable("the playwright package is not installed")
+        _unavailable("the playwright package is not installed (it is in the test extra: pip install -e '.[test]')")
     if not CHROMIUM.exists():
-        _unavailable(f"{CHROMIUM} is missing")
+        _unavailable(f"{CHROMIUM} is missing (make test installs Debian's chromium with scripts/install-chromium.sh)")
     with tempfile.TemporaryDirectory(prefix="mandala-chromium-") as profile:
         async with async_playwright() as pw:
             context = await pw.chromium.launch_persistent_context(
@@ -178,6 +179,13 @@ async def test_standings_live_games_board_and_replay(make_arena: Any, browser: A
         await expect(alice.get_by_test_id("games")).to_have_text("0")
         await expect(alice.get_by_test_id("online")).to_have_attribute("data-online", "true")
         await expect(alice.get_by_test_id("provisional")).to_be_visible()
+
+        # The live stream drops (as when the server restarts): the page says so and reconnects.
+        await arena.arena.live.close()
+        status = page.get_by_test_id("live-status")
+        await expect(status).to_have_attribute("data-state", "closed", timeout=WAIT_MS)
+        await expect(status).to_have_attribute("data-state", "open", timeout=WAIT_MS)
+        await expect(rows).to_have_count(2)
 
         # The held ladder game is in the running list; its page shows the board of that position.
         running = page.locator(f'[data-testid="running-game"][data-game-id="{game_id}"]')
