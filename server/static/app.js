@@ -148,7 +148,7 @@
     turn_limit: "the turn limit was reached",
   };
 
-  /** [headline, score, reason] for a game's result. */
+  /** [headline, score, reason] for a game's result ("bob wins", "25–14", "the deck ran out"). */
   function resultWords(result, players) {
     if (!result) return ["", "", ""];
     const loser = result.winner === null ? null : players[1 - result.winner];
@@ -157,7 +157,8 @@
       : result.end_reason === "aborted" ? "stopped by the server"
       : REASONS[result.end_reason] || result.end_reason;
     if (result.end_reason === "aborted") return ["Aborted", "", why];
-    const score = `${result.scores[0]}–${result.scores[1]}`;
+    const [w, l] = result.winner === 1 ? [1, 0] : [0, 1];  // the winner's score first
+    const score = `${result.scores[w]}–${result.scores[l]}`;
     return [result.winner === null ? "Draw" : `${players[result.winner]} wins`, score, why];
   }
 

@@ -217,6 +217,11 @@ async def test_standings_live_games_board_and_replay(make_arena: Any, browser: A
         await expect(page.get_by_test_id("result")).to_be_visible()
         replay = await arena.get_json(f"/api/games/{game_id}/replay")
         last = len(replay["plies"]) - 1
+        result = replay["result"]
+        winner, scores = result["winner"], result["scores"]
+        await expect(page.get_by_test_id("result")).to_contain_text(
+            f"Draw {scores[0]}–{scores[1]}" if winner is None
+            else f"{replay['players'][winner]} wins {scores[winner]}–{scores[1 - winner]}")
         await expect(board).to_have_attribute("data-ply", str(last))
         assert await shown_counts(page) == board_counts(replay["plies"][-1]["view"])
         await page.get_by_test_id("replay-first").click()
