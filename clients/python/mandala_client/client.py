@@ -34,7 +34,7 @@ import logging
 import random
 import time
 from importlib import metadata
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 import aiohttp
 import msgspec
@@ -186,6 +186,8 @@ class Client:
         self._ws: aiohttp.ClientWebSocketResponse | None = None
         self._welcomed = False
         self._stopping = False
+        self._stopped = asyncio.Event()
+        self._session_error: Error | None = None
         self._fatal: ClientError | None = None
         self._challenge_out = False
         self._unseek_sent = False
@@ -194,6 +196,12 @@ class Client:
         self._tasks: set[asyncio.Future[Any]] = set()
         self._send_lock = asyncio.Lock()
         self._rng = random.Random()
+        self._handlers: dict[type, Callable[[Any], Awaitable[None]]] = {
+            Update: self._on_update, GameStart: self._on_game_start, GameOver: self._on_game_over,
+            Welcome: self._on_welcome, Challenged: self._on_challenged, ChallengeDeclined: self._on_declined,
+            Error: self._on_error, LadderStatus: self._on_ladder, OpponentAway: self._on_opponent,
+            OpponentBack: self._on_opponent,
+        }
 
     # ------------------------------------------------------------------ public control
 
@@ -220,7 +228,10 @@ class Client:
                 delay = min(self.max_reconnect_delay_s, self.reconnect_delay_s * 2 ** max(0, failures - 1))
                 delay *= 0.75 + 0.5 * self._rng.random()
                 self._log(logging.WARNING, "connection lost (%s); reconnecting in %.1f s", why, delay)
-                await asyncio.sleep(delay)
+                try:
+                    await asyncio.wait_for(self._stopped.wait(), delay)
+                except asyncio.TimeoutError:
+                    pass
         finally:
             self._stopping = True
             for game in self.running.values():
@@ -233,6 +244,7 @@ class Client:
         """Close the connection and make :meth:`run` return. Running games are not resigned:
         the server plays them on, and their clocks run out unless this bot comes back."""
         self._stopping = True
+        self._stopped.set()
         self._close_soon()
 
     async def send(self, message: ClientMessage) -> bool:
@@ -268,9 +280,12 @@ class Client:
         self._welcomed = False
         self._challenge_out = False
         self._unseek_sent = False
+        self._session_error = None
         try:
             async with session.ws_connect(self.url, heartbeat=self.heartbeat_s) as ws:
                 self._ws = ws
+                if self._stopping:
+                    return "stopped"
                 await self.send(Hello(PROTOCOL_VERSION, self.token, self.max_games, self.client_name))
                 async for frame in ws:
                     if frame.type is aiohttp.WSMsgType.TEXT:
@@ -290,7 +305,7 @@ class Client:
                 timer.cancel()
             self._timers.clear()
         if code in NO_RETRY and not self._stopping:
-            last = self.errors[-1].message if self.errors else ""
+            last = self._session_error.message if self._session_error else ""
             self._fatal = ConnectionRejected(
                 f"closed with {code}: {NO_RETRY[code]}" + (f" ({last})" if last else "") + "; not reconnecting", code)
         return f"closed with {code}"
@@ -310,29 +325,24 @@ class Client:
     async def _dispatch(self, msg: Any, received: float) -> None:
         if isinstance(msg, Decision):
             self._on_decision(msg, received)
-        elif isinstance(msg, Update):
-            if msg.game_id in self.running:
-                await call_hook(self.bot, "on_update", msg)
-        elif isinstance(msg, GameStart):
-            await self._on_game_start(msg)
-        elif isinstance(msg, GameOver):
-            await self._on_game_over(msg)
-        elif isinstance(msg, Welcome):
-            await self._on_welcome(msg)
-        elif isinstance(msg, Challenged):
-            await self._on_challenged(msg)
-        elif isinstance(msg, ChallengeDeclined):
-            self._log(logging.INFO, "challenge to %s declined (%s)", self.challenge_opponent, msg.reason)
-            self._retry_challenge(RETRY_AFTER_S)
-        elif isinstance(msg, Error):
-            await self._on_error(msg)
-        elif isinstance(msg, LadderStatus):
-            await self._on_ladder(msg)
-        elif isinstance(msg, OpponentAway):
+            return
+        handler = self._handlers.get(type(msg))
+        if handler is not None:  # move_accepted, challenge_sent, pong: nothing to do
+            await handler(msg)
+
+    async def _on_update(self, msg: Update) -> None:
+        if msg.game_id in self.running:
+            await call_hook(self.bot, "on_update", msg)
+
+    async def _on_declined(self, msg: ChallengeDeclined) -> None:
+        self._log(logging.INFO, "challenge to %s declined (%s)", self.challenge_opponent, msg.reason)
+        self._retry_challenge(RETRY_AFTER_S)
+
+    async def _on_opponent(self, msg: OpponentAway | OpponentBack) -> None:
+        if isinstance(msg, OpponentAway):
             self._log(logging.INFO, "game %s: the opponent is away (its time left: %s ms)", msg.game_id, msg.grace_ms)
-        elif isinstance(msg, OpponentBack):
+        else:
             self._log(logging.INFO, "game %s: the opponent is back", msg.game_id)
-        # move_accepted, challenge_sent, pong: nothing to do
 
     # ------------------------------------------------------------------ session and modes
 
@@ -401,6 +411,7 @@ class Client:
 
     async def _on_error(self, msg: Error) -> None:
         self.errors.append(msg)
+        self._session_error = msg
         del self.errors[:-KEEP_FINISHED]
         where = f" (game {msg.game_id}, request {msg.request_id})" if msg.game_id else ""
         rule = f" [{msg.rule}]" if msg.rule else ""
