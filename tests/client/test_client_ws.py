@@ -1,0 +1,455 @@
+"""The asyncio client (``mandala_client.Client``) and ``mandala-bot`` against real servers.
+
+Library tests run the server in-process on a real socket (``make_arena``) with its clocks
+shrunk through settings; the command tests start ``mandala serve`` and ``mandala-bot`` as
+processes. Nothing sleeps and hopes: tests wait for events, hooks and process output, each
+with a timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import random
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+import mandala
+from arena_testkit import Harness
+from mandala import Move, View
+from mandala_client import Client, ClientError, ConnectionRejected, FinishedGame, cli
+from protocol.messages import GameOver, GameStart, LadderStatus
+
+RULES_END = {"river", "deck", "no_moves", "turn_limit"}
+GAME_TIMEOUT = 60.0
+BIN = Path(sys.executable).parent
+
+
+def ws_url(arena: Harness) -> str:
+    return str(arena.client.make_url("/ws")).replace("http://", "ws://", 1)
+
+
+# ------------------------------------------------------------------ bots
+
+
+class PlainBot:
+    """A plain ``choose`` (run in a worker thread) and every hook, recorded."""
+
+    def __init__(self, seed: int = 0) -> None:
+        self.rng = random.Random(seed)
+        self.threads: set[int] = set()
+        self.starts: list[GameStart] = []
+        self.overs: list[GameOver] = []
+        self.updates = 0
+
+    def choose(self, view: View, legal: list[Move]) -> Move:
+        self.threads.add(threading.get_ident())
+        return self.rng.choice(legal)
+
+    def on_game_start(self, start: GameStart) -> None:
+        self.starts.append(start)
+
+    def on_update(self, update: Any) -> None:
+        self.updates += 1
+
+    def on_game_over(self, over: GameOver) -> None:
+        self.overs.append(over)
+
+
+class AsyncBot(PlainBot):
+    """An ``async def choose`` (run on the event loop) and async hooks."""
+
+    async def choose(self, view: View, legal: list[Move]) -> Move:  # type: ignore[override]
+        self.threads.add(threading.get_ident())
+        await asyncio.sleep(0)
+        return legal[0]
+
+    async def on_game_over(self, over: GameOver) -> None:  # type: ignore[override]
+        await asyncio.sleep(0)
+        self.overs.append(over)
+
+
+async def start(client: Client) -> asyncio.Task[list[FinishedGame]]:
+    """Run ``client`` in a task and return once its session is open."""
+    task = asyncio.create_task(client.run())
+    waiter = asyncio.create_task(client.connected.wait())
+    await asyncio.wait({task, waiter}, timeout=10, return_when=asyncio.FIRST_COMPLETED)
+    waiter.cancel()
+    if task.done():
+        task.result()  # raises what ended it
+    assert client.connected.is_set(), "the client did not connect"
+    return task
+
+
+async def finish(*tasks: asyncio.Task[list[FinishedGame]], timeout: float = GAME_TIMEOUT) -> list[list[FinishedGame]]:
+    return list(await asyncio.wait_for(asyncio.gather(*tasks), timeout))
+
+
+async def check_played(arena: Harness, games: list[FinishedGame], *clients: Client) -> None:
+    """Every game ended by the rules, the server stored it so, and its record replays to it."""
+    for game in games:
+        assert game.result is not None and game.result.end_reason in RULES_END, game
+        assert game.outcome in ("won", "lost", "draw") and len(game.result.scores) == 2
+        stored = await arena.get_json(f"/api/games/{game.game_id}")
+        assert stored["status"] == "finished"
+        replayed = mandala.replay(await arena.get_json(f"/api/games/{game.game_id}/record"))
+        assert (replayed.end_reason, list(replayed.scores())) == (game.result.end_reason, game.result.scores)
+    for client in clients:
+        assert client.errors == [], client.errors  # not one message of the client was refused
+
+
+def mirrored(a: list[FinishedGame], b: list[FinishedGame]) -> None:
+    """``a`` and ``b`` are the same games seen from the two seats."""
+    flip = {"won": "lost", "lost": "won", "draw": "draw"}
+    assert sorted(g.game_id for g in a) == sorted(g.game_id for g in b)
+    other = {g.game_id: g for g in b}
+    for g in a:
+        assert other[g.game_id].seat == 1 - g.seat
+        assert other[g.game_id].outcome == flip[g.outcome]
+
+
+# ------------------------------------------------------------------ the library against make_arena
+
+
+async def test_two_library_bots_play_complete_games_by_challenge(make_arena: Any) -> None:
+    arena: Harness = await make_arena()
+    url = ws_url(arena)
+    plain, asynchronous = PlainBot(1), AsyncBot()
+    accepter = Client(asynchronous, url=url, token=await arena.create_bot("acceptor"), games=3)
+    challenger = Client(plain, url=url, token=await arena.create_bot("challenger"), challenge="acceptor", games=3)
+    b = await start(accepter)
+    a = await start(challenger)
+    played_a, played_b = await finish(a, b)
+    assert len(played_a) == len(played_b) == 3
+    mirrored(played_a, played_b)
+    await check_played(arena, played_a, challenger, accepter)
+    assert all(g.kind == "challenge" and not g.rated and g.fallbacks == 0 for g in played_a + played_b)
+    assert {g.opponent for g in played_a} == {"acceptor"} and {g.opponent for g in played_b} == {"challenger"}
+    for bot in (plain, asynchronous):
+        assert len(bot.starts) == len(bot.overs) == 3 and bot.updates > 0
+        assert [o.game_id for o in bot.overs] == [s.game_id for s in bot.starts]
+    assert threading.get_ident() not in plain.threads  # a plain choose runs in a worker thread
+    assert asynchronous.threads == {threading.get_ident()}  # an async one on the loop
+    assert challenger.name == "challenger" and challenger.welcomes == 1 and not challenger.running
+
+
+class GatedBot(PlainBot):
+    """Plays no move before ``games`` games have started: they must run at once."""
+
+    def __init__(self, games: int) -> None:
+        super().__init__()
+        self.games = games
+        self.all_started = asyncio.Event()
+        self.timeline: list[tuple[str, str]] = []
+
+    async def choose(self, view: View, legal: list[Move]) -> Move:  # type: ignore[override]
+        await self.all_started.wait()
+        return legal[-1]
+
+    def on_game_start(self, start: GameStart) -> None:
+        self.timeline.append(("start", start.game_id))
+        if len(self.timeline) == self.games:
+            self.all_started.set()
+
+    def on_game_over(self, over: GameOver) -> None:
+        self.timeline.append(("over", over.game_id))
+
+
+async def test_max_games_plays_games_at_once(make_arena: Any) -> None:
+    arena: Harness = await make_arena()
+    url = ws_url(arena)
+    gated = GatedBot(3)
+    accepter = Client(PlainBot(2), url=url, token=await arena.create_bot("many-b"), max_games=3, games=3)
+    challenger = Client(gated, url=url, token=await arena.create_bot("many-a"), challenge="many-b",
+                        max_games=3, games=3)
+    b = await start(accepter)
+    a = await start(challenger)
+    played_a, played_b = await finish(a, b)
+    assert [kind for kind, _ in gated.timeline] == ["start"] * 3 + ["over"] * 3
+    assert len({g.game_id for g in played_a}) == 3
+    mirrored(played_a, played_b)
+    await check_played(arena, played_a, challenger, accepter)
+
+
+class TroubleBot:
+    """A plain ``choose`` that overruns once, raises once and returns a move that is not legal
+    once; it answers the first legal move otherwise."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def choose(self, view: View, legal: list[Move]) -> Move:
+        self.calls += 1
+        if self.calls == 1:
+            time.sleep(1.0)  # far beyond the 400 ms the server gives
+        elif self.calls == 2:
+            raise RuntimeError("a bug in the bot")
+        elif self.calls == 3:
+            return mandala.Discard("red", 9)  # never legal: a hand holds at most 8 cards
+        return legal[0]
+
+
+class SlowAsyncBot:
+    """An ``async def choose`` that overruns its first decision (the client cancels it)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.cancelled = 0
+
+    async def choose(self, view: View, legal: list[Move]) -> Move:
+        self.calls += 1
+        if self.calls == 1:
+            try:
+                await asyncio.sleep(1.0)
+            except asyncio.CancelledError:
+                self.cancelled += 1
+                raise
+        return legal[0]
+
+
+async def test_slow_or_failing_choose_answers_in_time_with_a_fallback(
+        make_arena: Any, caplog: pytest.LogCaptureFixture) -> None:
+    arena: Harness = await make_arena(decision_ms=400)
+    url = ws_url(arena)
+    trouble, slow = TroubleBot(), SlowAsyncBot()
+    accepter = Client(slow, url=url, token=await arena.create_bot("slow-async"), games=1, fallback="first")
+    challenger = Client(trouble, url=url, token=await arena.create_bot("trouble"), challenge="slow-async", games=1)
+    with caplog.at_level(logging.WARNING, logger="mandala_client"):
+        b = await start(accepter)
+        a = await start(challenger)
+        (game_a,), (game_b,) = await finish(a, b)
+    await check_played(arena, [game_a], challenger, accepter)  # by the rules: nobody lost on time
+    assert game_a.fallbacks == 3 and game_b.fallbacks == 1 and slow.cancelled == 1
+    text = caplog.text
+    assert "did not answer within" in text and "raised RuntimeError: a bug in the bot" in text
+    assert "not one of the legal moves" in text and "answered with a fallback move" in text
+
+
+class DroppingBot(PlainBot):
+    """At its fifth decision, has the server drop its connection before it answers."""
+
+    def __init__(self, arena: Harness, name: str) -> None:
+        super().__init__(3)
+        self.arena, self.name, self.calls = arena, name, 0
+
+    async def choose(self, view: View, legal: list[Move]) -> Move:  # type: ignore[override]
+        self.calls += 1
+        if self.calls == 5:
+            conn = self.arena.arena.presence.get(self.name)
+            assert conn is not None
+            conn._drop()  # aborts the TCP connection: the client sees it end without a close frame
+        return self.rng.choice(legal)
+
+
+async def test_a_dropped_connection_is_reestablished_and_the_game_finishes(
+        make_arena: Any, caplog: pytest.LogCaptureFixture) -> None:
+    arena: Harness = await make_arena()
+    url = ws_url(arena)
+    dropping = DroppingBot(arena, "dropping")
+    opponent = Client(PlainBot(4), url=url, token=await arena.create_bot("steady"), games=1)
+    client = Client(dropping, url=url, token=await arena.create_bot("dropping"), challenge="steady", games=1,
+                    reconnect_delay_s=0.05)
+    with caplog.at_level(logging.INFO, logger="mandala_client"):
+        b = await start(opponent)
+        a = await start(client)
+        (game,), (other,) = await finish(a, b)
+    assert client.welcomes == 2 and client.attempts == 2
+    assert [s.resumed for s in dropping.starts] == [False, True]  # the server resumed the game
+    assert dropping.calls > 5 and game.fallbacks == 0
+    await check_played(arena, [game], client, opponent)
+    mirrored([game], [other])
+    assert "connection lost" in caplog.text and "the opponent is away" in caplog.text
+    assert "the opponent is back" in caplog.text
+
+
+async def test_bad_token_stops_without_retrying(make_arena: Any) -> None:
+    arena: Harness = await make_arena()
+    client = Client(PlainBot(), url=ws_url(arena), token="no-such-token", reconnect_delay_s=0.01)
+    with pytest.raises(ConnectionRejected) as caught:
+        await asyncio.wait_for(client.run(), 10)
+    assert caught.value.code == 4001 and "does not know this token" in str(caught.value)
+    assert client.attempts == 1 and client.welcomes == 0
+    assert [e.code for e in client.errors] == ["bad_token"]
+
+
+async def test_unknown_opponent_and_unreachable_server_end_with_client_error(make_arena: Any) -> None:
+    arena: Harness = await make_arena()
+    client = Client(PlainBot(), url=ws_url(arena), token=await arena.create_bot("lonely"), challenge="nobody")
+    with pytest.raises(ClientError, match="cannot challenge 'nobody'"):
+        await asyncio.wait_for(client.run(), 10)
+    nowhere = Client(PlainBot(), url=f"ws://127.0.0.1:{free_port()}/ws", token="t", reconnect_delay_s=0.01,
+                     max_failures=3)
+    with pytest.raises(ClientError, match="gave up after 3 attempts"):
+        await asyncio.wait_for(nowhere.run(), 10)
+    assert nowhere.attempts == 3
+
+
+class LadderBot(PlainBot):
+    """Records ladder statuses; has the server drop its connection when its first game starts,
+    so the client must seek again after reconnecting."""
+
+    def __init__(self, arena: Harness, name: str) -> None:
+        super().__init__(5)
+        self.arena, self.name = arena, name
+        self.statuses: list[LadderStatus] = []
+        self.listed = asyncio.Event()
+
+    def on_game_start(self, start: GameStart) -> None:
+        super().on_game_start(start)
+        if len(self.starts) == 1:
+            conn = self.arena.arena.presence.get(self.name)
+            assert conn is not None
+            conn._drop()
+
+    def on_ladder(self, status: LadderStatus) -> None:
+        self.statuses.append(status)
+        if status.state == "listed":
+            self.listed.set()
+
+
+async def test_ladder_mode_seeks_after_every_welcome_and_qualifies(make_arena: Any) -> None:
+    arena: Harness = await make_arena(pairing_interval_s=0.05)
+    bot = LadderBot(arena, "climber")
+    client = Client(bot, url=ws_url(arena), token=await arena.create_bot("climber"), ladder=True,
+                    reconnect_delay_s=0.05)
+    task = await start(client)
+    await asyncio.wait_for(bot.listed.wait(), GAME_TIMEOUT)
+    client.stop()
+    played = await finish(task)
+    # Each welcome was followed by a seek, each answered with a status that says it is seeking.
+    assert client.welcomes == 2
+    assert sum(1 for s in bot.statuses if s.seeking and s.state == "qualifying") >= 2
+    assert bot.statuses[0].qualification_left == 2 and bot.statuses[-1].qualification_left == 0
+    quals = played[0]
+    assert len(quals) == 2 and all(g.kind == "qualification" and g.opponent == "house" for g in quals)
+    await check_played(arena, quals, client)
+    assert [s.resumed for s in bot.starts] == [False, True, False]
+
+
+# ------------------------------------------------------------------ mandala-bot and mandala serve as processes
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def read_until(stream: Any, marker: bytes, timeout: float) -> bytes:
+    """Read a process's pipe until ``marker`` appears (or fail after ``timeout`` seconds)."""
+    seen = b""
+    deadline = time.monotonic() + timeout
+    with selectors.DefaultSelector() as sel:
+        sel.register(stream, selectors.EVENT_READ)
+        while marker not in seen:
+            left = deadline - time.monotonic()
+            if left <= 0 or not sel.select(left):
+                raise AssertionError(f"no {marker!r} within {timeout} s; got: {seen.decode(errors='replace')}")
+            chunk = os.read(stream.fileno(), 65536)
+            if not chunk:
+                raise AssertionError(f"the stream ended before {marker!r}; got: {seen.decode(errors='replace')}")
+            seen += chunk
+    return seen
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``mandala serve`` on a free port; its base URL. Its log goes to a file, not a pipe
+    nobody reads."""
+    where = tmp_path_factory.mktemp("served")
+    port = free_port()
+    with open(where / "server.log", "wb") as errors:
+        proc = subprocess.Popen([str(BIN / "mandala"), "serve", "--port", str(port), "--db", str(where / "x.db")],
+                                stdout=subprocess.PIPE, stderr=errors)
+    try:
+        read_until(proc.stdout, b"listening on", 30)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        assert proc.stdout is not None
+        proc.stdout.close()
+
+
+def create_bot(base: str, name: str) -> str:
+    req = urllib.request.Request(f"{base}/api/bots", data=json.dumps({"name": name}).encode(),
+                                 headers={"Content-Type": "application/json"}, method="POST")
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return str(json.load(resp)["token"])
+
+
+async def mandala_bot(base: str, token: str, *args: str) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        str(BIN / "mandala-bot"), "--url", base.replace("http", "ws", 1) + "/ws", *args,
+        env={**os.environ, "MANDALA_TOKEN": token}, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+
+
+async def exit_of(proc: asyncio.subprocess.Process, timeout: float = GAME_TIMEOUT) -> tuple[int, str]:
+    """Wait for the process to end; its exit status and stderr (its log)."""
+    try:
+        _, err = await asyncio.wait_for(proc.communicate(), timeout)
+    except asyncio.TimeoutError:
+        proc.kill()
+        _, err = await proc.communicate()
+        raise AssertionError("mandala-bot did not exit:\n" + err.decode()) from None
+    assert proc.returncode is not None
+    return proc.returncode, err.decode()
+
+
+async def test_mandala_bot_plays_a_challenge_game(served: str) -> None:
+    opponent = Client(PlainBot(6), url=served.replace("http", "ws", 1) + "/ws",
+                      token=await asyncio.to_thread(create_bot, served, "cli-opponent"), games=2)
+    task = await start(opponent)
+    token = await asyncio.to_thread(create_bot, served, "cli-bot")
+    proc = await mandala_bot(served, token, "--bot", "greedy", "--challenge", "cli-opponent", "--games", "2")
+    code, log = await exit_of(proc)
+    (played,) = await finish(task)
+    assert code == 0, log
+    assert log.count(" started: ") == 2 and "over: " in log and "[2/2]" in log and "WARNING" not in log
+    assert len(played) == 2 and all(g.opponent == "cli-bot" for g in played)
+    assert all(g.result is not None and g.result.end_reason in RULES_END for g in played)
+    assert opponent.errors == []
+
+
+async def test_mandala_bot_ladder_qualifies(served: str) -> None:
+    token = await asyncio.to_thread(create_bot, served, "cli-ladder")
+    proc = await mandala_bot(served, token, "--bot", "random", "--ladder", "--games", "2", "--log-level", "INFO")
+    code, log = await exit_of(proc)
+    assert code == 0, log
+    assert "ladder: qualifying" in log and log.count("(qualification, unrated)") == 2 and "[2/2]" in log
+
+
+async def test_mandala_bot_bad_token_and_ctrl_c(served: str) -> None:
+    code, log = await exit_of(await mandala_bot(served, "no-such-token", "--bot", "random"), 20)
+    assert code == 1 and "4001" in log and "not reconnecting" in log and log.count("connected to") == 0
+    token = await asyncio.to_thread(create_bot, served, "cli-idle")
+    proc = await mandala_bot(served, token, "--bot", "search,budget=0.1")
+    assert proc.stderr is not None
+    line = await asyncio.wait_for(proc.stderr.readline(), 20)
+    assert b"connected to" in line, line
+    proc.send_signal(signal.SIGINT)
+    code, log = await exit_of(proc, 20)
+    assert code == 130 and "interrupted: closing the connection" in log and "Traceback" not in log
+
+
+def test_mandala_bot_refuses_a_bad_command_line(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("MANDALA_TOKEN", raising=False)
+    for args, why in ((["--bot", "random"], "--token"), (["--token", "t", "--bot", "nosuch"], "unknown bot"),
+                      (["--token", "t", "--bot", "cmd:./bot"], "connects to the server itself"),
+                      (["--token", "t", "--bot", "search,colour=1"], "unexpected keyword argument 'colour'"),
+                      (["--token", "t", "--bot", "random", "--ladder", "--challenge", "x"], "not allowed")):
+        with pytest.raises(SystemExit) as done:
+            cli.main(args)
+        assert done.value.code == 2 and why in capsys.readouterr().err, args
