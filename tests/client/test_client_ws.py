@@ -30,6 +30,7 @@ import mandala
 from arena_testkit import Harness
 from mandala import Move, View
 from mandala_client import Client, ClientError, ConnectionRejected, FinishedGame, cli
+from mandala_client.games import Chooser
 from protocol.messages import GameOver, GameStart, LadderStatus
 
 RULES_END = {"river", "deck", "no_moves", "turn_limit"}
@@ -224,8 +225,12 @@ async def test_slow_or_failing_choose_answers_in_time_with_a_fallback(
     arena: Harness = await make_arena(decision_ms=400)
     url = ws_url(arena)
     trouble, slow = TroubleBot(), SlowAsyncBot()
-    accepter = Client(slow, url=url, token=await arena.create_bot("slow-async"), games=1, fallback="first")
-    challenger = Client(trouble, url=url, token=await arena.create_bot("trouble"), challenge="slow-async", games=1)
+    # A 200 ms margin (the default would be 80 ms) keeps a loaded test machine, where the server
+    # and both clients share one event loop, from turning a fallback into a timeout.
+    accepter = Client(slow, url=url, token=await arena.create_bot("slow-async"), games=1, fallback="first",
+                      margin_ms=200)
+    challenger = Client(trouble, url=url, token=await arena.create_bot("trouble"), challenge="slow-async", games=1,
+                        margin_ms=200)
     with caplog.at_level(logging.WARNING, logger="mandala_client"):
         b = await start(accepter)
         a = await start(challenger)
@@ -235,6 +240,15 @@ async def test_slow_or_failing_choose_answers_in_time_with_a_fallback(
     text = caplog.text
     assert "did not answer within" in text and "raised RuntimeError: a bug in the bot" in text
     assert "not one of the legal moves" in text and "answered with a fallback move" in text
+
+
+def test_choose_budget_keeps_a_margin() -> None:
+    chooser = Chooser(PlainBot())
+    assert chooser.budget_s(5000) == pytest.approx(4.5)  # 20 %, at most 500 ms
+    assert chooser.budget_s(400) == pytest.approx(0.32)
+    assert chooser.budget_s(100) == pytest.approx(0.05)  # at least 50 ms
+    assert chooser.budget_s(30) == 0.0  # a resumed decision with almost no time left: fall back at once
+    assert Chooser(PlainBot(), margin_ms=200).budget_s(400) == pytest.approx(0.2)
 
 
 class DroppingBot(PlainBot):
