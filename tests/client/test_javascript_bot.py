@@ -1,0 +1,425 @@
+"""The JavaScript bot, ``clients/javascript/mandala-bot.mjs``, run by Node against a real server,
+and its hand-written WebSocket client against a raw RFC 6455 peer written here byte by byte.
+
+Without Node >= 20 on PATH these tests are skipped with a loud reason; with ``CI=true`` they
+fail instead, since CI must run them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+from pathlib import Path
+from typing import Any, Awaitable, Callable
+
+import pytest
+
+import mandala
+from arena_testkit import Harness, WsClient, random_policy
+from protocol.messages import Challenged, Decision, Error, GameOver, Update
+from server.connection import Connection
+
+ROOT = Path(__file__).resolve().parents[2]
+BOT_JS = ROOT / "clients" / "javascript" / "mandala-bot.mjs"
+NODE_MIN = 20
+RULES_END = {"river", "deck", "no_moves", "turn_limit"}
+GAME_TIMEOUT = 60.0
+
+
+@pytest.fixture(scope="module")
+def node() -> str:
+    """The ``node`` executable, at least version 20."""
+    exe = shutil.which("node")
+    why = None
+    if exe is None:
+        why = "NODE.JS NOT FOUND: the JavaScript bot's tests did not run (install Node >= 20 and put `node` on PATH)"
+    else:
+        version = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
+        found = re.match(r"v(\d+)\.", version)
+        if found is None or int(found.group(1)) < NODE_MIN:
+            why = f"NODE.JS {version or '(unknown version)'} IS TOO OLD: the JavaScript bot's tests need Node >= {NODE_MIN}"
+    if why is not None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(why + "; CI=true requires it", pytrace=False)
+        pytest.skip(why)
+    assert exe is not None
+    return exe
+
+
+# ------------------------------------------------------------------ against the real server
+
+
+def ws_url(arena: Harness) -> str:
+    return str(arena.client.make_url("/ws")).replace("http://", "ws://", 1)
+
+
+async def start_js(node: str, arena: Harness, token: str, *args: str) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        node, str(BOT_JS), "--url", ws_url(arena), "--token", token, *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+
+
+async def finish(proc: asyncio.subprocess.Process, timeout: float = GAME_TIMEOUT) -> tuple[int, str]:
+    """Wait for the bot to exit; its exit status and stderr."""
+    try:
+        _, err = await asyncio.wait_for(proc.communicate(), timeout)
+    except asyncio.TimeoutError:
+        proc.kill()
+        _, err = await proc.communicate()
+        raise AssertionError("the JavaScript bot did not exit:\n" + err.decode()) from None
+    assert proc.returncode is not None
+    return proc.returncode, err.decode()
+
+
+async def opponent(client: WsClient, games: int, seed: int,
+                   on_update: Callable[[Update], Awaitable[None]] | None = None) -> list[GameOver]:
+    """A Python bot that accepts every challenge and plays random legal moves until ``games``
+    games are over."""
+    policy = random_policy(seed)
+    overs: list[GameOver] = []
+    while len(overs) < games:
+        msg = await client.recv(GAME_TIMEOUT)
+        if isinstance(msg, Challenged):
+            await client.send({"type": "accept", "challenge_id": msg.challenge_id})
+        elif isinstance(msg, Decision):
+            await client.send_move(msg, policy(msg))
+        elif isinstance(msg, Update) and on_update is not None:
+            await on_update(msg)
+        elif isinstance(msg, GameOver):
+            overs.append(msg)
+        elif isinstance(msg, Error):
+            raise AssertionError(f"the server refused the Python opponent: {msg}")
+    return overs
+
+
+@pytest.fixture
+def errors_to(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
+    """Every ``error`` message the server sends, by the name of the bot it goes to."""
+    sent: dict[str, list[Any]] = {}
+    original = Connection.send
+
+    def spy(self: Connection, msg: Any) -> None:
+        if isinstance(msg, Error):
+            sent.setdefault(self.bot or "", []).append(msg)
+        original(self, msg)
+
+    monkeypatch.setattr(Connection, "send", spy)
+    return sent
+
+
+async def js_and_python(make_arena: Any, node: str, py_name: str, *args: str,
+                        max_games: int = 1) -> tuple[Harness, WsClient, asyncio.subprocess.Process]:
+    """A server, a connected Python bot ``py_name`` and the JavaScript bot ``js-bot`` started
+    with ``args``."""
+    arena: Harness = await make_arena()
+    py = await arena.bot(py_name, max_games=max_games)
+    proc = await start_js(node, arena, await arena.create_bot("js-bot"), *args)
+    return arena, py, proc
+
+
+async def connected(proc: asyncio.subprocess.Process) -> None:
+    """Wait until the bot says it is connected."""
+    assert proc.stderr is not None
+    seen = b""
+    while b"connected as js-bot" not in seen:
+        line = await asyncio.wait_for(proc.stderr.readline(), GAME_TIMEOUT)
+        assert line, f"the JavaScript bot stopped before connecting (status {await proc.wait()}):\n{seen.decode()}"
+        seen += line
+
+
+async def played(arena: Harness, proc: asyncio.subprocess.Process, overs: list[GameOver],
+                 errors_to: dict[str, list[Any]], unacknowledged: int = 0) -> str:
+    """The bot exited 0 with not one message refused; the server stored each game as finished
+    by the rules, and its record replays to the same result; the bot's log line for it counts
+    the bot's moves in that record (up to ``unacknowledged`` moves whose ``move_accepted`` a
+    dropped connection lost) and no refusal. Returns the bot's log (stderr)."""
+    code, log = await finish(proc)
+    assert code == 0, log
+    assert errors_to.get("js-bot", []) == []
+    for over in overs:
+        assert over.result.end_reason in RULES_END, over.result
+        game = await arena.get_json(f"/api/games/{over.game_id}")
+        assert game["status"] == "finished" and "js-bot" in game["players"]
+        record = await arena.get_json(f"/api/games/{over.game_id}/record")
+        replayed = mandala.replay(record)
+        assert (replayed.end_reason, list(replayed.scores())) == (over.result.end_reason, list(over.result.scores))
+        js_seat = game["players"].index("js-bot")
+        js_moves = sum(1 for m in record["moves"] if m["player"] == js_seat)
+        line = re.search(rf"game {re.escape(over.game_id)} over: (won|lost|draw) \d+-\d+ \((\w+)\)"
+                         rf" against \S+, (\d+) moves, (\d+) refused", log)
+        assert line is not None, log
+        assert line.group(2) == over.result.end_reason
+        assert js_moves - unacknowledged <= int(line.group(3)) <= js_moves and int(line.group(4)) == 0, line.group(0)
+    return log
+
+
+async def test_js_bot_challenges_and_plays_complete_games(
+        make_arena: Any, node: str, errors_to: dict[str, list[Any]]) -> None:
+    arena, py, proc = await js_and_python(make_arena, node, "py-opp", "--challenge", "py-opp", "--games", "3")
+    overs = await opponent(py, 3, seed=11)
+    log = await played(arena, proc, overs, errors_to)
+    assert log.count(" started: ") == 3 and log.count(" over: ") == 3
+    assert "error" not in log and "done: 3 games played" in log
+    # game_over frames carry the whole record: well past 125 bytes, so the bot's client read
+    # 16-bit frame lengths (the 64-bit ones are tested against the raw peer below).
+    assert min(len(raw) for raw in py.raw if raw.startswith('{"type":"game_over"')) > 125
+
+
+async def test_js_bot_accepts_challenges_and_plays_two_games_at_once(
+        make_arena: Any, node: str, errors_to: dict[str, list[Any]]) -> None:
+    arena, py, proc = await js_and_python(make_arena, node, "py-challenger", "--games", "2", "--max-games", "2",
+                                          max_games=2)
+    await connected(proc)
+    for _ in range(2):
+        await py.send({"type": "challenge", "opponent": "js-bot"})
+    overs = await opponent(py, 2, seed=12)
+    log = await played(arena, proc, overs, errors_to)
+    assert log.count("accepting the challenge of py-challenger") == 2
+
+
+async def test_js_bot_reconnects_after_a_dropped_connection(
+        make_arena: Any, node: str, errors_to: dict[str, list[Any]]) -> None:
+    arena, py, proc = await js_and_python(make_arena, node, "py-opp", "--challenge", "py-opp", "--games", "2")
+    dropped: list[int] = []
+
+    async def drop_once(update: Update) -> None:
+        if not dropped and update.ply >= 8:
+            conn = arena.arena.presence.get("js-bot")
+            assert conn is not None
+            dropped.append(update.ply)
+            conn._transport.abort()  # the TCP connection dies: no close frame (the bot sees 1006)
+
+    overs = await opponent(py, 2, seed=13, on_update=drop_once)
+    log = await played(arena, proc, overs, errors_to, unacknowledged=1)
+    assert dropped and "connection closed (1006); reconnecting in" in log
+    assert log.count("connecting to ") == 2 and re.search(r"game \S+ resumed", log)
+
+
+@pytest.mark.parametrize("games", [4, 3])
+async def test_js_bots_qualify_on_the_ladder_and_play_a_rated_pair(
+        make_arena: Any, node: str, errors_to: dict[str, list[Any]], games: int) -> None:
+    """Two JavaScript bots with --ladder: each plays its two qualification games against the
+    house bot, is listed, and then both play one rated duplicate pair. With --games 3 they
+    still play the pair's return game before stopping."""
+    arena: Harness = await make_arena(pairing_interval_s=0.05)
+    tokens = [await arena.create_bot(name) for name in ("js-a", "js-b")]
+    procs = [await start_js(node, arena, token, "--ladder", "--games", str(games)) for token in tokens]
+    results = [await finish(proc) for proc in procs]
+    for name, (code, log) in zip(("js-a", "js-b"), results):
+        assert code == 0, log
+        assert errors_to.get(name, []) == []
+        assert "ladder: qualifying" in log and "ladder: listed" in log
+        assert log.count("(qualification, unrated)") == 2 and log.count("(ladder, rated)") == 2, log
+        assert log.count(" refused [") == 4 and f"0 refused [4/{games}]" in log and "done: 4 games played" in log
+        assert ("for the return game of pair" in log) == (games == 3)
+        profile = await arena.get_json(f"/api/bots/{name}")
+        assert profile["state"] == "listed"
+    games = await arena.get_json("/api/games?status=finished")
+    assert len(games) == 6  # two qualification games each, and one pair between them
+    for game in games:
+        assert game["result"]["end_reason"] in RULES_END, game
+        replayed = mandala.replay(await arena.get_json(f"/api/games/{game['game_id']}/record"))
+        assert replayed.end_reason == game["result"]["end_reason"]
+    rated = [g for g in games if g["kind"] == "ladder"]
+    assert len(rated) == 2 and rated[0]["pair_id"] == rated[1]["pair_id"] and all(g["rated"] for g in rated)
+    assert sorted(rated[0]["players"]) == ["js-a", "js-b"] and rated[0]["players"] == rated[1]["players"][::-1]
+
+
+async def test_js_bot_does_not_reconnect_after_bad_token_or_replacement(make_arena: Any, node: str) -> None:
+    arena: Harness = await make_arena()
+    proc = await start_js(node, arena, "-no-such-token")  # tokens may begin with "-"
+    code, log = await finish(proc)
+    assert code == 1 and "connection closed (4001 bad token)" in log and "not reconnecting" in log
+    assert log.count("connecting to ") == 1
+
+    token = await arena.create_bot("js-bot")
+    proc = await start_js(node, arena, token)
+    await connected(proc)
+    await arena.connect(token)  # the same bot elsewhere: the bot's connection is replaced
+    code, log = await finish(proc)
+    assert code == 1 and "connection closed (4009" in log and "not reconnecting" in log
+    assert "connecting to " not in log  # no second attempt
+
+
+def test_js_bot_refuses_a_bad_command_line(node: str) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "MANDALA_TOKEN"}
+    for args, says in [([], "no token"), (["--token", "t", "--ladder", "--challenge", "x"], "exclude"),
+                       (["--token", "t", "--games", "0"], "--games must be a positive integer")]:
+        done = subprocess.run([node, str(BOT_JS), *args], capture_output=True, text=True, timeout=30, env=env)
+        assert done.returncode == 2 and says in done.stderr, done.stderr
+
+
+# ------------------------------------------------------------------ against a raw RFC 6455 peer
+
+WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+# Imports the bot's client, echoes every text message and prints one JSON line per event.
+ECHO_CLIENT = """
+import { WebSocketClient } from %s;
+const out = (event) => process.stdout.write(JSON.stringify(event) + '\\n');
+const ws = new WebSocketClient(process.argv[2], { closeTimeoutMs: 2000 });
+ws.on('open', () => out({ event: 'open' }));
+ws.on('message', (data, isBinary) => {
+  out({ event: 'message', bytes: Buffer.byteLength(data), binary: isBinary });
+  if (!isBinary) ws.send(data);
+});
+ws.on('error', (err) => out({ event: 'error', message: err.message }));
+ws.on('close', (code, reason) => out({ event: 'close', code, reason }));
+"""
+
+
+def server_frame(opcode: int, payload: bytes, fin: bool = True, masked: bool = False) -> bytes:
+    """One frame as a server sends it (unmasked unless asked), with the shortest length form."""
+    head = bytes([(0x80 if fin else 0) | opcode])
+    mask_bit = 0x80 if masked else 0
+    n = len(payload)
+    if n < 126:
+        head += bytes([mask_bit | n])
+    elif n < 65536:
+        head += bytes([mask_bit | 126]) + struct.pack("!H", n)
+    else:
+        head += bytes([mask_bit | 127]) + struct.pack("!Q", n)
+    if masked:
+        key = b"\x01\x02\x03\x04"
+        payload = bytes(b ^ key[i % 4] for i, b in enumerate(payload))
+        head += key
+    return head + payload
+
+
+async def read_client_frame(reader: asyncio.StreamReader) -> tuple[int, bytes, int]:
+    """One frame from the client: (opcode, unmasked payload, the 7-bit length field). The
+    client must mask every frame and, as it never fragments, set FIN."""
+    b0, b1 = await reader.readexactly(2)
+    assert b0 & 0x80 and not b0 & 0x70, f"first byte {b0:#x}: FIN unset or reserved bits set"
+    assert b1 & 0x80, "a client frame without a mask"
+    field = b1 & 0x7F
+    n = field
+    if field == 126:
+        (n,) = struct.unpack("!H", await reader.readexactly(2))
+    elif field == 127:
+        (n,) = struct.unpack("!Q", await reader.readexactly(8))
+    key = await reader.readexactly(4)
+    data = await reader.readexactly(n)
+    return b0 & 0x0F, bytes(b ^ key[i % 4] for i, b in enumerate(data)), field
+
+
+async def accept_upgrade(reader: asyncio.StreamReader, wrong_accept: bool = False) -> bytes:
+    """Read the client's handshake request, check it, and return the 101 answer to send."""
+    request = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+    assert request[0] == "GET /ws?x=1 HTTP/1.1"
+    headers = {k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in request[1:] if line)}
+    assert headers["upgrade"].lower() == "websocket" and "upgrade" in headers["connection"].lower()
+    assert headers["sec-websocket-version"] == "13" and "sec-websocket-extensions" not in headers
+    key = headers["sec-websocket-key"]
+    assert len(base64.b64decode(key)) == 16
+    accept = base64.b64encode(hashlib.sha1((key + WS_GUID).encode()).digest()).decode()
+    if wrong_accept:
+        accept = base64.b64encode(b"x" * 20).decode()
+    return (f"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            f"Sec-WebSocket-Accept: {accept}\r\n\r\n").encode()
+
+
+Peer = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+async def run_against_peer(node: str, tmp_path: Path, peer: Peer) -> list[dict[str, Any]]:
+    """Run the echo client against ``peer`` (one connection); the client's events."""
+    failures: list[BaseException] = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await peer(reader, writer)
+        except BaseException as e:  # reported by the test, not lost in the server task
+            failures.append(e)
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    script = tmp_path / "echo_client.mjs"
+    script.write_text(ECHO_CLIENT % json.dumps(BOT_JS.as_uri()))
+    async with server:
+        proc = await asyncio.create_subprocess_exec(
+            node, str(script), f"ws://127.0.0.1:{port}/ws?x=1",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 0, err.decode()
+    if failures:
+        raise failures[0]
+    return [json.loads(line) for line in out.decode().splitlines()]
+
+
+async def test_ws_client_frames_fragments_pings_and_close(node: str, tmp_path: Path) -> None:
+    small = "hello".encode()
+    medium = ("é" * 150).encode()  # 300 bytes: the 16-bit length form
+    large = ("0123456789abcdef" * 4375).encode()  # 70 000 bytes: the 64-bit length form
+    parts = ["fragmented ", "messages, with ", "a split ☃"]
+    whole = "".join(parts).encode()
+    cut = len(whole) - 2  # the snowman's three bytes are split between two fragments
+    pieces = [whole[:11], whole[11:cut], whole[cut:]]
+
+    async def peer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        answer = await accept_upgrade(reader)
+        writer.write(answer + server_frame(0x1, small))  # a frame in the same write as the 101
+        writer.write(server_frame(0x1, medium))
+        big = server_frame(0x1, large)
+        writer.write(big[:5])  # a header cut in the middle of its 64-bit length
+        await writer.drain()
+        await asyncio.sleep(0.05)
+        writer.write(big[5:])
+        writer.write(server_frame(0x1, pieces[0], fin=False))
+        writer.write(server_frame(0x9, b"hb"))  # a ping between the fragments
+        writer.write(server_frame(0x0, pieces[1], fin=False))
+        writer.write(server_frame(0x0, pieces[2]))
+        await writer.drain()
+        echoes: list[tuple[bytes, int]] = []
+        pongs: list[bytes] = []
+        while len(echoes) < 4 or not pongs:
+            opcode, data, field = await asyncio.wait_for(read_client_frame(reader), 10)
+            if opcode == 0xA:
+                pongs.append(data)
+            else:
+                assert opcode == 0x1
+                echoes.append((data, field))
+        assert pongs == [b"hb"]
+        assert echoes == [(small, 5), (medium, 126), (large, 127), (whole, len(whole))]
+        writer.write(server_frame(0x8, struct.pack("!H", 1000) + b"bye"))
+        await writer.drain()
+        opcode, data, _ = await asyncio.wait_for(read_client_frame(reader), 10)
+        assert (opcode, data) == (0x8, struct.pack("!H", 1000))  # the close echoed with its code
+
+    events = await run_against_peer(node, tmp_path, peer)
+    assert events == [{"event": "open"}] + [
+        {"event": "message", "bytes": len(m), "binary": False} for m in (small, medium, large, whole)
+    ] + [{"event": "close", "code": 1000, "reason": "bye"}]
+
+
+async def test_ws_client_refuses_a_wrong_handshake_answer(node: str, tmp_path: Path) -> None:
+    async def peer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(await accept_upgrade(reader, wrong_accept=True))
+        await writer.drain()
+        await reader.read()  # the client hangs up
+
+    events = await run_against_peer(node, tmp_path, peer)
+    assert events == [{"event": "error", "message": "bad Sec-WebSocket-Accept in the handshake answer"},
+                      {"event": "close", "code": 1006, "reason": ""}]
+
+
+async def test_ws_client_fails_the_connection_on_a_masked_server_frame(node: str, tmp_path: Path) -> None:
+    async def peer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(await accept_upgrade(reader) + server_frame(0x1, b"masked", masked=True))
+        await writer.drain()
+        opcode, data, _ = await asyncio.wait_for(read_client_frame(reader), 10)
+        assert opcode == 0x8 and struct.unpack("!H", data[:2]) == (1002,)
+
+    events = await run_against_peer(node, tmp_path, peer)
+    assert events[0] == {"event": "open"}
+    assert events[1]["event"] == "error" and "masked" in events[1]["message"]
+    assert events[2:] == [{"event": "close", "code": 1002, "reason": "the server masked a frame"}]
