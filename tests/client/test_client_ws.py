@@ -27,7 +27,7 @@ from typing import Any, Iterator
 import pytest
 
 import mandala
-from arena_testkit import Harness
+from arena_testkit import Harness, exit_of
 from mandala import Move, View
 from mandala_client import Client, ClientError, ConnectionRejected, FinishedGame, cli
 from mandala_client.games import Chooser
@@ -408,18 +408,6 @@ async def mandala_bot(base: str, token: str, *args: str) -> asyncio.subprocess.P
     return await asyncio.create_subprocess_exec(
         str(BIN / "mandala-bot"), "--url", base.replace("http", "ws", 1) + "/ws", *args,
         env={**os.environ, "MANDALA_TOKEN": token}, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-
-
-async def exit_of(proc: asyncio.subprocess.Process, timeout: float = GAME_TIMEOUT) -> tuple[int, str]:
-    """Wait for the process to end; its exit status and stderr (its log)."""
-    try:
-        _, err = await asyncio.wait_for(proc.communicate(), timeout)
-    except asyncio.TimeoutError:
-        proc.kill()
-        _, err = await proc.communicate()
-        raise AssertionError("mandala-bot did not exit:\n" + err.decode()) from None
-    assert proc.returncode is not None
-    return proc.returncode, err.decode()
 
 
 async def test_mandala_bot_plays_a_challenge_game(served: str) -> None:

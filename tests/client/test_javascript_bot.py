@@ -22,7 +22,7 @@ from typing import Any, Awaitable, Callable
 import pytest
 
 import mandala
-from arena_testkit import Harness, WsClient, random_policy
+from arena_testkit import Harness, WsClient, exit_of, random_policy
 from protocol.messages import Challenged, Decision, Error, GameOver, Update
 from server.connection import Connection
 
@@ -64,18 +64,6 @@ async def start_js(node: str, arena: Harness, token: str, *args: str) -> asyncio
     return await asyncio.create_subprocess_exec(
         node, str(BOT_JS), "--url", ws_url(arena), "--token", token, *args,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-
-
-async def finish(proc: asyncio.subprocess.Process, timeout: float = GAME_TIMEOUT) -> tuple[int, str]:
-    """Wait for the bot to exit; its exit status and stderr."""
-    try:
-        _, err = await asyncio.wait_for(proc.communicate(), timeout)
-    except asyncio.TimeoutError:
-        proc.kill()
-        _, err = await proc.communicate()
-        raise AssertionError("the JavaScript bot did not exit:\n" + err.decode()) from None
-    assert proc.returncode is not None
-    return proc.returncode, err.decode()
 
 
 async def opponent(client: WsClient, games: int, seed: int,
@@ -140,7 +128,7 @@ async def played(arena: Harness, proc: asyncio.subprocess.Process, overs: list[G
     by the rules, and its record replays to the same result; the bot's log line for it counts
     the bot's moves in that record (up to ``unacknowledged`` moves whose ``move_accepted`` a
     dropped connection lost) and no refusal. Returns the bot's log (stderr)."""
-    code, log = await finish(proc)
+    code, log = await exit_of(proc)
     assert code == 0, log
     assert errors_to.get("js-bot", []) == []
     for over in overs:
@@ -211,7 +199,7 @@ async def test_js_bots_qualify_on_the_ladder_and_play_a_rated_pair(
     arena: Harness = await make_arena(pairing_interval_s=0.05)
     tokens = [await arena.create_bot(name) for name in ("js-a", "js-b")]
     procs = [await start_js(node, arena, token, "--ladder", "--games", str(games)) for token in tokens]
-    results = [await finish(proc) for proc in procs]
+    results = [await exit_of(proc) for proc in procs]
     for name, (code, log) in zip(("js-a", "js-b"), results):
         assert code == 0, log
         assert errors_to.get(name, []) == []
@@ -235,7 +223,7 @@ async def test_js_bots_qualify_on_the_ladder_and_play_a_rated_pair(
 async def test_js_bot_does_not_reconnect_after_bad_token_or_replacement(make_arena: Any, node: str) -> None:
     arena: Harness = await make_arena()
     proc = await start_js(node, arena, "-no-such-token")  # tokens may begin with "-"
-    code, log = await finish(proc)
+    code, log = await exit_of(proc)
     assert code == 1 and "connection closed (4001 bad token)" in log and "not reconnecting" in log
     assert log.count("connecting to ") == 1
 
@@ -243,7 +231,7 @@ async def test_js_bot_does_not_reconnect_after_bad_token_or_replacement(make_are
     proc = await start_js(node, arena, token)
     await connected(proc)
     await arena.connect(token)  # the same bot elsewhere: the bot's connection is replaced
-    code, log = await finish(proc)
+    code, log = await exit_of(proc)
     assert code == 1 and "connection closed (4009" in log and "not reconnecting" in log
     assert "connecting to " not in log  # no second attempt
 

@@ -196,3 +196,16 @@ async def play_out(client: WsClient, policy: Policy, games: int = 1, timeout: fl
 
 async def gather(*aws: Any, timeout: float = 30.0) -> list[Any]:
     return list(await asyncio.wait_for(asyncio.gather(*aws), timeout))
+
+
+async def exit_of(proc: asyncio.subprocess.Process, timeout: float = 60.0) -> tuple[int, str]:
+    """Wait for a subprocess (a bot run as a program) to end; its exit status and stderr (its
+    log). One that has not ended within ``timeout`` seconds is killed and fails the test."""
+    try:
+        _, err = await asyncio.wait_for(proc.communicate(), timeout)
+    except asyncio.TimeoutError:
+        proc.kill()
+        _, err = await proc.communicate()
+        raise AssertionError(f"process {proc.pid} did not exit within {timeout:g} s:\n" + err.decode()) from None
+    assert proc.returncode is not None
+    return proc.returncode, err.decode()
