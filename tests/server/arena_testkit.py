@@ -22,7 +22,7 @@ import msgspec
 from aiohttp import WSMsgType, web
 from aiohttp.test_utils import TestClient
 
-from protocol.messages import PROTOCOL_VERSION, Decision, Error, GameOver, Pong, ServerMessage, Welcome
+from protocol.messages import PROTOCOL_VERSION, Decision, Error, GameOver, Pong, ServerMessage, Update, Welcome
 from server.arena import ARENA, Arena
 from server.config import Settings
 
@@ -160,6 +160,12 @@ class Harness:
                                       headers={"Authorization": f"Bearer {ADMIN}"})
         assert resp.status == 201, await resp.text()
         return (await resp.json())["game_id"]
+
+    async def spectate(self, game_id: str) -> tuple[WsClient, Update]:
+        """A spectator watching ``game_id``, and the ``update`` that answered its ``watch``."""
+        spectator = await self.connect(None)
+        await spectator.send({"type": "watch", "game_id": game_id})
+        return spectator, await spectator.expect(Update)
 
     async def get_json(self, path: str, status: int = 200) -> Any:
         resp = await self.client.get(path)

@@ -8,13 +8,12 @@ from typing import Any
 
 import msgspec
 
-from mandala import COLORS, Game
 from protocol.messages import GameOver, Update
 from server.storage import GameRow
 
 from arena_testkit import Harness, gather, play_out, random_policy
 from test_server_http import api_error
-from test_server_spectators import TAIL, run_scripted, script, variants
+from test_server_spectators import hidden_card_runs
 
 
 def totals(cards: dict[str, int]) -> int:
@@ -26,9 +25,7 @@ async def test_replay_steps_through_what_a_spectator_saw(make_arena: Any) -> Non
     a = await arena.bot("alice")
     b = await arena.bot("bob")
     game_id = await arena.start_game(["alice", "bob"], reshuffle_seed=11)
-    spectator = await arena.connect(None)
-    await spectator.send({"type": "watch", "game_id": game_id})
-    await spectator.expect(Update)
+    spectator, _ = await arena.spectate(game_id)
     await api_error(await arena.client.get(f"/api/games/{game_id}/replay"), 409, "game_running")
     (over,), _ = await gather(play_out(a, random_policy(21)), play_out(b, random_policy(22)))
     assert await spectator.until(GameOver) == over
@@ -61,21 +58,15 @@ async def test_replay_steps_through_what_a_spectator_saw(make_arena: Any) -> Non
 
 async def test_replay_views_do_not_depend_on_hidden_cards(make_arena: Any) -> None:
     arena = await make_arena()
-    a = await arena.bot("alice")
-    b = await arena.bot("bob")
-    spectator = await arena.connect(None)
-    base = [COLORS[c] for c in Game.new(seed=303).deck_order]
-    decks = variants(base, [16, 17, 18, 19, *range(TAIL, 108)], 3)  # both starting cups, the undrawn tail
-    moves = script(decks, 24)
-    runs = [await run_scripted(arena, a, b, spectator, deck, moves) for deck in decks]
-    replays = []
+    runs = await hidden_card_runs(arena, seed=303, deals=3, plies=24)
+    views = []
     for *_, over in runs:
-        replays.append(await arena.get_json(f"/api/games/{over.game_id}/replay"))
-    views = [[p["view"] for p in r["plies"]] for r in replays]
-    assert all(len(v) == len(moves) + 1 for v in views)
+        replay = await arena.get_json(f"/api/games/{over.game_id}/replay")
+        views.append([p["view"] for p in replay["plies"]])
+    assert all(len(v) == 24 + 1 for v in views)
     assert views[1] == views[0] and views[2] == views[0]
     # The comparison is sharp: the deals, which the records publish, differ.
-    assert len({tuple(over.record.deck) for *_, over in runs}) == len(decks)
+    assert len({tuple(over.record.deck) for *_, over in runs}) == len(runs)
 
 
 async def test_replay_refusals(make_arena: Any) -> None:

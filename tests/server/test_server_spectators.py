@@ -33,9 +33,7 @@ async def test_spectator_gets_every_update_and_game_over(make_arena) -> None:
     a = await arena.bot("alice")
     b = await arena.bot("bob")
     game_id = await arena.start_game(["alice", "bob"], reshuffle_seed=5)
-    spectator = await arena.connect(None)
-    await spectator.send({"type": "watch", "game_id": game_id})
-    first = await spectator.expect(Update)
+    spectator, first = await arena.spectate(game_id)
     assert first.game_id == game_id and first.move is None and first.view.seat is None and first.view.private is None
     # A bot may watch too, even its own game: it then gets the public view as well.
     await b.send({"type": "watch", "game_id": game_id})
@@ -183,16 +181,23 @@ async def test_seat_0_frames_do_not_depend_on_what_seat_0_may_not_know(make_aren
     assert any(normalized(run[1]) != normalized(runs[0][1]) for run in runs[1:])
 
 
-async def test_spectator_frames_do_not_depend_on_hidden_cards(make_arena) -> None:
-    arena = await make_arena()
+async def hidden_card_runs(
+    arena: Harness, seed: int, deals: int, plies: int
+) -> list[tuple[list[Any], list[Any], list[Any], GameOver]]:
+    """:func:`run_scripted` on ``deals`` deals that differ only in what no spectator may know:
+    both starting cups and the undrawn tail of the deck."""
     a = await arena.bot("alice")
     b = await arena.bot("bob")
     spectator = await arena.connect(None)
-    base = [COLORS[c] for c in Game.new(seed=77).deck_order]
-    decks = variants(base, [16, 17, 18, 19, *range(TAIL, 108)], 4)  # both starting cups, the undrawn tail
+    base = [COLORS[c] for c in Game.new(seed=seed).deck_order]
+    decks = variants(base, [16, 17, 18, 19, *range(TAIL, 108)], deals)
     assert len({tuple(sorted(d[16:20])) for d in decks}) > 1
-    moves = script(decks, 30)
-    runs = [await run_scripted(arena, a, b, spectator, deck, moves) for deck in decks]
+    moves = script(decks, plies)
+    return [await run_scripted(arena, a, b, spectator, deck, moves) for deck in decks]
+
+
+async def test_spectator_frames_do_not_depend_on_hidden_cards(make_arena) -> None:
+    runs = await hidden_card_runs(await make_arena(), seed=77, deals=4, plies=30)
     reference = normalized(runs[0][2])
     for _, _, spec, _ in runs[1:]:
         assert normalized(spec) == reference
