@@ -48,8 +48,10 @@ async def get_replay(request: web.Request) -> web.Response:
     game_id = request.match_info["game_id"]
     row = await _over(arena, game_id)
     assert row.record is not None
-    return json_response({"game_id": row.game_id, "players": row.players, "status": row.status,
+    resp = json_response({"game_id": row.game_id, "players": row.players, "status": row.status,
                           "result": row.result, "plies": plies(row.record)})
+    resp.enable_compression()  # ~1.2 kB a ply, over 1 MB for a long game; gzip makes it ~30 times smaller
+    return resp
 
 
 def setup(app: web.Application) -> None:

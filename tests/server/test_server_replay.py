@@ -51,6 +51,9 @@ async def test_replay_steps_through_what_a_spectator_saw(make_arena: Any) -> Non
         hidden = view["deck_size"] + sum(s["hand_size"] + s["cup_unknown"] for s in view["players"])
         assert totals(view["unseen"]) == hidden
 
+    resp = await arena.client.get(f"/api/games/{game_id}/replay", headers={"Accept-Encoding": "gzip"})
+    assert resp.headers["Content-Encoding"] == "gzip" and await resp.json() == replay
+
     # The same once the game has left the server's memory and is read back from storage.
     arena.arena.manager.finished.clear()
     assert await arena.get_json(f"/api/games/{game_id}/replay") == replay
