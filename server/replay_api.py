@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import mandala
 from aiohttp import web
+
+import mandala
 
 from .arena import ARENA, Arena
 from .http_api import ApiError, _stored, json_response
