@@ -98,6 +98,20 @@ async def finish(*tasks: asyncio.Task[list[FinishedGame]], timeout: float = GAME
     return list(await asyncio.wait_for(asyncio.gather(*tasks), timeout))
 
 
+async def challenge_games(arena: Harness, games: int, challenger: tuple[str, Any, dict[str, Any]],
+                          accepter: tuple[str, Any, dict[str, Any]]) -> tuple[Client, Client, list[list[FinishedGame]]]:
+    """Two library bots, each ``(name, bot, Client options)``: the accepter connects, the
+    challenger challenges it until ``games`` games are over. The two clients and the games
+    each played, challenger's first."""
+    url = ws_url(arena)
+    (a_name, a_bot, a_opts), (b_name, b_bot, b_opts) = challenger, accepter
+    b = Client(b_bot, url=url, token=await arena.create_bot(b_name), games=games, **b_opts)
+    a = Client(a_bot, url=url, token=await arena.create_bot(a_name), challenge=b_name, games=games, **a_opts)
+    b_task = await start(b)
+    a_task = await start(a)
+    return a, b, await finish(a_task, b_task)
+
+
 async def check_played(arena: Harness, games: list[FinishedGame], *clients: Client) -> None:
     """Every game ended by the rules, the server stored it so, and its record replays to it."""
     for game in games:
@@ -126,13 +140,9 @@ def mirrored(a: list[FinishedGame], b: list[FinishedGame]) -> None:
 
 async def test_two_library_bots_play_complete_games_by_challenge(make_arena: Any) -> None:
     arena: Harness = await make_arena()
-    url = ws_url(arena)
     plain, asynchronous = PlainBot(1), AsyncBot()
-    accepter = Client(asynchronous, url=url, token=await arena.create_bot("acceptor"), games=3)
-    challenger = Client(plain, url=url, token=await arena.create_bot("challenger"), challenge="acceptor", games=3)
-    b = await start(accepter)
-    a = await start(challenger)
-    played_a, played_b = await finish(a, b)
+    challenger, accepter, (played_a, played_b) = await challenge_games(
+        arena, 3, ("challenger", plain, {}), ("acceptor", asynchronous, {}))
     assert len(played_a) == len(played_b) == 3
     mirrored(played_a, played_b)
     await check_played(arena, played_a, challenger, accepter)
@@ -170,14 +180,9 @@ class GatedBot(PlainBot):
 
 async def test_max_games_plays_games_at_once(make_arena: Any) -> None:
     arena: Harness = await make_arena()
-    url = ws_url(arena)
     gated = GatedBot(3)
-    accepter = Client(PlainBot(2), url=url, token=await arena.create_bot("many-b"), max_games=3, games=3)
-    challenger = Client(gated, url=url, token=await arena.create_bot("many-a"), challenge="many-b",
-                        max_games=3, games=3)
-    b = await start(accepter)
-    a = await start(challenger)
-    played_a, played_b = await finish(a, b)
+    challenger, accepter, (played_a, played_b) = await challenge_games(
+        arena, 3, ("many-a", gated, {"max_games": 3}), ("many-b", PlainBot(2), {"max_games": 3}))
     assert [kind for kind, _ in gated.timeline] == ["start"] * 3 + ["over"] * 3
     assert len({g.game_id for g in played_a}) == 3
     mirrored(played_a, played_b)
@@ -223,18 +228,13 @@ class SlowAsyncBot:
 async def test_slow_or_failing_choose_answers_in_time_with_a_fallback(
         make_arena: Any, caplog: pytest.LogCaptureFixture) -> None:
     arena: Harness = await make_arena(decision_ms=400)
-    url = ws_url(arena)
     trouble, slow = TroubleBot(), SlowAsyncBot()
     # A 200 ms margin (the default would be 80 ms) keeps a loaded test machine, where the server
     # and both clients share one event loop, from turning a fallback into a timeout.
-    accepter = Client(slow, url=url, token=await arena.create_bot("slow-async"), games=1, fallback="first",
-                      margin_ms=200)
-    challenger = Client(trouble, url=url, token=await arena.create_bot("trouble"), challenge="slow-async", games=1,
-                        margin_ms=200)
     with caplog.at_level(logging.WARNING, logger="mandala_client"):
-        b = await start(accepter)
-        a = await start(challenger)
-        (game_a,), (game_b,) = await finish(a, b)
+        challenger, accepter, ((game_a,), (game_b,)) = await challenge_games(
+            arena, 1, ("trouble", trouble, {"margin_ms": 200}),
+            ("slow-async", slow, {"margin_ms": 200, "fallback": "first"}))
     await check_played(arena, [game_a], challenger, accepter)  # by the rules: nobody lost on time
     assert game_a.fallbacks == 3 and game_b.fallbacks == 1 and slow.cancelled == 1
     text = caplog.text
@@ -270,15 +270,10 @@ class DroppingBot(PlainBot):
 async def test_a_dropped_connection_is_reestablished_and_the_game_finishes(
         make_arena: Any, caplog: pytest.LogCaptureFixture) -> None:
     arena: Harness = await make_arena()
-    url = ws_url(arena)
     dropping = DroppingBot(arena, "dropping")
-    opponent = Client(PlainBot(4), url=url, token=await arena.create_bot("steady"), games=1)
-    client = Client(dropping, url=url, token=await arena.create_bot("dropping"), challenge="steady", games=1,
-                    reconnect_delay_s=0.05)
     with caplog.at_level(logging.INFO, logger="mandala_client"):
-        b = await start(opponent)
-        a = await start(client)
-        (game,), (other,) = await finish(a, b)
+        client, opponent, ((game,), (other,)) = await challenge_games(
+            arena, 1, ("dropping", dropping, {"reconnect_delay_s": 0.05}), ("steady", PlainBot(4), {}))
     assert client.welcomes == 2 and client.attempts == 2
     assert [s.resumed for s in dropping.starts] == [False, True]  # the server resumed the game
     assert dropping.calls > 5 and game.fallbacks == 0
