@@ -115,6 +115,7 @@ class Ladder:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._ids = itertools.count(1)
         self._stopped = False
+        self._dirty = False
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -403,15 +404,20 @@ class Ladder:
         """Something the standings show changed: recompute and push them, coalesced."""
         if self._stopped:
             return
+        self._dirty = True
         if self._refresh is None or self._refresh.done():
             self._refresh = asyncio.get_running_loop().create_task(self._refresh_soon())
 
     async def _refresh_soon(self) -> None:
-        await asyncio.sleep(STANDINGS_DELAY_S)
-        try:
-            await self.refresh_standings()
-        except Exception:
-            log.exception("computing the standings failed")
+        """Refresh until no change came in meanwhile: a change that arrives while the
+        standings are being read is never lost."""
+        while self._dirty:
+            await asyncio.sleep(STANDINGS_DELAY_S)
+            self._dirty = False
+            try:
+                await self.refresh_standings()
+            except Exception:
+                log.exception("computing the standings failed")
 
     async def refresh_standings(self) -> LiveStandings:
         rows = await self.storage.standings()
