@@ -173,7 +173,8 @@ class Ladder:
     def status(self, bot: str, message: str | None = None) -> LadderStatus:
         q = self.qualifying.get(bot)
         state = self.state(bot)
-        left = q.left if q is not None else 0 if state == "listed" else 2 * self.settings.qualification_pairs
+        full = 2 * self.settings.qualification_pairs
+        left = q.left if q is not None else full if state in ("qualifying", "failed") else 0
         if message is None:
             message = {
                 "qualifying": f"qualifying: {left} game(s) against {self.house.name} to play before you are listed",

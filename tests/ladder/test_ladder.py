@@ -167,7 +167,7 @@ async def test_organizer_pauses_resumes_removes_and_resets(make_arena: Any) -> N
     assert await resp.json() == {"bot": "bob", "state": "removed"}
     while (status := await bob.until(LadderStatus)).state != "removed":
         assert status.state == "listed"  # the pause and the resume
-    assert not status.seeking
+    assert not status.seeking and status.qualification_left == 0
     await bob.send({"type": "seek"})
     assert (await bob.until(Error)).code == "removed"
     assert "bob" not in await standings(arena)
