@@ -274,3 +274,23 @@ def test_the_url_picks_the_backend() -> None:
     url = "postgresql://u@h/db"
     assert load_settings(None, {}, environ={"DATABASE_URL": url}).db == url
     assert load_settings(None, {"db": "x.db"}, environ={"DATABASE_URL": url}).db == "x.db"
+
+
+async def test_a_rated_game_whose_rating_write_fails_is_stored_unrated(make_arena: Any) -> None:
+    arena: Harness = await make_arena()
+    store = arena.arena.storage
+
+    def fail() -> None:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    store._between_game_and_ratings = fail  # type: ignore[attr-defined]
+    a = await arena.bot("alice")
+    b = await arena.bot("bob")
+    game_id = await arena.start_game(["alice", "bob"], rated=True)
+    (over,), _ = await gather(play_out(a, random_policy(1)), play_out(b, random_policy(2)))
+    await arena.arena.manager.flush()
+    row = await store.get_game(game_id)
+    assert row is not None and row.status == "finished" and not row.rated
+    assert row.result == msgspec.to_builtins(over.result)
+    assert await store.rated_results() == [] and await store.rating_history("alice") == []
+    assert {s.bot: (s.rating, s.rated_games) for s in await store.standings()}["alice"] == (1500.0, 0)
