@@ -97,19 +97,22 @@ async def reset(request: web.Request) -> web.Response:
     return json_response({"reset": True, "rating": arena.settings.elo_initial})
 
 
-async def remove(request: web.Request) -> web.Response:
+async def _organizer_bot(request: web.Request) -> tuple[Arena, BotRow]:
+    """The admin-checked arena and the ladder bot named in the path."""
     arena = request.app[ARENA]
     require_admin(request, arena)
-    row = await _ladder_bot(arena, request.match_info["name"])
+    return arena, await _ladder_bot(arena, request.match_info["name"])
+
+
+async def remove(request: web.Request) -> web.Response:
+    arena, row = await _organizer_bot(request)
     await arena.ladder.remove(row.name)
     log.info("bot %s removed from the ladder", row.name)
     return json_response({"bot": row.name, "state": "removed"})
 
 
 async def restore(request: web.Request) -> web.Response:
-    arena = request.app[ARENA]
-    require_admin(request, arena)
-    row = await _ladder_bot(arena, request.match_info["name"])
+    arena, row = await _organizer_bot(request)
     await arena.ladder.restore(row.name)
     log.info("bot %s restored to the ladder (qualifies again)", row.name)
     return json_response({"bot": row.name, "state": arena.ladder.state(row.name)})

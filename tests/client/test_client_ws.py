@@ -15,7 +15,6 @@ import os
 import random
 import selectors
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -27,7 +26,7 @@ from typing import Any, Iterator
 import pytest
 
 import mandala
-from arena_testkit import Harness, exit_of
+from arena_testkit import Harness, exit_of, free_port
 from mandala import Move, View
 from mandala_client import Client, ClientError, ConnectionRejected, FinishedGame, cli
 from mandala_client.games import Chooser
@@ -348,12 +347,6 @@ async def test_ladder_mode_seeks_after_every_welcome_and_qualifies(make_arena: A
 
 
 # ------------------------------------------------------------------ mandala-bot and mandala serve as processes
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def read_until(stream: Any, marker: bytes, timeout: float) -> bytes:

@@ -11,11 +11,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from arena_testkit import free_port
 
 
 def test_demo_puts_the_bots_on_the_ladder(tmp_path: Path) -> None:

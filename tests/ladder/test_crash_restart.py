@@ -8,7 +8,6 @@ import asyncio
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -22,16 +21,12 @@ from protocol.messages import PROTOCOL_VERSION, Decision, GameOver, ServerMessag
 from server.ladder import elo
 from server.storage.sqlite import SqliteStorage
 
+from arena_testkit import free_port
+
 ADMIN = "crash-test-admin"
 BOTS = ["ann", "ben", "cat", "dan"]
 SERVE = "import sys; from mandala_cli.main import main; sys.exit(main(sys.argv[1:]))"
 RULES_ENDS = {"river", "deck", "no_moves", "turn_limit"}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Server:

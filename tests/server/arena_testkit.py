@@ -13,6 +13,7 @@ import asyncio
 import itertools
 import json
 import random
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, TypeVar
@@ -30,6 +31,13 @@ T = TypeVar("T")
 
 ADMIN = "admin-secret-token"
 RECV_TIMEOUT = 5.0
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 free right now, for servers the tests start as processes."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def settings_for(db: Path, **overrides: Any) -> Settings:
