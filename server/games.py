@@ -134,9 +134,10 @@ class GameRoom:
             return None
         return max(0, int(self.decision_ms - (self._loop.time() - p.sent_at) * 1000))
 
-    def to_row(self) -> GameRow:
-        """The game as storage keeps it."""
-        done = self.outcome is not None
+    def to_row(self, record: bool = True) -> GameRow:
+        """The game as storage keeps it; without the record (which is built from the whole
+        game) when ``record`` is false, for lists and summaries."""
+        done = record and self.outcome is not None
         return GameRow(
             game_id=self.id,
             players=list(self.players),

@@ -187,7 +187,7 @@ async def list_games(request: web.Request) -> web.Response:
     rows: list[GameRow] = []
     if status in (None, "running"):
         rooms = sorted(arena.manager.running.values(), key=lambda r: r.started, reverse=True)
-        rows += [room.to_row() for room in rooms[:limit]]
+        rows += [room.to_row(record=False) for room in rooms[:limit]]
     if status != "running" and len(rows) < limit:
         await arena.manager.flush()
         stored = await arena.storage.list_games(status, limit)  # type: ignore[arg-type]
@@ -209,7 +209,7 @@ async def get_game(request: web.Request) -> web.Response:
     game_id = request.match_info["game_id"]
     room: GameRoom | None = arena.manager.lookup(game_id)
     if room is not None:
-        row, view = room.to_row(), room.spectator_view()
+        row, view = room.to_row(record=False), room.spectator_view()
     else:
         row = await _stored(arena, game_id)
         view = None
@@ -222,20 +222,22 @@ async def get_game(request: web.Request) -> web.Response:
                           "view": view, "result": row.result})
 
 
-async def get_record(request: web.Request) -> web.Response:
-    """``GET /api/games/{id}/record``: the R23 record, public once the game is over (R24)."""
-    arena = request.app[ARENA]
-    game_id = request.match_info["game_id"]
+async def over_game(arena: Arena, game_id: str) -> GameRow:
+    """A game that is over, with its record: in memory if it ended lately, else from storage.
+    Refuses a running game (its record is public once it is over, R24) and one aborted by a
+    server stop (no record was kept)."""
     room = arena.manager.lookup(game_id)
-    if room is not None:
-        if not room.over:
-            raise ApiError(409, "game_running", f"game {game_id} is running: its record is public once it is over")
-        return json_response(mandala.record_dict(room.game))
-    row = await _stored(arena, game_id)
+    row = room.to_row() if room is not None else await _stored(arena, game_id)
     if row.status == "running":
-        raise ApiError(409, "game_running", f"game {game_id} is running")
+        raise ApiError(409, "game_running", f"game {game_id} is running: its record is public once it is over")
     if row.record is None:
         raise ApiError(404, "no_record", f"game {game_id} was aborted by a server stop: no record was kept")
+    return row
+
+
+async def get_record(request: web.Request) -> web.Response:
+    """``GET /api/games/{id}/record``: the R23 record, public once the game is over (R24)."""
+    row = await over_game(request.app[ARENA], request.match_info["game_id"])
     return json_response(row.record)
 
 

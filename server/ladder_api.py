@@ -121,7 +121,7 @@ async def restore(request: web.Request) -> web.Response:
 def running_games(request: web.Request) -> list[GameSummary]:
     """The running games, newest first."""
     rooms = sorted(request.app[ARENA].manager.running.values(), key=lambda r: r.started, reverse=True)
-    return [game_summary(r.to_row()) for r in rooms]
+    return [game_summary(r.to_row(record=False)) for r in rooms]
 
 
 async def live_handler(request: web.Request) -> web.WebSocketResponse:

@@ -65,10 +65,10 @@ class LiveHub:
                 self.viewers.discard(viewer)
 
     def game_started(self, room: GameRoom) -> None:
-        self.publish(LiveGameStarted(game_summary(room.to_row())))
+        self.publish(LiveGameStarted(game_summary(room.to_row(record=False))))
 
     def game_ended(self, room: GameRoom) -> None:
-        self.publish(LiveGameEnded(game_summary(room.to_row())))
+        self.publish(LiveGameEnded(game_summary(room.to_row(record=False))))
 
     def rated_game_stored(self, room: GameRoom) -> None:
         pass

@@ -14,20 +14,8 @@ from aiohttp import web
 
 import mandala
 
-from .arena import ARENA, Arena
-from .http_api import ApiError, _stored, json_response
-from .storage import GameRow
-
-
-async def _over(arena: Arena, game_id: str) -> GameRow:
-    """The game ``game_id`` with its record: in memory if it ended lately, else from storage."""
-    room = arena.manager.lookup(game_id)
-    row = room.to_row() if room is not None else await _stored(arena, game_id)
-    if row.status == "running":
-        raise ApiError(409, "game_running", f"game {game_id} is running: watch it over /ws; its replay is public once it is over")
-    if row.record is None:
-        raise ApiError(404, "no_record", f"game {game_id} was aborted by a server stop: no record was kept")
-    return row
+from .arena import ARENA
+from .http_api import json_response, over_game
 
 
 def plies(record: dict[str, Any]) -> list[dict[str, Any]]:
@@ -45,9 +33,7 @@ def plies(record: dict[str, Any]) -> list[dict[str, Any]]:
 
 async def get_replay(request: web.Request) -> web.Response:
     """``GET /api/games/{id}/replay``: players, result and every ply's move and spectator view."""
-    arena = request.app[ARENA]
-    game_id = request.match_info["game_id"]
-    row = await _over(arena, game_id)
+    row = await over_game(request.app[ARENA], request.match_info["game_id"])
     assert row.record is not None
     resp = json_response({"game_id": row.game_id, "players": row.players, "status": row.status,
                           "result": row.result, "plies": plies(row.record)})

@@ -106,10 +106,7 @@ class Session:
         try:
             message = self.read(msg)
         except Refusal as r:
-            if conn.admit():
-                conn.send(r.to_error())
-            if conn.bot is not None:
-                self.arena.ladder.refused(conn.bot, r)
+            self.refused(r, send=conn.admit())
             return
         if message is None:
             return
@@ -118,12 +115,18 @@ class Session:
         try:
             await self.dispatch(message)
         except Refusal as r:
-            conn.send(r.to_error())
-            if conn.bot is not None:
-                self.arena.ladder.refused(conn.bot, r)
+            self.refused(r)
         except Exception:
             log.exception("handling a frame from %r failed", conn)
             conn.error("internal_error", "the server failed on this message; the failure was logged")
+
+    def refused(self, r: Refusal, send: bool = True) -> None:
+        """Answer a refusal with its ``error`` (unless the rate limit holds it back), and tell
+        the ladder, where a refusal during qualification fails the bot."""
+        if send:
+            self.conn.send(r.to_error())
+        if self.conn.bot is not None:
+            self.arena.ladder.refused(self.conn.bot, r)
 
     def read(self, msg: WSMessage) -> ClientMessage | None:
         """The message in a frame (``None`` for control frames); raises :class:`Refusal`."""

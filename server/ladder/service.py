@@ -324,7 +324,7 @@ class Ladder:
         self.changed()
 
     def rated_game_stored(self, room: GameRoom) -> None:
-        row = room.to_row()
+        row = room.to_row(record=False)
         self.results.append((row.players[0], row.players[1], score_of_seat0(row.result)))
         self.changed()
 
