@@ -362,6 +362,15 @@ def gen_reference(seed: int, scenario: tuple[str, str, str]) -> tuple[dict[str, 
     return g.record(), legal_seen, g
 
 
+def same_legal(ply: int, *, project: list[str], reference: list[str]) -> None:
+    """Both implementations list the same legal moves, in the same order, at ``ply``."""
+    if project != reference:
+        raise Disagreement(
+            f"ply {ply}: legal moves differ\n only project: {sorted(set(project) - set(reference))}"
+            f"\n only reference: {sorted(set(reference) - set(project))}"
+        )
+
+
 def check_reference_replay(record: dict[str, Any], legal_seen: list[list[str]], summary: dict[str, Any]) -> RefGame:
     """Replay a project record in the reference; compare at every decision."""
     seen_to_move = [m["player"] for m in record["moves"]]
@@ -369,12 +378,7 @@ def check_reference_replay(record: dict[str, Any], legal_seen: list[list[str]], 
     def on_decision(ply: int, game: RefGame) -> None:
         if game.to_move() != seen_to_move[ply]:
             raise Disagreement(f"ply {ply}: reference has seat {game.to_move()} to move")
-        mine = ref_legal(game)
-        if mine != legal_seen[ply]:
-            raise Disagreement(
-                f"ply {ply}: legal moves differ\n only project: {sorted(set(legal_seen[ply]) - set(mine))}"
-                f"\n only reference: {sorted(set(mine) - set(legal_seen[ply]))}"
-            )
+        same_legal(ply, project=legal_seen[ply], reference=ref_legal(game))
 
     try:
         game = replay_record(record, on_decision)
@@ -393,12 +397,7 @@ def check_project_replay(record: dict[str, Any], legal_seen: list[list[str]], ga
     def on_decision(ply: int, g: mandala.Game) -> None:
         if g.to_move != record["moves"][ply]["player"]:
             raise Disagreement(f"ply {ply}: project has seat {g.to_move} to move")
-        theirs = proj_legal(g)
-        if theirs != legal_seen[ply]:
-            raise Disagreement(
-                f"ply {ply}: legal moves differ\n only project: {sorted(set(theirs) - set(legal_seen[ply]))}"
-                f"\n only reference: {sorted(set(legal_seen[ply]) - set(theirs))}"
-            )
+        same_legal(ply, project=proj_legal(g), reference=legal_seen[ply])
 
     try:
         g = mandala.replay(record, on_decision=on_decision)
