@@ -13,6 +13,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, help="port (default 8080)")
     p.add_argument("--db", help="SQLite file or postgresql:// URL (default $DATABASE_URL, else mandala.db)")
+    p.add_argument("--spool", metavar="FILE",
+                   help="where finished games wait while the database fails; put it on another disk "
+                        "(default $MANDALA_SPOOL, else beside a SQLite file)")
     p.add_argument("--config", type=Path, metavar="FILE", help="TOML file with any setting (flags win over it)")
     p.add_argument("--decision-ms", type=int, metavar="N", help="time per decision in ms (default 5000)")
     p.add_argument("--registration", choices=("open", "admin"), help="who may create bots (default open)")
@@ -46,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
     from server.app import create_app
     from server.arena import ARENA
     from server.config import ConfigError, load_settings
+    from server.spool import SpoolError
 
     try:
         settings = load_settings(
@@ -54,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
                 "host": args.host,
                 "port": args.port,
                 "db": args.db,
+                "spool_path": args.spool,
                 "decision_ms": args.decision_ms,
                 "registration": args.registration,
             },
@@ -67,5 +72,9 @@ def run(args: argparse.Namespace) -> int:
     url = f"http://{settings.host}:{settings.port}"
     prog = sys.argv[0] if Path(sys.argv[0]).name == "mandala" else "mandala"  # e.g. .venv/bin/mandala
     text = banner(url, arena.admin_token, settings.admin_token is None, settings.registration, prog)
-    web.run_app(app, host=settings.host, port=settings.port, print=lambda _: print(text, flush=True))
+    try:
+        web.run_app(app, host=settings.host, port=settings.port, print=lambda _: print(text, flush=True))
+    except SpoolError as e:
+        print(f"mandala serve: {e}", file=sys.stderr)
+        return 2
     return 0

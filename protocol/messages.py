@@ -149,7 +149,9 @@ class ChallengeDeclined(msgspec.Struct, tag="challenge_declined", **_MSG):  # ty
     """A challenge will not become a game: declined, expired, or its bot left."""
 
     challenge_id: str
-    reason: Literal["declined", "expired", "offline", "busy"]
+    reason: Literal["declined", "expired", "offline", "busy", "storage_unavailable"]
+    """``storage_unavailable``: it was accepted while the server could not record games
+    (PROTOCOL.md §19); challenge again after the ``retry_after`` the accepting bot was told."""
 
 
 class Player(msgspec.Struct):
@@ -270,6 +272,7 @@ ErrorCode = Literal[
     "unknown_challenge",
     "rate_limited",
     "removed",
+    "storage_unavailable",
     "flood",
     "internal_error",
 ]
@@ -287,7 +290,7 @@ class Error(msgspec.Struct, tag="error", **_MSG):  # type: ignore[call-arg]
     limit: str | None = None
     """For ``rate_limited``: which limit was hit."""
     retry_after: float | None = None
-    """For ``rate_limited``: seconds to wait before sending again."""
+    """For ``rate_limited`` and ``storage_unavailable``: seconds to wait before trying again."""
 
 
 class Pong(msgspec.Struct, tag="pong", **_MSG):  # type: ignore[call-arg]
@@ -391,4 +394,16 @@ class LiveGames(msgspec.Struct, tag="games", **_MSG):  # type: ignore[call-arg]
     recent: list[GameSummary]
 
 
-LiveMessage = Union[LiveStandings, LiveGames, LiveGameStarted, LiveGameEnded]
+class LiveHealth(msgspec.Struct, tag="health", **_MSG):  # type: ignore[call-arg]
+    """Whether the server can record games: on connecting to ``/live`` and whenever it changes.
+    While ``degraded`` no new game starts; running games finish and are kept until storage is
+    back (PROTOCOL.md §19)."""
+
+    status: Literal["ok", "degraded"]
+    storage: str | None
+    """Why storage is failing (``None`` when ``ok``)."""
+    pending: int
+    """Finished games waiting to be stored."""
+
+
+LiveMessage = Union[LiveStandings, LiveGames, LiveGameStarted, LiveGameEnded, LiveHealth]

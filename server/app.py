@@ -1,8 +1,9 @@
 """``create_app(settings)``: the aiohttp application with every route, and its lifecycle.
 
-Startup opens storage and marks games left running by a previous server as aborted; shutdown
-aborts running games (their bots get ``game_over``), closes every connection, and waits for
-the last game writes before closing storage.
+Startup opens storage, stores the games a previous server left in the spool (waiting while
+storage fails), and marks games left running by it as aborted; shutdown aborts running games
+(their bots get ``game_over``), closes every connection, and lets the last game writes drain
+(what storage will not take stays in the spool) before closing storage.
 """
 
 from __future__ import annotations
@@ -23,16 +24,20 @@ from .http_api import setup as setup_api
 from .ladder.service import Ladder
 from .ladder_api import setup as setup_ladder_api
 from .live import LiveHub
+from .recorder import GameRecorder
 from .pages import setup as setup_pages
 from .presence import Presence
 from .ratelimit import WindowLimiter
 from .replay_api import setup as setup_replay
+from .spool import Spool, default_spool_path
 from .storage import Storage, open_storage
 from .ws import websocket_handler
 
 log = logging.getLogger(__name__)
 
 CLOSE_GOING_AWAY = 1001
+SHUTDOWN_DRAIN_S = 10.0
+"""At shutdown, how long the last game writes may take before what is left is spooled."""
 
 
 def create_app(settings: Settings, storage: Storage | None = None) -> web.Application:
@@ -42,8 +47,9 @@ def create_app(settings: Settings, storage: Storage | None = None) -> web.Applic
     app = web.Application(middlewares=[json_errors], client_max_size=1 << 20)
     storage = storage if storage is not None else open_storage(settings.db)
     presence = Presence()
-    manager = GameManager(settings, storage, presence)
-    live = LiveHub(settings.send_queue_max)
+    recorder = GameRecorder(settings, storage, Spool(settings.spool_path or default_spool_path(settings.db), settings.db))
+    manager = GameManager(settings, storage, presence, recorder)
+    live = LiveHub(settings.send_queue_max, recorder)
     manager.listeners.append(live)
     app[ARENA] = Arena(
         settings=settings,
@@ -69,7 +75,7 @@ def create_app(settings: Settings, storage: Storage | None = None) -> web.Applic
 
 async def _startup(app: web.Application) -> None:
     arena = app[ARENA]
-    await arena.storage.open()
+    await arena.manager.recorder.open()
     aborted = await arena.storage.abort_running(utc_now())
     if aborted:
         log.warning("%d game(s) left running by the previous server marked aborted", aborted)
@@ -91,5 +97,5 @@ async def _shutdown(app: web.Application) -> None:
 
 async def _cleanup(app: web.Application) -> None:
     arena = app[ARENA]
-    await arena.manager.flush()
+    await arena.manager.recorder.close(SHUTDOWN_DRAIN_S)
     await arena.storage.close()

@@ -2,7 +2,8 @@
 
 A challenge lives until it is answered, expires (one ``call_later`` timer each), or one of
 its bots leaves. Accepted challenges start an unrated game through ``GameManager.start_game``
-with a random seat assignment.
+with a random seat assignment. While storage fails, challenges are refused and an accepted
+one is declined (``storage_unavailable``): no game starts that could not be recorded.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ class ChallengeBook:
     async def challenge(self, challenger: str, opponent: str) -> None:
         """Offer ``opponent`` a game, or refuse (unknown, offline, self); a busy opponent
         declines at once."""
+        self.manager.recorder.check()
         name = await self._canonical(opponent)
         if name is None:
             raise Refusal("unknown_bot", f"no bot named {opponent!r}")
@@ -106,7 +108,12 @@ class ChallengeBook:
             raise Refusal("bot_offline", f"{ch.challenger} is not connected any more")
         seats = [ch.challenger, ch.opponent]
         random.shuffle(seats)
-        self.manager.start_game((seats[0], seats[1]))
+        try:
+            self.manager.start_game((seats[0], seats[1]))
+        except Refusal as r:
+            if r.code == "storage_unavailable":
+                self._tell(ch.challenger, ChallengeDeclined(ch.id, "storage_unavailable"))
+            raise
 
     def decline(self, bot: str, challenge_id: str) -> None:
         ch = self._take(bot, challenge_id)

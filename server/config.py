@@ -54,6 +54,20 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     finished_cache: int = 512
     """Finished games kept in memory (so late moves get ``game_over``, not ``unknown_game``)."""
 
+    # Storage faults (README, "Storage faults").
+    spool_path: str | None = None
+    """Where finished games wait while the database fails (``server/spool.py``): put it on
+    another disk than the database. Default: beside a SQLite file, or ``mandala-spool.jsonl``
+    in the working directory for PostgreSQL."""
+    storage_timeout_s: float = 10.0
+    """A storage call that takes longer counts as a failure."""
+    storage_retry_max_s: float = 2.0
+    """Failed writes are retried with backoff from 50 ms, doubling up to this."""
+    storage_probe_s: float = 5.0
+    """How often storage is pinged when nothing is written (to notice an outage early)."""
+    storage_wait_s: float = 300.0
+    """At start, how long to wait for storage to open and take the spooled games before giving up."""
+
     # The ladder (README, "The ladder").
     elo_initial: float = 1500.0
     """A new bot's rating (and every bot's after a ratings reset)."""
@@ -87,6 +101,7 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
 
 ENV_ADMIN_TOKEN = "MANDALA_ADMIN_TOKEN"
 ENV_DATABASE_URL = "DATABASE_URL"
+ENV_SPOOL = "MANDALA_SPOOL"
 
 
 class ConfigError(ValueError):
@@ -98,7 +113,8 @@ def load_settings(
     overrides: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> Settings:
-    """Merge defaults < TOML file < ``MANDALA_ADMIN_TOKEN`` and ``DATABASE_URL`` < ``overrides``
+    """Merge defaults < TOML file < ``MANDALA_ADMIN_TOKEN``, ``DATABASE_URL`` and
+    ``MANDALA_SPOOL`` < ``overrides``
     (``None`` values skipped)."""
     values: dict[str, Any] = {}
     if config is not None:
@@ -111,6 +127,8 @@ def load_settings(
         values["admin_token"] = env[ENV_ADMIN_TOKEN]
     if env.get(ENV_DATABASE_URL):
         values["db"] = env[ENV_DATABASE_URL]
+    if env.get(ENV_SPOOL):
+        values["spool_path"] = env[ENV_SPOOL]
     values.update({k: v for k, v in (overrides or {}).items() if v is not None})
     try:
         return msgspec.convert(values, Settings)

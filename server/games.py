@@ -2,11 +2,10 @@
 :class:`GameManager` (the one place games start, are looked up, and end).
 
 Everything here is synchronous and runs on the event loop, so a move, a timeout and a resign
-can never interleave halfway. Clocks are one ``loop.call_later`` per pending decision; the
-only awaits are the storage writes, fired and tracked as tasks. A game's writes run one after
-another (its end never overtakes its start); a finished rated game's row, both Elo updates and
-their history rows go to storage in one transaction (:meth:`Storage.finish_game`), and only
-then is ``game_over`` sent: a game announced as finished is on disk.
+can never interleave halfway. Clocks are one ``loop.call_later`` per pending decision. Rows go
+to storage through the :class:`~server.recorder.GameRecorder`, in order; a finished game's
+``game_over`` is sent once its row is durable (stored, or spooled while the database fails),
+so a game announced as finished is never lost. While storage fails no game starts.
 """
 
 from __future__ import annotations
@@ -15,8 +14,7 @@ import asyncio
 import logging
 import secrets
 from collections import OrderedDict
-from functools import partial
-from typing import Any, Awaitable, Callable, Protocol
+from typing import Any, Callable, Protocol
 
 import msgspec
 
@@ -42,10 +40,9 @@ from .config import Settings
 from .connection import Connection, encode
 from .deals import Deal, build_game
 from .presence import Presence
+from .recorder import GameRecorder
 from .refusal import Refusal
-from .ladder import elo
-from .storage import GameRow, GameStatus, RatingChange, Storage
-from .storage.base import score_of_seat0
+from .storage import GameRow, GameStatus, Storage
 
 log = logging.getLogger(__name__)
 
@@ -359,7 +356,8 @@ class GameEvents(Protocol):
     def game_started(self, room: GameRoom) -> None: ...
 
     def game_ended(self, room: GameRoom) -> None:
-        """The game is over (its row may still be on its way to storage)."""
+        """The game is over and announced (a finished game is durable; its row may still
+        be in the spool, on its way to the database)."""
 
     def rated_game_stored(self, room: GameRoom) -> None:
         """A rated game's result and both rating changes are stored."""
@@ -370,19 +368,14 @@ class GameManager:
     stores them at their start and their end. ``house`` holds in-process seats
     (:class:`~server.house.HouseBot`) that get their messages like a connection would."""
 
-    def __init__(self, settings: Settings, storage: Storage, presence: Presence) -> None:
+    def __init__(self, settings: Settings, storage: Storage, presence: Presence, recorder: GameRecorder) -> None:
         self.settings = settings
         self.storage = storage
         self.presence = presence
+        self.recorder = recorder
         self.running: dict[str, GameRoom] = {}
         self.finished: OrderedDict[str, GameRoom] = OrderedDict()
         self._by_bot: dict[str, dict[str, GameRoom]] = {}
-        self._writes: set[asyncio.Task[None]] = set()
-        self._last_write: dict[str, asyncio.Task[None]] = {}
-        self.rating_lock = asyncio.Lock()
-        """Held from reading two bots' ratings to storing their update, so two rated games
-        ending together cannot both start from the same rating."""
-        self.elo = settings.elo
         self.house: dict[str, Any] = {}
         self.listeners: list[GameEvents] = []
 
@@ -397,9 +390,11 @@ class GameManager:
         kind: GameKind = "challenge",
         pair_id: str | None = None,
     ) -> GameRoom:
-        """Deal and begin a game; seat 0 is ``players[0]``. Raises ``SetupError`` for a bad deal."""
+        """Deal and begin a game; seat 0 is ``players[0]``. Raises ``SetupError`` for a bad deal,
+        :class:`Refusal` ``storage_unavailable`` while games cannot be recorded."""
         if players[0] == players[1]:
             raise ValueError("a bot cannot play itself")
+        self.recorder.check()
         deal = deal or Deal()
         game = build_game(deal)
         game_id = secrets.token_urlsafe(6)
@@ -420,7 +415,7 @@ class GameManager:
         self.running[game_id] = room
         for name in players:
             self._by_bot.setdefault(name, {})[game_id] = room
-        self._save(room)
+        self.recorder.save(room.to_row())
         log.info("game %s started (%s): %s vs %s", game_id, kind, *players)
         for listener in self.listeners:
             listener.game_started(room)
@@ -433,23 +428,23 @@ class GameManager:
             conn.send(msg)
 
     def _on_end(self, room: GameRoom) -> None:
-        """A game is over. A finished game is stored first and announced after (``game_over``
-        to its bots, the listeners told), so no game anyone heard of as finished can be lost
-        to a crash; an aborted one is announced at once."""
+        """A game is over. A finished game is announced (``game_over`` to its bots, the
+        listeners told) once it is durable; an aborted one at once."""
         log.info("game %s over: %s", room.id, room.outcome)
+        row = room.to_row()
         if room.status == "aborted":
-            self._save(room)
+            self.recorder.finish(row)
             self._announce(room)
-        elif room.rated:
-            self._write(room.id, lambda: self._finish_rated(room))
-        else:
-            self._write(room.id, lambda: self._finish_unrated(room))
+            return
+        stored = (lambda: self._rated_game_stored(room)) if room.rated else None
+        self.recorder.finish(row, durable=lambda: self._announce(room), stored=stored)
 
-    async def _finish_unrated(self, room: GameRoom) -> None:
-        try:
-            await self.storage.save_game(room.to_row())
-        finally:
-            self._announce(room)
+    def _rated_game_stored(self, room: GameRoom) -> None:
+        for listener in self.listeners:
+            try:
+                listener.rated_game_stored(room)
+            except Exception:
+                log.exception("a listener failed on the stored rated game %s", room.id)
 
     def _announce(self, room: GameRoom) -> None:
         """Move the room from running to finished, send ``game_over``, tell the listeners."""
@@ -470,71 +465,9 @@ class GameManager:
             except Exception:
                 log.exception("a listener failed on the end of game %s", room.id)
 
-    def _save(self, room: GameRoom) -> None:
-        """Write the game's current row; tracked so :meth:`flush` can wait for it."""
-        row = room.to_row()
-        self._write(room.id, lambda: self.storage.save_game(row))
-
-    def _write(self, game_id: str, write: Callable[[], Awaitable[None]]) -> None:
-        """Run ``write`` after the game's previous write has finished (failed or not)."""
-        prev = self._last_write.get(game_id)
-
-        async def run() -> None:
-            if prev is not None:
-                await asyncio.wait([prev])
-            await write()
-
-        task = asyncio.get_running_loop().create_task(run())
-        self._last_write[game_id] = task
-        self._writes.add(task)
-        task.add_done_callback(partial(self._write_done, game_id))
-
-    async def _finish_rated(self, room: GameRoom) -> None:
-        """Store a rated game with both rating changes, then tell the listeners. Should that
-        fail (storage trouble), the game is stored as unrated instead, so no finished game
-        is lost and the stored ratings still equal a replay of the stored rated games."""
-        row = room.to_row()
-        try:
-            await self._store_rated(row)
-        except Exception:
-            log.exception("storing rated game %s failed: storing it unrated", row.game_id)
-            room.rated = False
-            try:
-                await self.storage.save_game(msgspec.structs.replace(row, rated=False))
-            finally:
-                self._announce(room)
-            return
-        self._announce(room)
-        for listener in self.listeners:
-            listener.rated_game_stored(room)
-
-    async def _store_rated(self, row: GameRow) -> None:
-        """Elo for both bots from their stored state, then row + ratings in one transaction."""
-        async with self.rating_lock:
-            states = [await self.storage.standing(name) for name in row.players]
-            if states[0] is None or states[1] is None:
-                raise LookupError(f"rated game {row.game_id}: bot missing from storage: {row.players}")
-            a, b = states
-            after = elo.update(
-                (a.rating, b.rating), (a.rated_games, b.rated_games), score_of_seat0(row.result), self.elo
-            )
-            changes = [
-                RatingChange(bot=s.bot, rating_before=s.rating, rating_after=new, games_before=s.rated_games)
-                for s, new in zip(states, after)
-            ]
-            await self.storage.finish_game(row, changes)
-
-    def _write_done(self, game_id: str, task: "asyncio.Task[None]") -> None:
-        self._writes.discard(task)
-        if self._last_write.get(game_id) is task:
-            del self._last_write[game_id]
-        if not task.cancelled() and task.exception() is not None:
-            log.error("storing game %s failed", game_id, exc_info=task.exception())
-
     async def flush(self) -> None:
-        """Wait until every game write issued so far is on disk."""
-        while self._writes:
-            await asyncio.gather(*list(self._writes), return_exceptions=True)
+        """Wait until every game row queued so far is in the database."""
+        await self.recorder.flush()
 
     def abort_all(self) -> None:
         for room in list(self.running.values()):

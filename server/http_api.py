@@ -23,7 +23,8 @@ from .auth import check_admin, hash_token, new_token
 from .clock import utc_now
 from .deals import Deal
 from .games import GameRoom
-from .storage import GameRow, NameTaken
+from .refusal import Refusal
+from .storage import GameRow, GameStatus, NameTaken
 from .summary import game_summary
 
 log = logging.getLogger(__name__)
@@ -64,9 +65,24 @@ async def json_errors(request: web.Request, handler: Callable[[web.Request], Awa
         code = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}.get(e.status, "http_error")
         headers = {k: v for k, v in e.headers.items() if k.lower() == "allow"}
         return error_response(e.status, code, e.reason, headers)
-    except Exception:
+    except Refusal as r:
+        if r.code == "storage_unavailable":
+            return unavailable(r.message, r.retry_after)
+        return error_response(400, r.code, r.message)
+    except Exception as e:
+        recorder = request.app[ARENA].manager.recorder
+        if recorder.failing is not None:
+            recorder.faults.note(f"answering {request.method} {request.path}", e)
+            return unavailable(f"storage is failing ({recorder.failing}): try again later", recorder.retry_after)
         log.exception("%s %s failed", request.method, request.path)
         return error_response(500, "internal_error", "the server failed on this request (logged)")
+
+
+def unavailable(message: str, retry_after: float | None) -> web.Response:
+    """503 ``storage_unavailable``: the server cannot record (or read) games right now."""
+    wait = retry_after or 1.0
+    return error_response(503, "storage_unavailable", message, {"Retry-After": str(math.ceil(wait))},
+                          retry_after=wait)
 
 
 # ------------------------------------------------------------------ request bodies
@@ -189,14 +205,25 @@ async def list_games(request: web.Request) -> web.Response:
         rooms = sorted(arena.manager.running.values(), key=lambda r: r.started, reverse=True)
         rows += [room.to_row(record=False) for room in rooms[:limit]]
     if status != "running" and len(rows) < limit:
-        await arena.manager.flush()
-        stored = await arena.storage.list_games(status, limit)  # type: ignore[arg-type]
-        rows += [r for r in stored if r.status != "running"][: limit - len(rows)]
+        rows += (await ended_games(arena, status, limit))[: limit - len(rows)]  # type: ignore[arg-type]
     return json_response([game_summary(r) for r in rows])
 
 
+async def ended_games(arena: Arena, status: GameStatus | None, limit: int) -> list[GameRow]:
+    """Games that are over, newest first: from storage, with the ones announced lately that
+    storage has not taken yet (spooled while it fails)."""
+    await arena.manager.recorder.settle()
+    stored = [r for r in await arena.storage.list_games(status, limit) if r.status != "running"]
+    known = {r.game_id for r in stored}
+    waiting = [room.to_row(record=False) for room in arena.manager.finished.values()
+               if room.id not in known and (status is None or room.status == status)]
+    if not waiting:
+        return stored
+    return sorted(stored + waiting, key=lambda r: r.started, reverse=True)[:limit]
+
+
 async def _stored(arena: Arena, game_id: str) -> GameRow:
-    await arena.manager.flush()
+    await arena.manager.recorder.settle()
     row = await arena.storage.get_game(game_id)
     if row is None:
         raise ApiError(404, "unknown_game", f"no game {game_id!r}")

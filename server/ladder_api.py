@@ -15,7 +15,7 @@ from protocol.messages import GameSummary, LiveGames
 
 from .arena import ARENA, Arena
 from .connection import encode
-from .http_api import ApiError, json_response, require_admin
+from .http_api import ApiError, ended_games, json_response, require_admin
 from .live import Viewer
 from .storage import BotRow
 from .summary import game_summary
@@ -53,7 +53,7 @@ async def profile(request: web.Request) -> web.Response:
     ladder = arena.ladder
     standing = next((s for s in ladder.table.standings if s.bot == row.name), None)
     history = await arena.storage.rating_history(row.name)
-    await arena.manager.flush()
+    await arena.manager.recorder.settle()
     games = await arena.storage.games_of(row.name, PROFILE_GAMES)
     return json_response({
         "name": row.name,
@@ -128,12 +128,17 @@ async def live_handler(request: web.Request) -> web.WebSocketResponse:
     arena = request.app[ARENA]
     ws = web.WebSocketResponse(heartbeat=arena.settings.heartbeat_s)
     await ws.prepare(request)
-    await arena.manager.flush()
-    recent = [game_summary(r) for r in await arena.storage.list_games("finished", RECENT)]
+    try:
+        recent = [game_summary(r) for r in await ended_games(arena, "finished", RECENT)]
+    except Exception as e:
+        arena.manager.recorder.faults.note("listing recent games for /live", e)
+        recent = [game_summary(room.to_row(record=False)) for room in reversed(arena.manager.finished.values())
+                  if room.status == "finished"][:RECENT]
     # From here to joining the hub nothing awaits, so no start or end falls in between.
     viewer = Viewer(ws, arena.settings.send_queue_max)
     viewer.send(encode(arena.ladder.table))
     viewer.send(encode(LiveGames(running_games(request), recent)))
+    viewer.send(encode(arena.live.health()))
     arena.live.viewers.add(viewer)
     try:
         async for msg in ws:

@@ -1,9 +1,9 @@
 """The viewers of ``GET /live`` (a WebSocket that pushes the ladder as it moves, for the page
 and for anyone; the handler is in ``ladder_api``).
 
-A viewer gets ``standings`` and ``games`` at once, then ``game_started``, ``game_ended`` and
-``standings`` as they happen (``protocol.messages.LiveMessage``). It sends nothing; frames it
-sends are ignored. Each message is encoded once for all viewers and queued per viewer; a
+A viewer gets ``standings``, ``games`` and ``health`` at once, then ``game_started``,
+``game_ended``, ``standings`` and ``health`` as they happen (``protocol.messages.LiveMessage``).
+It sends nothing; frames it sends are ignored. Each message is encoded once for all viewers and queued per viewer; a
 viewer too slow to read ``send_queue_max`` frames is dropped rather than holding memory.
 """
 
@@ -15,10 +15,11 @@ from typing import Any
 
 from aiohttp import web
 
-from protocol.messages import LiveGameEnded, LiveGameStarted
+from protocol.messages import LiveGameEnded, LiveGameStarted, LiveHealth
 
 from .connection import encode
 from .games import GameRoom
+from .recorder import GameRecorder
 from .summary import game_summary
 
 log = logging.getLogger(__name__)
@@ -52,9 +53,16 @@ class Viewer:
 class LiveHub:
     """The viewers of ``/live``, and the :class:`~server.games.GameEvents` that feed them."""
 
-    def __init__(self, queue_max: int) -> None:
+    def __init__(self, queue_max: int, recorder: GameRecorder) -> None:
         self.viewers: set[Viewer] = set()
         self.queue_max = queue_max
+        self.recorder = recorder
+        recorder.listeners.append(lambda: self.publish(self.health()))
+
+    def health(self) -> LiveHealth:
+        """Whether games can be recorded now (the page shows a banner while they cannot)."""
+        r = self.recorder
+        return LiveHealth("ok" if r.failing is None else "degraded", r.failing, r.pending)
 
     def publish(self, msg: Any) -> None:
         if not self.viewers:

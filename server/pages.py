@@ -4,6 +4,7 @@ assets under ``/static/``) and ``/health`` (for monitors)."""
 from __future__ import annotations
 
 import hashlib
+import math
 from importlib import metadata
 from pathlib import Path
 
@@ -44,14 +45,21 @@ async def index(request: web.Request) -> web.Response:
 
 
 async def health(request: web.Request) -> web.Response:
+    """``GET /health``: 200 ``ok``, or 503 ``degraded`` while storage fails (with why, since
+    when, and how many finished games wait for it)."""
     arena = request.app[ARENA]
-    return json_response({
+    recorder = arena.manager.recorder
+    body = {
         "status": "ok",
         "version": VERSION,
         "protocol": PROTOCOL_VERSION,
         "games_running": len(arena.manager.running),
         "bots_connected": arena.presence.bot_count,
-    })
+    }
+    if recorder.failing is None:
+        return json_response(body)
+    body.update(recorder.health(), retry_after=recorder.retry_after)
+    return json_response(body, 503, {"Retry-After": str(math.ceil(recorder.retry_after))})
 
 
 def setup(app: web.Application) -> None:

@@ -28,7 +28,7 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Any, Callable, Coroutine
 
-from protocol.messages import GameKind, LadderState, LadderStatus, LiveStandings, Standing
+from protocol.messages import Error, GameKind, LadderState, LadderStatus, LiveStandings, Standing
 
 from ..clock import utc_now
 from ..config import Settings
@@ -116,6 +116,8 @@ class Ladder:
         self._ids = itertools.count(1)
         self._stopped = False
         self._dirty = False
+        self._told_unavailable: set[str] = set()
+        """Seeking bots told, in this outage, that no game starts until storage is back."""
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -124,6 +126,7 @@ class Ladder:
         await self._reserve_house_name()
         self.manager.house[self.house.name] = self.house
         self.manager.listeners.append(self)
+        self.manager.recorder.listeners.append(self._storage_changed)
         self.places = {b.name: b.ladder for b in await self.storage.list_bots()}
         self.paused = await self.storage.get_setting("paused") == "1"
         self.results = await self.storage.rated_results()
@@ -201,6 +204,8 @@ class Ladder:
             self.failed.discard(bot)
             self.qualifying[bot] = Qualification(left=2 * self.settings.qualification_pairs)
         self._tell(bot)
+        if self.manager.recorder.failing is not None:
+            self._unavailable(bot)
         self.changed()
 
     def unseek(self, bot: str) -> None:
@@ -229,6 +234,27 @@ class Ladder:
         self.failed.add(bot)
         self.seeking.discard(bot)
         self._tell(bot, message)
+
+    def _storage_changed(self) -> None:
+        """Storage failed or came back: seeking bots hear that no game starts meanwhile
+        (once per outage); when it is back, pairing resumes at once."""
+        if self.manager.recorder.failing is None:
+            self._told_unavailable.clear()
+            self.wake()
+            return
+        for bot in sorted(self.seeking):
+            self._unavailable(bot)
+
+    def _unavailable(self, bot: str) -> None:
+        conn = self.presence.get(bot)
+        if conn is None or bot in self._told_unavailable:
+            return
+        self._told_unavailable.add(bot)
+        recorder = self.manager.recorder
+        conn.send(Error("storage_unavailable",
+                        f"the server cannot record games right now ({recorder.failing}): no ladder game starts "
+                        "until storage is back; you stay seeking and are paired as soon as it is",
+                        retry_after=recorder.retry_after))
 
     # ------------------------------------------------------------------ organizer
 
@@ -260,7 +286,7 @@ class Ladder:
         self.changed()
 
     async def reset_ratings(self) -> None:
-        async with self.manager.rating_lock:
+        async with self.manager.recorder.rating_lock:
             await self.storage.reset_ratings(self.settings.elo_initial)
             self.results = await self.storage.rated_results()
         self.changed()
@@ -317,11 +343,19 @@ class Ladder:
         self._spawn(self._list(bot))
 
     async def _list(self, bot: str) -> None:
-        await self.storage.set_ladder(bot, "listed")
+        """List a bot that passed qualification; while storage fails, keep trying to store it."""
         self.places[bot] = "listed"
         log.info("bot %s qualified: listed on the ladder", bot)
         self._tell(bot)
         self.changed()
+        recorder = self.manager.recorder
+        while not self._stopped:
+            try:
+                await self.storage.set_ladder(bot, "listed")
+                return
+            except Exception as e:
+                recorder.faults.note(f"listing bot {bot}", e)
+                await asyncio.sleep(recorder.retry_after)
 
     def rated_game_stored(self, room: GameRoom) -> None:
         row = room.to_row(record=False)
@@ -357,7 +391,9 @@ class Ladder:
 
     def pair_now(self) -> None:
         """Start what can start: return games first, then (unless paused) qualification
-        games and new ladder pairs."""
+        games and new ladder pairs. Nothing starts while storage fails."""
+        if self.manager.recorder.failing is not None:
+            return
         for pair in list(self.returns):
             # free() already counts this pair's reserved slot: >= 0 means the slot is there.
             if all(self.free(b) >= 0 and (b == self.house.name or self.presence.is_connected(b)) for b in pair.players):
@@ -417,8 +453,11 @@ class Ladder:
             self._dirty = False
             try:
                 await self.refresh_standings()
-            except Exception:
-                log.exception("computing the standings failed")
+            except Exception as e:
+                if self.manager.recorder.failing is None:
+                    log.exception("computing the standings failed")
+                else:
+                    self.manager.recorder.faults.note("reading the standings", e)
 
     async def refresh_standings(self) -> LiveStandings:
         rows = await self.storage.standings()

@@ -103,6 +103,9 @@ class Storage(Protocol):
 
     async def close(self) -> None: ...
 
+    async def ping(self) -> None:
+        """Raise if the database cannot be reached (a cheap read)."""
+
     async def create_bot(self, name: str, token_hash: str, created: str, rating: float = INITIAL_RATING) -> BotRow:
         """Insert a bot at ``rating``; raises :class:`NameTaken` if the name is in use."""
 
@@ -138,6 +141,9 @@ class Storage(Protocol):
     async def finish_game(self, row: GameRow, rating_changes: list[RatingChange]) -> None:
         """Write a game's final row and, for a rated game, each bot's new rating and its
         ``rating_history`` row, in one transaction: all of it is stored or none.
+
+        A game already stored as ``finished`` is left as it is and nothing is written, so
+        storing a game twice (a spooled game replayed after a crash) counts it once.
 
         Raises :class:`RatingConflict` (writing nothing) if a change's ``games_before`` is not
         the bot's stored ``rated_games``."""

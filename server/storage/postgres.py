@@ -7,6 +7,7 @@ case-insensitively through a unique index on ``lower(name)`` (SQLite uses COLLAT
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -84,6 +85,10 @@ MIGRATIONS: list[list[str]] = [
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
+CONNECT_TIMEOUT_S = 5.0
+"""Connecting gives up after this long (asyncpg's default is a minute)."""
+COMMAND_TIMEOUT_S = 10.0
+"""A statement gives up after this long, so a server that stopped answering is a failure."""
 _MIGRATION_LOCK = 0x4D414E44  # pg_advisory_xact_lock key: one server migrates at a time
 
 _GAME_COLUMNS = "id, players, status, rated, first_player, ply, record, result, end_reason, started, ended, kind, pair_id"
@@ -140,8 +145,10 @@ class PostgresStorage:
             finally:
                 await conn.close()
             settings["search_path"] = self.schema
+        await self.close()  # a start retried after a failure opens afresh
         self._pool = await asyncpg.create_pool(
-            self.url, min_size=self._min_size, max_size=self._max_size, server_settings=settings
+            self.url, min_size=self._min_size, max_size=self._max_size, server_settings=settings,
+            timeout=CONNECT_TIMEOUT_S, command_timeout=COMMAND_TIMEOUT_S,
         )
         await self._migrate()
 
@@ -159,9 +166,15 @@ class PostgresStorage:
                     await conn.execute("INSERT INTO schema_version (version) VALUES ($1)", version)
 
     async def close(self) -> None:
-        if self._pool is not None:
-            await self._pool.close()
-            self._pool = None
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            try:
+                await asyncio.wait_for(pool.close(), CONNECT_TIMEOUT_S)
+            except (OSError, asyncio.TimeoutError, asyncpg.PostgresError):
+                pool.terminate()  # the server is gone: drop the connections without goodbye
+
+    async def ping(self) -> None:
+        await self._p().fetchval("SELECT 1")
 
     # ------------------------------------------------------------------ bots
 
@@ -257,6 +270,9 @@ class PostgresStorage:
 
     async def finish_game(self, row: GameRow, rating_changes: list[RatingChange]) -> None:
         async with self._p().acquire() as conn, conn.transaction():
+            stored = await conn.fetchval("SELECT status FROM games WHERE id = $1 FOR UPDATE", row.game_id)
+            if stored == "finished":
+                return
             await self._write_game(conn, row)
             await conn.execute("UPDATE games SET finish_seq = nextval('games_finish_order') WHERE id = $1", row.game_id)
             await self._between_game_and_ratings()

@@ -98,6 +98,11 @@ _SINCE_RESET = "finish_seq > COALESCE((SELECT CAST(value AS INTEGER) FROM ladder
 """Rated games count from the last ratings reset on."""
 
 
+def _is_contention(e: sqlite3.OperationalError) -> bool:
+    """Another writer held the lock: the connection itself is fine."""
+    return "locked" in str(e) or "busy" in str(e)
+
+
 def _game_row(row: tuple[Any, ...]) -> GameRow:
     gid, players, status, rated, first, ply, record, result, reason, started, ended, kind, pair_id = row
     return GameRow(
@@ -124,22 +129,45 @@ class SqliteStorage:
         self.path = path
         self._executor: ThreadPoolExecutor | None = None
         self._db: sqlite3.Connection | None = None
+        self._opened = False
+        """Opened once: a connection dropped after a fault is opened again on the next call."""
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         if self._executor is None:
             raise RuntimeError("storage is not open")
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, partial(fn, *args))
+        return await loop.run_in_executor(self._executor, partial(self._guarded, fn, *args))
 
     # ------------------------------------------------------------------ runs on the worker thread
 
+    def _guarded(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn`` on the connection. After a disk fault (full, read-only, I/O error) the
+        connection is dropped and the next call opens a new one: SQLite may keep a failed
+        file's state, and a disk that was replaced or remounted is only seen by a new open."""
+        if self._db is None:
+            if not self._opened:
+                raise RuntimeError("storage is not open")
+            self._open()
+        try:
+            return fn(*args)
+        except sqlite3.OperationalError as e:
+            if not _is_contention(e):
+                self._close()
+            raise
+
     def _open(self) -> None:
+        self._close()
         db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA synchronous=FULL")  # a commit is on disk before game_over is sent
         db.execute("PRAGMA busy_timeout=5000")
         self._db = db
-        self._migrate()
+        try:
+            self._migrate()
+        except BaseException:
+            self._close()
+            raise
+        self._opened = True
 
     def _migrate(self) -> None:
         db = self._conn()
@@ -162,7 +190,11 @@ class SqliteStorage:
         try:
             yield db
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:
+                try:
+                    db.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass  # the failure that brought us here is the one to report
             raise
         db.execute("COMMIT")
 
@@ -246,6 +278,9 @@ class SqliteStorage:
 
     def _finish_game(self, g: GameRow, changes: list[RatingChange]) -> None:
         with self._transaction() as db:
+            stored = db.execute("SELECT status FROM games WHERE id = ?", (g.game_id,)).fetchone()
+            if stored is not None and stored[0] == "finished":
+                return
             self._write_game(db, g)
             db.execute(
                 "UPDATE games SET finish_seq = (SELECT COALESCE(MAX(finish_seq), 0) + 1 FROM games) WHERE id = ?",
@@ -300,9 +335,15 @@ class SqliteStorage:
                 " SELECT 'rated_since', CAST(COALESCE(MAX(finish_seq), 0) AS TEXT) FROM games"
             )
 
+    def _ping(self) -> None:
+        self._conn().execute("SELECT 1").fetchone()
+
     def _close(self) -> None:
         if self._db is not None:
-            self._db.close()
+            try:
+                self._db.close()
+            except sqlite3.Error:
+                pass
             self._db = None
 
     # ------------------------------------------------------------------ the async interface
@@ -310,14 +351,20 @@ class SqliteStorage:
     async def open(self) -> None:
         if self._executor is None:
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite")
-        await self._run(self._open)
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._executor, self._open)
 
     async def close(self) -> None:
         if self._executor is None:
             return
-        await self._run(self._close)
+        self._opened = False
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._executor, self._close)
         self._executor.shutdown(wait=True)
         self._executor = None
+
+    async def ping(self) -> None:
+        await self._run(self._ping)
 
     async def create_bot(self, name: str, token_hash: str, created: str, rating: float = INITIAL_RATING) -> BotRow:
         return await self._run(self._create_bot, name, token_hash, created, rating)

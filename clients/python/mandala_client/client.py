@@ -420,7 +420,7 @@ class Client:
             raise ClientError(f"cannot challenge {self.challenge_opponent!r}: {msg.message}")
         if msg.code == "removed":
             raise ClientError(f"this bot was removed from the ladder: {msg.message}")
-        if msg.code in ("bot_offline", "rate_limited"):
+        if msg.code in ("bot_offline", "rate_limited", "storage_unavailable"):
             self._retry_challenge(msg.retry_after or RETRY_AFTER_S)
 
     async def _on_ladder(self, msg: LadderStatus) -> None:

@@ -1,0 +1,372 @@
+"""Recording games: every game row goes to storage through one ordered queue, and a finished
+game is durable before anyone hears that it finished.
+
+The guarantee (README, "Storage faults"; PROTOCOL.md §19): a game's ``game_over`` is sent
+only once its final row is stored in the database, or, while the database fails, appended
+to the spool (``server/spool.py``) and fsynced. If both fail, ``game_over`` waits until one
+of them takes the game. Spooled games are stored from the queue as soon as the database
+takes writes again, and by a restart before it serves anything.
+
+One queue, drained by one task, in the order games started and ended: a game's end never
+overtakes its start, and rated games are stored, with the Elo update each computes from the
+stored ratings, in the order they finished, so the ratings always equal a replay of the
+stored rated games. A rated game stays rated however long storage fails.
+
+While storage fails the recorder is *failing*: :meth:`GameRecorder.check` refuses new games
+with ``storage_unavailable``, ``/health`` answers 503, the live page shows a banner. Each
+distinct failure is logged once with its traceback, then counted. The head of the queue is
+retried with backoff; when the queue is empty, a ping tells whether storage is back (and,
+every ``storage_probe_s``, whether it is still there when nothing is written).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter, deque
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .clock import utc_now
+from .config import Settings
+from .ladder import elo
+from .refusal import Refusal
+from .spool import Spool, SpoolError
+from .storage import GameRow, RatingChange, Storage
+from .storage.base import score_of_seat0
+
+log = logging.getLogger(__name__)
+
+RETRY_MIN_S = 0.05
+"""First pause before retrying a failed write; it doubles up to ``storage_retry_max_s``."""
+
+
+def describe(e: BaseException) -> str:
+    """A failure in one line: its message and its type."""
+    text = str(e).strip() or repr(e)
+    return f"{text[:200]} ({type(e).__module__}.{type(e).__qualname__})"
+
+
+class FaultLog:
+    """Each distinct storage failure logged once, with its traceback, then only counted."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+
+    def note(self, doing: str, e: BaseException) -> str:
+        cause = describe(e)
+        key = f"{doing}: {cause}"
+        if key not in self.counts:
+            log.error("storage failed %s: %s (logged once; further failures are counted)", doing, cause, exc_info=e)
+        self.counts[key] += 1
+        return cause
+
+    def summary(self) -> str:
+        return "; ".join(f"{n} × {key}" for key, n in self.counts.most_common()) or "no failures"
+
+
+@dataclass(eq=False)
+class Write:
+    """One row on its way to storage."""
+
+    row: GameRow
+    final: bool
+    """The game's last row (finished or aborted), stored with :meth:`Storage.finish_game`."""
+    durable: Callable[[], None] | None = None
+    """Called once the row is stored or spooled (a finished game's ``game_over``)."""
+    stored: Callable[[], None] | None = None
+    """Called once the row is in the database."""
+    spooled: bool = False
+
+    @property
+    def spoolable(self) -> bool:
+        return self.final and self.row.status == "finished"
+
+
+class GameRecorder:
+    """The one writer of game rows; see the module's docstring."""
+
+    def __init__(self, settings: Settings, storage: Storage, spool: Spool) -> None:
+        self.settings = settings
+        self.storage = storage
+        self.spool = spool
+        self.rating_lock = asyncio.Lock()
+        """Held from reading two bots' ratings to storing their update (and by a ratings
+        reset), so no rated game starts from a rating that is being replaced."""
+        self.failing: str | None = None
+        """Why storage fails, while it does."""
+        self.failing_since: str | None = None
+        self.spool_failing: str | None = None
+        self.faults = FaultLog()
+        self.listeners: list[Callable[[], None]] = []
+        """Told when the health changes (failing, recovered, games waiting)."""
+        self._queue: deque[Write] = deque()
+        self._drained = asyncio.Event()
+        self._drained.set()
+        self._wake = asyncio.Event()
+        self._spool_lock = asyncio.Lock()
+        self._backoff = RETRY_MIN_S
+        self._task: asyncio.Task[None] | None = None
+        self._spooling: set[asyncio.Task[None]] = set()
+        self._told_pending = 0
+
+    # ------------------------------------------------------------------ what the server asks
+
+    def save(self, row: GameRow) -> None:
+        """Queue a running game's row (its start)."""
+        self._push(Write(row, final=False))
+
+    def finish(self, row: GameRow, durable: Callable[[], None] | None = None,
+               stored: Callable[[], None] | None = None) -> None:
+        """Queue a game's last row; ``durable`` runs once it is stored or spooled, ``stored``
+        once it is in the database."""
+        write = Write(row, final=True, durable=durable, stored=stored)
+        self._push(write)
+        if self.failing is not None and write.spoolable:
+            task = asyncio.get_running_loop().create_task(self._spool_waiting())
+            self._spooling.add(task)
+            task.add_done_callback(self._spooling.discard)
+
+    def check(self) -> None:
+        """Raise ``storage_unavailable`` while storage fails: no game starts that could not
+        be recorded."""
+        if self.failing is not None:
+            raise Refusal(
+                "storage_unavailable",
+                f"the server cannot record games right now ({self.failing}); no new game starts until storage is back",
+                retry_after=self.retry_after,
+            )
+
+    @property
+    def retry_after(self) -> float:
+        return round(max(1.0, self._backoff), 1)
+
+    @property
+    def pending(self) -> int:
+        """Finished games not yet in the database."""
+        return sum(1 for w in self._queue if w.spoolable)
+
+    def health(self) -> dict[str, Any]:
+        """What ``/health`` says about storage."""
+        return {
+            "status": "ok" if self.failing is None else "degraded",
+            "storage": self.failing,
+            "since": self.failing_since,
+            "pending": self.pending,
+            "spooled": sum(1 for w in self._queue if w.spooled),
+            "spool": str(self.spool.path),
+            "spool_failing": self.spool_failing,
+        }
+
+    async def flush(self) -> None:
+        """Wait until every row queued so far is in the database."""
+        while not self._drained.is_set():
+            await self._drained.wait()
+
+    async def settle(self) -> None:
+        """Before a read that should see the latest games: wait for the queue to drain, but
+        not while storage fails and not beyond ``storage_timeout_s``."""
+        if self.failing is None and not self._drained.is_set():
+            try:
+                await asyncio.wait_for(self.flush(), self.settings.storage_timeout_s)
+            except asyncio.TimeoutError:
+                pass
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def open(self) -> int:
+        """Open storage and store what the spool holds, in order, before anything else;
+        while storage fails, retry for up to ``storage_wait_s``. Returns how many spooled
+        games were stored. A spool of another database raises :class:`SpoolError`."""
+        self.spool.path.parent.mkdir(parents=True, exist_ok=True)
+        rows = await asyncio.to_thread(self.spool.load)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.settings.storage_wait_s
+        opened = False
+        stored = 0
+        while True:
+            try:
+                if not opened:
+                    await asyncio.wait_for(self.storage.open(), self.settings.storage_timeout_s)
+                    opened = True
+                while stored < len(rows):
+                    await asyncio.wait_for(self.store_final(rows[stored]), self.settings.storage_timeout_s)
+                    stored += 1
+                break
+            except (SpoolError, RuntimeError, ValueError):
+                raise  # not a fault that waiting mends (a schema too new, a bad URL)
+            except Exception as e:
+                self._fail("at start" if not opened else "storing the spooled games", e)
+                if loop.time() + self._backoff > deadline:
+                    raise
+                await asyncio.sleep(self._backoff)
+                self._backoff = min(self._backoff * 2, self.settings.storage_retry_max_s)
+        if rows:
+            await asyncio.to_thread(self.spool.clear)
+            log.warning("stored %d finished game(s) from the spool %s", stored, self.spool.path)
+        if self.failing is not None:
+            self._recovered()
+        self._task = loop.create_task(self._run(), name="game-recorder")
+        return stored
+
+    async def close(self, timeout: float) -> None:
+        """At shutdown: let the queue drain for up to ``timeout`` seconds, then spool what
+        is left (it is stored at the next start)."""
+        try:
+            await asyncio.wait_for(self.flush(), timeout)
+        except asyncio.TimeoutError:
+            await self._spool_waiting()
+            left = self.pending
+            if left:
+                log.error("shutting down with %d finished game(s) not stored: %d in the spool %s",
+                          left, sum(1 for w in self._queue if w.spooled), self.spool.path)
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+
+    # ------------------------------------------------------------------ the drain
+
+    def _push(self, write: Write) -> None:
+        self._queue.append(write)
+        self._drained.clear()
+        self._wake.set()
+
+    async def _run(self) -> None:
+        while True:
+            if not self._queue:
+                await self._idle()
+                continue
+            write = self._queue[0]
+            try:
+                await asyncio.wait_for(self._store(write), self.settings.storage_timeout_s)
+            except Exception as e:
+                self._fail(f"storing game {write.row.game_id}", e)
+                await self._spool_waiting()
+                self._tell_pending()
+                await self._pause()
+                continue
+            self._queue.popleft()
+            self._call(write.durable)
+            self._call(write.stored)
+            if not self._queue:
+                self._drained.set()
+                if self.failing is not None:
+                    await self._clear_spool()
+                    self._recovered()
+
+    async def _idle(self) -> None:
+        """Nothing to write: wait for a write, pinging storage now and then."""
+        self._wake.clear()
+        interval = self._backoff if self.failing is not None else self.settings.storage_probe_s
+        try:
+            await asyncio.wait_for(self._wake.wait(), interval)
+            return
+        except asyncio.TimeoutError:
+            pass
+        try:
+            await asyncio.wait_for(self.storage.ping(), self.settings.storage_timeout_s)
+        except Exception as e:
+            self._fail("answering a ping", e)
+            await self._pause()
+            return
+        if self.failing is not None:
+            self._recovered()
+
+    async def _pause(self) -> None:
+        await asyncio.sleep(self._backoff)
+        self._backoff = min(self._backoff * 2, self.settings.storage_retry_max_s)
+
+    async def _store(self, write: Write) -> None:
+        if write.final:
+            await self.store_final(write.row)
+        else:
+            await self.storage.save_game(write.row)
+
+    async def store_final(self, row: GameRow) -> None:
+        """Store a game's last row now (games go through the queue; this is its last step).
+        A rated one is stored with both Elo updates, computed from the stored ratings, in one
+        transaction. Storing a game already stored changes nothing."""
+        if not (row.rated and row.status == "finished"):
+            await self.storage.finish_game(row, [])
+            return
+        async with self.rating_lock:
+            states = [await self.storage.standing(name) for name in row.players]
+            if states[0] is None or states[1] is None:
+                raise LookupError(f"rated game {row.game_id}: bot missing from storage: {row.players}")
+            a, b = states
+            after = elo.update(
+                (a.rating, b.rating), (a.rated_games, b.rated_games), score_of_seat0(row.result), self.settings.elo
+            )
+            changes = [
+                RatingChange(bot=s.bot, rating_before=s.rating, rating_after=new, games_before=s.rated_games)
+                for s, new in zip(states, after, strict=True)
+            ]
+            await self.storage.finish_game(row, changes)
+
+    async def _spool_waiting(self) -> None:
+        """Spool every finished game the database has not taken, and announce it."""
+        async with self._spool_lock:
+            waiting = [w for w in self._queue if w.spoolable and not w.spooled]
+            if not waiting:
+                return
+            try:
+                await asyncio.to_thread(self.spool.append, [w.row for w in waiting])
+            except Exception as e:
+                self.spool_failing = self.faults.note(f"writing the spool {self.spool.path}", e)
+                return
+            self.spool_failing = None
+            for w in waiting:
+                w.spooled = True
+                self._call(w.durable)
+                w.durable = None
+
+    async def _clear_spool(self) -> None:
+        async with self._spool_lock:
+            if any(w.spooled for w in self._queue):
+                return
+            try:
+                await asyncio.to_thread(self.spool.clear)
+            except OSError as e:
+                # Harmless: its games are stored, and storing them again changes nothing.
+                self.faults.note(f"emptying the spool {self.spool.path}", e)
+
+    # ------------------------------------------------------------------ health
+
+    def _fail(self, doing: str, e: BaseException) -> None:
+        cause = self.faults.note(doing, e)
+        first = self.failing is None
+        self.failing = cause
+        if first:
+            self.failing_since = utc_now()
+            log.error("storage is failing (%s): no new game starts until it is back", cause)
+            self._notify()
+
+    def _recovered(self) -> None:
+        log.warning("storage is back (failing since %s): %s", self.failing_since, self.faults.summary())
+        self.failing = None
+        self.failing_since = None
+        self.faults = FaultLog()
+        self._backoff = RETRY_MIN_S
+        self._notify()
+
+    def _tell_pending(self) -> None:
+        if self.pending != self._told_pending:
+            self._notify()
+
+    def _notify(self) -> None:
+        self._told_pending = self.pending
+        for listener in list(self.listeners):
+            try:
+                listener()
+            except Exception:
+                log.exception("a storage health listener failed")
+
+    @staticmethod
+    def _call(callback: Callable[[], None] | None) -> None:
+        if callback is None:
+            return
+        try:
+            callback()
+        except Exception:
+            log.exception("a game recorder callback failed")
