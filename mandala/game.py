@@ -16,7 +16,7 @@ dozen integer operations and no copy of the state.
 from __future__ import annotations
 
 import random
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from .cards import ALL_COLORS_MASK, CARDS_PER_COLOR, COLOR_INDEX, COLORS, DECK_SIZE, expand, full_deck
 from .errors import IllegalMove, RecordError
@@ -25,7 +25,6 @@ from .moves import (
     CLAIM_BASE,
     DISCARD,
     DISCARD_BASE,
-    FIELD,
     FIELD_BASE,
     MAX_DISCARD,
     MAX_FIELD,
@@ -170,7 +169,7 @@ class Game:
         self._rng: random.Random | None = None if self._given is not None and seed is None else random.Random(seed)
 
     @classmethod
-    def new(cls, seed: int | None = None, first_player: int = 0) -> "Game":
+    def new(cls, seed: int | None = None, first_player: int = 0) -> Game:
         """A game on a deck shuffled from ``seed``; later reshuffles follow from it too."""
         rng = random.Random(seed)
         game = cls.__new__(cls)
@@ -197,7 +196,7 @@ class Game:
         deck_exhausted: bool = False,
         seed: int | None = None,
         reshuffles: Iterable[Sequence[int | str]] | None = None,
-    ) -> "Game":
+    ) -> Game:
         """A game at an arbitrary turn, every pile given explicitly (counts per color).
 
         For hand-made positions in tests and for search bots that sample the
@@ -632,7 +631,7 @@ class Game:
 
     # ------------------------------------------------------------------ copies
 
-    def copy(self) -> "Game":
+    def copy(self) -> Game:
         """An independent copy (for search): same position, same history."""
         g = Game.__new__(Game)
         g.deck_order = self.deck_order

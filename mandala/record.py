@@ -9,7 +9,8 @@ ply and the rule.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Union
+from collections.abc import Callable
+from typing import Any, Union
 
 import msgspec
 

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from mandala import Game, encode_record
-
 from mandala_client.offline import DECISION_MS, SpecError, bot_factory, close_bots, play_game
 from mandala_client.stats import Sprt, Summary, pair_units, sprt, summarize
 

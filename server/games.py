@@ -15,8 +15,9 @@ import asyncio
 import logging
 import secrets
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Any, Awaitable, Callable, Protocol
+from typing import Any, Protocol
 
 import msgspec
 
@@ -41,9 +42,9 @@ from .clock import utc_now
 from .config import Settings
 from .connection import Connection, encode
 from .deals import Deal, build_game
+from .ladder import elo
 from .presence import Presence
 from .refusal import Refusal
-from .ladder import elo
 from .storage import GameRow, GameStatus, RatingChange, Storage
 from .storage.base import score_of_seat0
 
@@ -85,7 +86,7 @@ class GameRoom:
         decision_ms: int,
         explicit_reshuffles: int,
         deliver: Deliver,
-        on_end: Callable[["GameRoom"], None],
+        on_end: Callable[[GameRoom], None],
     ) -> None:
         self.id = game_id
         self.players = players
@@ -524,7 +525,7 @@ class GameManager:
             ]
             await self.storage.finish_game(row, changes)
 
-    def _write_done(self, game_id: str, task: "asyncio.Task[None]") -> None:
+    def _write_done(self, game_id: str, task: asyncio.Task[None]) -> None:
         self._writes.discard(task)
         if self._last_write.get(game_id) is task:
             del self._last_write[game_id]

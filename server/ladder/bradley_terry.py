@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 LN10_400 = math.log(10.0) / 400.0
 Z95 = 1.959963984540054

@@ -91,7 +91,7 @@ def test_search_keeps_to_its_time_budget() -> None:
 
 
 def test_shortcuts_name_the_shipped_bots() -> None:
-    assert SHORTCUTS == {"random": RandomBot, "greedy": GreedyBot, "search": SearchBot}
+    assert {"random": RandomBot, "greedy": GreedyBot, "search": SearchBot} == SHORTCUTS
     bot = load_bot("search,iterations=7,exploration=0.5", seed=1)
     assert isinstance(bot, SearchBot) and bot.iterations == 7 and bot.exploration == 0.5 and bot.budget is None
 

@@ -16,8 +16,9 @@ import re
 import shutil
 import struct
 import subprocess
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 import pytest
 
@@ -345,7 +346,7 @@ async def run_against_peer(node: str, tmp_path: Path, peer: Peer) -> list[dict[s
 
 
 async def test_ws_client_frames_fragments_pings_and_close(node: str, tmp_path: Path) -> None:
-    small = "hello".encode()
+    small = b"hello"
     medium = ("é" * 150).encode()  # 300 bytes: the 16-bit length form
     large = ("0123456789abcdef" * 4375).encode()  # 70 000 bytes: the 64-bit length form
     parts = ["fragmented ", "messages, with ", "a split ☃"]

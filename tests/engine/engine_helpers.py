@@ -10,7 +10,8 @@ go where ``rest`` says (the bottom of the deck by default).
 from __future__ import annotations
 
 import copy
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import pytest
 

@@ -23,8 +23,9 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -32,12 +33,11 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import reference as ref  # noqa: E402
-from reference import COLORS, RefError, RefGame, RefState, move_key, replay_record  # noqa: E402
-
-import mandala  # noqa: E402
-from mandala_cli.main import main as cli_main  # noqa: E402
-from mandala_cli.summary import summary as project_summary  # noqa: E402
+import mandala
+import reference as ref
+from mandala_cli.main import main as cli_main
+from mandala_cli.summary import summary as project_summary
+from reference import COLORS, RefError, RefGame, RefState, move_key, replay_record
 
 REPO = Path(__file__).resolve().parents[2]
 # MANDALA_REFERENCE_SCALE=50 multiplies every hypothesis example count (for runs by hand).

@@ -13,6 +13,7 @@ from typing import Any
 
 import msgspec
 
+from arena_testkit import ADMIN, Harness, WsClient, gather, play_out, random_policy
 from protocol.messages import (
     Decision,
     Error,
@@ -25,8 +26,6 @@ from protocol.messages import (
     LiveMessage,
     LiveStandings,
 )
-
-from arena_testkit import ADMIN, Harness, WsClient, gather, play_out, random_policy
 
 FAST = {"pairing_interval_s": 0.05}
 AUTH = {"Authorization": f"Bearer {ADMIN}"}

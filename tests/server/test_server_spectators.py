@@ -9,10 +9,9 @@ from typing import Any
 import msgspec
 
 import mandala
+from arena_testkit import Harness, WsClient, gather, play_out, random_policy
 from mandala import COLORS, Discard, Game, Move
 from protocol.messages import Decision, Error, GameOver, Update
-
-from arena_testkit import Harness, WsClient, gather, play_out, random_policy
 
 
 def public_views(record: Any) -> list[mandala.View]:

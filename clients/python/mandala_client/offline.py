@@ -30,14 +30,15 @@ import json
 import os
 import shlex
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import msgspec
 
 from mandala import Game, IllegalMove, Move, move_to_dict, record_of, view
-from protocol.messages import Decision, GameOver, GameResult, GameStart, Player, Update
 from mandala.record import PlayedMove
+from protocol.messages import Decision, GameOver, GameResult, GameStart, Player, Update
 
 from .bots import SHORTCUTS
 from .external import BotError, ExternalBot
