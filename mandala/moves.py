@@ -15,7 +15,7 @@ listing legal moves allocates nothing but the list.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 import msgspec
 
@@ -59,7 +59,7 @@ class Pass(msgspec.Struct, tag="pass", **_STRUCT):  # type: ignore[call-arg]
     """Pass a turn with an empty hand (R18)."""
 
 
-Move = Union[Mountain, Field, Discard, Claim, Pass]
+Move = Mountain | Field | Discard | Claim | Pass
 """Any move, as a tagged union on ``type``."""
 
 MAX_FIELD = 7  # R7/R8: a hand holds at most 8 cards and one must stay

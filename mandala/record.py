@@ -10,7 +10,7 @@ ply and the rule.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Union
+from typing import Any
 
 import msgspec
 
@@ -41,7 +41,7 @@ class PlayedPass(Pass, tag="pass"):
     player: Seat
 
 
-PlayedMove = Union[PlayedMountain, PlayedField, PlayedDiscard, PlayedClaim, PlayedPass]
+PlayedMove = PlayedMountain | PlayedField | PlayedDiscard | PlayedClaim | PlayedPass
 """A move of R22 with the seat that made it, as records list them."""
 
 

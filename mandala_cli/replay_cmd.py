@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def _legal_line(ply: int, game: Game) -> str:
     legal = sorted(json.dumps(move_to_dict(m), sort_keys=True) for m in game.legal_moves)
     # to_move is null once the game is over (a record with moves past the end)
-    return '{"ply": %d, "to_move": %s, "legal": [%s]}' % (ply, json.dumps(game.to_move), ", ".join(legal))
+    return f'{{"ply": {ply}, "to_move": {json.dumps(game.to_move)}, "legal": [{", ".join(legal)}]}}'
 
 
 def run(args: argparse.Namespace) -> int:

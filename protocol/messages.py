@@ -8,7 +8,7 @@ names it. PROTOCOL.md explains each one with an example.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 import msgspec
 
@@ -98,9 +98,9 @@ class Ping(msgspec.Struct, tag="ping", **_MSG):  # type: ignore[call-arg]
     data: Annotated[str, msgspec.Meta(max_length=64)] | None = None
 
 
-ClientMessage = Union[
-    Hello, PlayMove, Challenge, Accept, Decline, Resign, SetCapacity, Seek, Unseek, Watch, Unwatch, Ping
-]
+ClientMessage = (
+    Hello | PlayMove | Challenge | Accept | Decline | Resign | SetCapacity | Seek | Unseek | Watch | Unwatch | Ping
+)
 CLIENT_TYPES: frozenset[str] = frozenset(
     cls.__struct_config__.tag for cls in ClientMessage.__args__  # type: ignore[attr-defined]
 )
@@ -315,10 +315,10 @@ class LadderStatus(msgspec.Struct, tag="ladder", **_MSG):  # type: ignore[call-a
     message: str
 
 
-ServerMessage = Union[
-    Welcome, Challenged, ChallengeSent, ChallengeDeclined, GameStart, Decision, MoveAccepted,
-    Update, OpponentAway, OpponentBack, GameOver, Error, Pong, LadderStatus,
-]
+ServerMessage = (
+    Welcome | Challenged | ChallengeSent | ChallengeDeclined | GameStart | Decision | MoveAccepted
+    | Update | OpponentAway | OpponentBack | GameOver | Error | Pong | LadderStatus
+)
 
 # WebSocket close codes the server uses (PROTOCOL.md, Closing).
 CLOSE_BAD_TOKEN = 4001
@@ -391,4 +391,4 @@ class LiveGames(msgspec.Struct, tag="games", **_MSG):  # type: ignore[call-arg]
     recent: list[GameSummary]
 
 
-LiveMessage = Union[LiveStandings, LiveGames, LiveGameStarted, LiveGameEnded]
+LiveMessage = LiveStandings | LiveGames | LiveGameStarted | LiveGameEnded

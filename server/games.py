@@ -515,13 +515,13 @@ class GameManager:
             states = [await self.storage.standing(name) for name in row.players]
             if states[0] is None or states[1] is None:
                 raise LookupError(f"rated game {row.game_id}: bot missing from storage: {row.players}")
-            a, b = states
+            a, b = states[0], states[1]
             after = elo.update(
                 (a.rating, b.rating), (a.rated_games, b.rated_games), score_of_seat0(row.result), self.elo
             )
             changes = [
                 RatingChange(bot=s.bot, rating_before=s.rating, rating_after=new, games_before=s.rated_games)
-                for s, new in zip(states, after)
+                for s, new in zip((a, b), after, strict=True)
             ]
             await self.storage.finish_game(row, changes)
 

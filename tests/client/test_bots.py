@@ -43,7 +43,11 @@ def test_bot_plays_only_legal_moves(make: Any) -> None:
     kinds: set[str] = set()
     for seed in range(3):
         bot = Checked(make(seed))
-        game = _play(bot, RandomBot(seed=100 + seed), seed) if seed % 2 else _play(RandomBot(seed=100 + seed), bot, seed)
+        other = RandomBot(seed=100 + seed)
+        if seed % 2:
+            _play(bot, other, seed)
+        else:
+            _play(other, bot, seed)
         kinds |= bot.kinds
     assert {"Mountain", "Claim"} <= kinds  # turns and picks both came up
 

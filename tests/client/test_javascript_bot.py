@@ -201,7 +201,7 @@ async def test_js_bots_qualify_on_the_ladder_and_play_a_rated_pair(
     tokens = [await arena.create_bot(name) for name in ("js-a", "js-b")]
     procs = [await start_js(node, arena, token, "--ladder", "--games", str(games)) for token in tokens]
     results = [await exit_of(proc) for proc in procs]
-    for name, (code, log) in zip(("js-a", "js-b"), results):
+    for name, (code, log) in zip(("js-a", "js-b"), results, strict=True):
         assert code == 0, log
         assert errors_to.get(name, []) == []
         assert "ladder: qualifying" in log and "ladder: listed" in log

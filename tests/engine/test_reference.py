@@ -272,7 +272,7 @@ def deck_runs(rng: random.Random) -> list[str]:
     runs = []
     for c in COLORS:
         cut = sorted(rng.sample(range(1, 18), rng.randint(0, 3)))
-        sizes = [b - a for a, b in zip([0] + cut, cut + [18])]
+        sizes = [b - a for a, b in zip([0] + cut, cut + [18], strict=True)]
         runs += [[c] * s for s in sizes]
     rng.shuffle(runs)
     return [c for r in runs for c in r]
@@ -676,7 +676,7 @@ def test_reference_rulebook_score_example() -> None:
     """R21's example: 4, 5, 6, 0, 3, 1 cup cards under slots 1-6 score 53."""
     g = RefGame([c for c in COLORS for _ in range(18)])
     g.rivers[0] = list(COLORS)
-    g.cups[0] = [c for c, n in zip(COLORS, [4, 5, 6, 0, 3, 1]) for _ in range(n)]
+    g.cups[0] = [c for c, n in zip(COLORS, [4, 5, 6, 0, 3, 1], strict=True) for _ in range(n)]
     assert g.score(0) == 53
 
 

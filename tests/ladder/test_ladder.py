@@ -89,7 +89,7 @@ async def test_qualification_against_the_house_then_rated_duplicate_pairs(make_a
     table = await standings(arena)
     assert set(table) == {"alice", "bob"}  # the house bot is never listed
     score = {"alice": 0.0, "bob": 0.0}
-    for start, over in zip(ladder, overs):
+    for start, over in zip(ladder, overs, strict=True):
         names = [p.name for p in start.players]
         w = over.result.winner
         for seat, name in enumerate(names):

@@ -91,7 +91,7 @@ def variants(base: list[str], positions: list[int], n: int) -> list[list[str]]:
         deck = list(base)
         cards = [deck[p] for p in positions]
         rng.shuffle(cards)
-        for p, c in zip(positions, cards):
+        for p, c in zip(positions, cards, strict=True):
             deck[p] = c
         out.append(deck)
     return out
