@@ -114,9 +114,7 @@ def _color_index(color: int | str) -> int:
 
 
 def _check_deck(deck: Sequence[int | str]) -> list[int]:
-    cards = list(deck)
-    if not all(type(c) is int and 0 <= c < 6 for c in cards):  # type: ignore[operator]
-        cards = [_color_index(c) for c in deck]
+    cards = [c if type(c) is int and 0 <= c < 6 else _color_index(c) for c in deck]
     if len(cards) != DECK_SIZE:
         raise SetupError("R3", f"a deck order has {DECK_SIZE} cards, not {len(cards)}")
     for c in range(6):
@@ -275,7 +273,7 @@ class Game:
         self.fields = [[[0] * 6, [0] * 6], [[0] * 6, [0] * 6]]
         self.field_masks = [[0, 0], [0, 0]]
         self.field_sizes = [[0, 0], [0, 0]]
-        self.discard = [0] * 6
+        self.discard: list[int] = [0] * 6
         self.discard_size = 0
         self.deck: list[int] = cards[pos:][::-1]  # top of the deck is the end of the list
         self.reshuffles: list[list[int]] = []
@@ -391,6 +389,8 @@ class Game:
             m = getattr(move, "mandala", None)
             if m not in (0, 1) or type(m) is not int:
                 raise IllegalMove("R2", f"mandala is 0 or 1, not {m!r}")
+        else:
+            m = -1  # a discard names no mandala
         if kind == "mountain":
             if not hand[c]:
                 raise IllegalMove("R6", f"you hold no {color} card")

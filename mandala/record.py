@@ -107,9 +107,7 @@ def replay(
     ``on_decision(ply, game)`` is called before each move is applied, with the
     game at the decision that move answers.
     """
-    if isinstance(data, Record):
-        data = msgspec.to_builtins(data)
-    raw = parse_record(data)
+    raw = parse_record(msgspec.to_builtins(data) if isinstance(data, Record) else data)
     try:
         game = Game(raw.deck, raw.first_player, reshuffles=raw.reshuffles)
     except SetupError as e:
