@@ -30,7 +30,10 @@ def run(args: argparse.Namespace) -> int:
         print("mandala replay: --trace takes exactly one file", file=sys.stderr)
         return 2
     out = sys.stdout
-    trace = (lambda ply, game: out.write(_legal_line(ply, game) + "\n")) if args.trace else None
+
+    def trace(ply: int, game: Game) -> None:
+        out.write(_legal_line(ply, game) + "\n")
+
     for path in args.files:
         try:
             data = path.read_bytes()
@@ -38,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"mandala replay: {path}: {e.strerror}", file=sys.stderr)
             return 2
         try:
-            game = replay(data, on_decision=trace)
+            game = replay(data, on_decision=trace if args.trace else None)
         except RecordError as e:
             where = f"ply {e.ply}" if e.ply is not None else "record"
             print(f"mandala replay: {path}: {where}: rule {e.rule}: {e.message}", file=sys.stderr)

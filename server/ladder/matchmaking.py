@@ -43,7 +43,7 @@ def pair_round(seekers: Sequence[Seeker], rng: random.Random, spread: float = 20
     order = list(seekers)
     rng.shuffle(order)
     free = {s.name: s for s in order}
-    pairs: list[tuple[str, str]] = []
+    pairs: list[tuple[Seeker, Seeker]] = []
     for a in order:
         if a.name not in free:
             continue
