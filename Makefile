@@ -9,7 +9,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8080
 DB     ?= mandala.db
 
-.PHONY: run test bench schema demo clean
+.PHONY: run test lint bench schema demo clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -23,7 +23,7 @@ run: $(STAMP)
 # A throwaway PostgreSQL (scripts/test-postgres.sh) for the storage tests' PostgreSQL leg; if it
 # cannot start, that leg is skipped loudly. It is stopped whatever pytest's outcome, and pytest's
 # exit status is kept. Debian's chromium (scripts/install-chromium.sh) for the browser tests.
-test: $(STAMP)
+test: $(STAMP) lint
 	@scripts/install-chromium.sh || echo "make test: chromium is missing; the browser tests will be skipped" >&2; \
 	url=$$(scripts/test-postgres.sh start) || url=; \
 	if [ -n "$$url" ]; then export MANDALA_TEST_DATABASE_URL="$$url"; \
@@ -31,6 +31,11 @@ test: $(STAMP)
 	$(PY) -m pytest -q; status=$$?; \
 	scripts/test-postgres.sh stop; \
 	exit $$status
+
+# ruff over the whole tree; mypy over the packages, strict for mandala and protocol (pyproject.toml).
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 # The server with the shipped bots on its ladder (and the Node.js bot when node is installed);
 # open http://$(HOST):$(PORT)/ to watch. Ctrl-C stops everything.

@@ -50,7 +50,7 @@ def main() -> None:
 
     def legal() -> None:
         game._legal = None
-        game.legal_moves
+        _ = game.legal_moves
 
     encoder = msgspec.json.Encoder()
     figures = {

@@ -10,7 +10,19 @@
 from .cards import COLOR_INDEX, COLORS, Cards, Color
 from .errors import IllegalMove, MandalaError, RecordError
 from .game import HAND_LIMIT, TURN_LIMIT, Game, SetupError
-from .moves import MOVES, Claim, Discard, Field, Mountain, Move, Pass, code_of, move_from_dict, move_from_json, move_to_dict
+from .moves import (
+    MOVES,
+    Claim,
+    Discard,
+    Field,
+    Mountain,
+    Move,
+    Pass,
+    code_of,
+    move_from_dict,
+    move_from_json,
+    move_to_dict,
+)
 from .record import Record, encode_record, record_dict, record_of, replay
 from .views import Private, Result, View, result, view
 

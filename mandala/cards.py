@@ -6,7 +6,8 @@ identities: every pile is six counts, indexed by the canonical color order.
 
 from __future__ import annotations
 
-from typing import Literal, Sequence
+from collections.abc import Sequence
+from typing import Literal
 
 import msgspec
 
@@ -33,7 +34,7 @@ class Cards(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     black: int = 0
 
     @classmethod
-    def of(cls, counts: Sequence[int]) -> "Cards":
+    def of(cls, counts: Sequence[int]) -> Cards:
         """Build from six counts in canonical color order."""
         return cls(*counts)
 

@@ -16,7 +16,7 @@ dozen integer operations and no copy of the state.
 from __future__ import annotations
 
 import random
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from .cards import ALL_COLORS_MASK, CARDS_PER_COLOR, COLOR_INDEX, COLORS, DECK_SIZE, expand, full_deck
 from .errors import IllegalMove, RecordError
@@ -25,7 +25,6 @@ from .moves import (
     CLAIM_BASE,
     DISCARD,
     DISCARD_BASE,
-    FIELD,
     FIELD_BASE,
     MAX_DISCARD,
     MAX_FIELD,
@@ -115,9 +114,7 @@ def _color_index(color: int | str) -> int:
 
 
 def _check_deck(deck: Sequence[int | str]) -> list[int]:
-    cards = list(deck)
-    if not all(type(c) is int and 0 <= c < 6 for c in cards):  # type: ignore[operator]
-        cards = [_color_index(c) for c in deck]
+    cards = [c if type(c) is int and 0 <= c < 6 else _color_index(c) for c in deck]
     if len(cards) != DECK_SIZE:
         raise SetupError("R3", f"a deck order has {DECK_SIZE} cards, not {len(cards)}")
     for c in range(6):
@@ -170,7 +167,7 @@ class Game:
         self._rng: random.Random | None = None if self._given is not None and seed is None else random.Random(seed)
 
     @classmethod
-    def new(cls, seed: int | None = None, first_player: int = 0) -> "Game":
+    def new(cls, seed: int | None = None, first_player: int = 0) -> Game:
         """A game on a deck shuffled from ``seed``; later reshuffles follow from it too."""
         rng = random.Random(seed)
         game = cls.__new__(cls)
@@ -197,7 +194,7 @@ class Game:
         deck_exhausted: bool = False,
         seed: int | None = None,
         reshuffles: Iterable[Sequence[int | str]] | None = None,
-    ) -> "Game":
+    ) -> Game:
         """A game at an arbitrary turn, every pile given explicitly (counts per color).
 
         For hand-made positions in tests and for search bots that sample the
@@ -276,7 +273,7 @@ class Game:
         self.fields = [[[0] * 6, [0] * 6], [[0] * 6, [0] * 6]]
         self.field_masks = [[0, 0], [0, 0]]
         self.field_sizes = [[0, 0], [0, 0]]
-        self.discard = [0] * 6
+        self.discard: list[int] = [0] * 6
         self.discard_size = 0
         self.deck: list[int] = cards[pos:][::-1]  # top of the deck is the end of the list
         self.reshuffles: list[list[int]] = []
@@ -392,6 +389,8 @@ class Game:
             m = getattr(move, "mandala", None)
             if m not in (0, 1) or type(m) is not int:
                 raise IllegalMove("R2", f"mandala is 0 or 1, not {m!r}")
+        else:
+            m = -1  # a discard names no mandala
         if kind == "mountain":
             if not hand[c]:
                 raise IllegalMove("R6", f"you hold no {color} card")
@@ -632,7 +631,7 @@ class Game:
 
     # ------------------------------------------------------------------ copies
 
-    def copy(self) -> "Game":
+    def copy(self) -> Game:
         """An independent copy (for search): same position, same history."""
         g = Game.__new__(Game)
         g.deck_order = self.deck_order

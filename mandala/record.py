@@ -9,7 +9,8 @@ ply and the rule.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Union
+from collections.abc import Callable
+from typing import Any
 
 import msgspec
 
@@ -40,7 +41,7 @@ class PlayedPass(Pass, tag="pass"):
     player: Seat
 
 
-PlayedMove = Union[PlayedMountain, PlayedField, PlayedDiscard, PlayedClaim, PlayedPass]
+PlayedMove = PlayedMountain | PlayedField | PlayedDiscard | PlayedClaim | PlayedPass
 """A move of R22 with the seat that made it, as records list them."""
 
 
@@ -106,9 +107,7 @@ def replay(
     ``on_decision(ply, game)`` is called before each move is applied, with the
     game at the decision that move answers.
     """
-    if isinstance(data, Record):
-        data = msgspec.to_builtins(data)
-    raw = parse_record(data)
+    raw = parse_record(msgspec.to_builtins(data) if isinstance(data, Record) else data)
     try:
         game = Game(raw.deck, raw.first_player, reshuffles=raw.reshuffles)
     except SetupError as e:

@@ -103,14 +103,14 @@ def _cards(counts: list[int]) -> Cards:
     return Cards(*counts)
 
 
-def result(game: "Game") -> Result | None:
+def result(game: Game) -> Result | None:
     """The final result, or ``None`` while the game is running."""
     if game.end_reason is None:
         return None
     return Result(list(game.scores()), list(game.cup_sizes()), game.winner(), game.end_reason)  # type: ignore[arg-type]
 
 
-def view(game: "Game", seat: int | None = None) -> View:
+def view(game: Game, seat: int | None = None) -> View:
     """What ``seat`` may see now (R24); the spectator's view when ``seat`` is ``None``."""
     if seat not in (None, 0, 1):
         raise ValueError(f"seat is 0, 1 or None, not {seat!r}")

@@ -72,10 +72,12 @@ def run(args: argparse.Namespace) -> int:
     base = f"http://{args.host}:{args.port}"
     ws = f"ws://{args.host}:{args.port}/ws"
     procs: list[subprocess.Popen[bytes]] = []
+    commands: list[list[str]] = []
 
     def start(name: str, cmd: list[str], env: dict[str, str] | None = None) -> None:
         log = (workdir / f"{name}.log").open("ab")
         procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env))
+        commands.append(cmd)
 
     try:
         start("server", [sys.executable, "-m", "mandala_cli.main", "serve", "--host", args.host, "--port", str(args.port),
@@ -100,9 +102,9 @@ def run(args: argparse.Namespace) -> int:
         print("Ctrl-C stops everything.", flush=True)
         deadline = time.monotonic() + args.seconds if args.seconds else None
         while deadline is None or time.monotonic() < deadline:
-            for proc in procs:
+            for proc, cmd in zip(procs, commands, strict=True):
                 if proc.poll() is not None:
-                    print(f"a demo process exited ({' '.join(map(str, proc.args[:4]))}…): see {workdir}", file=sys.stderr)
+                    print(f"a demo process exited ({' '.join(cmd[:4])}…): see {workdir}", file=sys.stderr)
                     return 1
             time.sleep(0.5)
         return 0

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from . import bot_cmd, demo_cmd, match_cmd, replay_cmd, selfplay_cmd, serve_cmd
 

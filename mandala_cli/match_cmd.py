@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from mandala import Game, encode_record
-
 from mandala_client.offline import DECISION_MS, SpecError, bot_factory, close_bots, play_game
 from mandala_client.stats import Sprt, Summary, pair_units, sprt, summarize
 
@@ -116,11 +115,11 @@ class Progress:
             return
         self._last = now
         filled = self.width * done // max(1, self.total)
-        w = sum(1 for s in scores if s == 1.0)
-        l = sum(1 for s in scores if s == 0.0)
+        wins = sum(1 for s in scores if s == 1.0)
+        losses = sum(1 for s in scores if s == 0.0)
         pct = 100 * sum(scores) / len(scores) if scores else 50.0
         bar = "#" * filled + "." * (self.width - filled)
-        self.stream.write(f"\r{self.label} [{bar}] {done}/{self.total}  A +{w} ={len(scores) - w - l} -{l}  {pct:5.1f}% ")
+        self.stream.write(f"\r{self.label} [{bar}] {done}/{self.total}  A +{wins} ={len(scores) - wins - losses} -{losses}  {pct:5.1f}% ")
         self.stream.flush()
 
     def finish(self) -> None:

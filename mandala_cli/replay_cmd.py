@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def _legal_line(ply: int, game: Game) -> str:
     legal = sorted(json.dumps(move_to_dict(m), sort_keys=True) for m in game.legal_moves)
     # to_move is null once the game is over (a record with moves past the end)
-    return '{"ply": %d, "to_move": %s, "legal": [%s]}' % (ply, json.dumps(game.to_move), ", ".join(legal))
+    return f'{{"ply": {ply}, "to_move": {json.dumps(game.to_move)}, "legal": [{", ".join(legal)}]}}'
 
 
 def run(args: argparse.Namespace) -> int:
@@ -30,7 +30,10 @@ def run(args: argparse.Namespace) -> int:
         print("mandala replay: --trace takes exactly one file", file=sys.stderr)
         return 2
     out = sys.stdout
-    trace = (lambda ply, game: out.write(_legal_line(ply, game) + "\n")) if args.trace else None
+
+    def trace(ply: int, game: Game) -> None:
+        out.write(_legal_line(ply, game) + "\n")
+
     for path in args.files:
         try:
             data = path.read_bytes()
@@ -38,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"mandala replay: {path}: {e.strerror}", file=sys.stderr)
             return 2
         try:
-            game = replay(data, on_decision=trace)
+            game = replay(data, on_decision=trace if args.trace else None)
         except RecordError as e:
             where = f"ply {e.ply}" if e.ply is not None else "record"
             print(f"mandala replay: {path}: {where}: rule {e.rule}: {e.message}", file=sys.stderr)

@@ -15,6 +15,6 @@ def summary(game: Game) -> dict[str, Any]:
         "winner": game.winner(),
         "end_reason": game.end_reason,
         "rivers": [[COLORS[c] for c in river] for river in game.rivers],
-        "cups": [dict(zip(COLORS, cup)) for cup in game.cups],
+        "cups": [dict(zip(COLORS, cup, strict=True)) for cup in game.cups],
         "turns": game.turns,
     }

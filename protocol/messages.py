@@ -8,7 +8,7 @@ names it. PROTOCOL.md explains each one with an example.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 import msgspec
 
@@ -27,7 +27,7 @@ _MSG = dict(tag_field="type", forbid_unknown_fields=True, omit_defaults=False)
 # --------------------------------------------------------------------------- bot -> server
 
 
-class Hello(msgspec.Struct, tag="hello", **_MSG):  # type: ignore[call-arg]
+class Hello(msgspec.Struct, tag="hello", **_MSG):
     """First message on every connection. With ``token`` the connection plays as that bot;
     without, it is a spectator that may only ``watch``."""
 
@@ -39,7 +39,7 @@ class Hello(msgspec.Struct, tag="hello", **_MSG):  # type: ignore[call-arg]
     """Free text naming the bot's software, for logs."""
 
 
-class PlayMove(msgspec.Struct, tag="move", **_MSG):  # type: ignore[call-arg]
+class PlayMove(msgspec.Struct, tag="move", **_MSG):
     """Answer to a ``decision``: one of its legal moves, in R22 notation."""
 
     game_id: GameId
@@ -47,62 +47,62 @@ class PlayMove(msgspec.Struct, tag="move", **_MSG):  # type: ignore[call-arg]
     move: Move
 
 
-class Challenge(msgspec.Struct, tag="challenge", **_MSG):  # type: ignore[call-arg]
+class Challenge(msgspec.Struct, tag="challenge", **_MSG):
     """Ask another connected bot for an (unrated) game."""
 
     opponent: BotName
 
 
-class Accept(msgspec.Struct, tag="accept", **_MSG):  # type: ignore[call-arg]
+class Accept(msgspec.Struct, tag="accept", **_MSG):
     challenge_id: str
 
 
-class Decline(msgspec.Struct, tag="decline", **_MSG):  # type: ignore[call-arg]
+class Decline(msgspec.Struct, tag="decline", **_MSG):
     challenge_id: str
 
 
-class Resign(msgspec.Struct, tag="resign", **_MSG):  # type: ignore[call-arg]
+class Resign(msgspec.Struct, tag="resign", **_MSG):
     game_id: GameId
 
 
-class SetCapacity(msgspec.Struct, tag="capacity", **_MSG):  # type: ignore[call-arg]
+class SetCapacity(msgspec.Struct, tag="capacity", **_MSG):
     """Change how many games this connection plays at once."""
 
     max_games: Annotated[int, msgspec.Meta(ge=1, le=64)]
 
 
-class Watch(msgspec.Struct, tag="watch", **_MSG):  # type: ignore[call-arg]
+class Watch(msgspec.Struct, tag="watch", **_MSG):
     """Follow a running game as a spectator."""
 
     game_id: GameId
 
 
-class Unwatch(msgspec.Struct, tag="unwatch", **_MSG):  # type: ignore[call-arg]
+class Unwatch(msgspec.Struct, tag="unwatch", **_MSG):
     game_id: GameId
 
 
-class Seek(msgspec.Struct, tag="seek", **_MSG):  # type: ignore[call-arg]
+class Seek(msgspec.Struct, tag="seek", **_MSG):
     """Join the ladder: the server pairs this bot with other seeking bots for rated games,
     as many at once as the connection's free ``max_games`` allow, until ``unseek`` or the
     connection closes. A bot new to the ladder first plays its qualification games."""
 
 
-class Unseek(msgspec.Struct, tag="unseek", **_MSG):  # type: ignore[call-arg]
+class Unseek(msgspec.Struct, tag="unseek", **_MSG):
     """Leave the ladder: no new ladder games are started; running ones (and the return game
     of a duplicate pair whose first game is running) are played out."""
 
 
-class Ping(msgspec.Struct, tag="ping", **_MSG):  # type: ignore[call-arg]
+class Ping(msgspec.Struct, tag="ping", **_MSG):
     """Application-level ping; the server answers ``pong`` with the same ``data``."""
 
     data: Annotated[str, msgspec.Meta(max_length=64)] | None = None
 
 
-ClientMessage = Union[
-    Hello, PlayMove, Challenge, Accept, Decline, Resign, SetCapacity, Seek, Unseek, Watch, Unwatch, Ping
-]
+ClientMessage = (
+    Hello | PlayMove | Challenge | Accept | Decline | Resign | SetCapacity | Seek | Unseek | Watch | Unwatch | Ping
+)
 CLIENT_TYPES: frozenset[str] = frozenset(
-    cls.__struct_config__.tag for cls in ClientMessage.__args__  # type: ignore[attr-defined]
+    cls.__struct_config__.tag for cls in ClientMessage.__args__
 )
 
 # --------------------------------------------------------------------------- server -> bot
@@ -119,7 +119,7 @@ class Limits(msgspec.Struct):
     heartbeat_s: float
 
 
-class Welcome(msgspec.Struct, tag="welcome", **_MSG):  # type: ignore[call-arg]
+class Welcome(msgspec.Struct, tag="welcome", **_MSG):
     """Answer to ``hello``. ``bot`` is ``None`` for a spectator. ``games`` lists the bot's
     running games; each is resumed with ``game_start``, ``update`` and any pending ``decision``."""
 
@@ -129,7 +129,7 @@ class Welcome(msgspec.Struct, tag="welcome", **_MSG):  # type: ignore[call-arg]
     games: list[str]
 
 
-class Challenged(msgspec.Struct, tag="challenged", **_MSG):  # type: ignore[call-arg]
+class Challenged(msgspec.Struct, tag="challenged", **_MSG):
     """Another bot challenges you: answer ``accept`` or ``decline`` before ``expires_ms``."""
 
     challenge_id: str
@@ -137,7 +137,7 @@ class Challenged(msgspec.Struct, tag="challenged", **_MSG):  # type: ignore[call
     expires_ms: int
 
 
-class ChallengeSent(msgspec.Struct, tag="challenge_sent", **_MSG):  # type: ignore[call-arg]
+class ChallengeSent(msgspec.Struct, tag="challenge_sent", **_MSG):
     """Your challenge was delivered to ``opponent``."""
 
     challenge_id: str
@@ -145,7 +145,7 @@ class ChallengeSent(msgspec.Struct, tag="challenge_sent", **_MSG):  # type: igno
     expires_ms: int
 
 
-class ChallengeDeclined(msgspec.Struct, tag="challenge_declined", **_MSG):  # type: ignore[call-arg]
+class ChallengeDeclined(msgspec.Struct, tag="challenge_declined", **_MSG):
     """A challenge will not become a game: declined, expired, or its bot left."""
 
     challenge_id: str
@@ -164,7 +164,7 @@ GameKind = Literal["challenge", "ladder", "qualification", "admin"]
 qualification game against a house bot, or the organizer's API."""
 
 
-class GameStart(msgspec.Struct, tag="game_start", **_MSG):  # type: ignore[call-arg]
+class GameStart(msgspec.Struct, tag="game_start", **_MSG):
     """A game you play begins (or resumes, after a reconnect)."""
 
     game_id: str
@@ -180,7 +180,7 @@ class GameStart(msgspec.Struct, tag="game_start", **_MSG):  # type: ignore[call-
     dealt the same deck and reshuffle seed with the seats swapped."""
 
 
-class Decision(msgspec.Struct, tag="decision", **_MSG):  # type: ignore[call-arg]
+class Decision(msgspec.Struct, tag="decision", **_MSG):
     """Your decision: answer with ``move`` carrying one of ``legal`` and this ``request_id``
     within ``deadline_ms`` milliseconds, or lose the game on time."""
 
@@ -194,7 +194,7 @@ class Decision(msgspec.Struct, tag="decision", **_MSG):  # type: ignore[call-arg
     """Milliseconds left on this decision's clock when the server sent it."""
 
 
-class MoveAccepted(msgspec.Struct, tag="move_accepted", **_MSG):  # type: ignore[call-arg]
+class MoveAccepted(msgspec.Struct, tag="move_accepted", **_MSG):
     """Your move was applied. ``elapsed_ms`` is the time the server's clock counted."""
 
     game_id: str
@@ -202,7 +202,7 @@ class MoveAccepted(msgspec.Struct, tag="move_accepted", **_MSG):  # type: ignore
     elapsed_ms: float
 
 
-class Update(msgspec.Struct, tag="update", **_MSG):  # type: ignore[call-arg]
+class Update(msgspec.Struct, tag="update", **_MSG):
     """The game after a move (``move`` is ``None`` for the first update of a game, a watch
     or a resume): sent to both seats, each with its own view, and to spectators."""
 
@@ -212,7 +212,7 @@ class Update(msgspec.Struct, tag="update", **_MSG):  # type: ignore[call-arg]
     view: View
 
 
-class OpponentAway(msgspec.Struct, tag="opponent_away", **_MSG):  # type: ignore[call-arg]
+class OpponentAway(msgspec.Struct, tag="opponent_away", **_MSG):
     """The bot in ``seat`` lost its connection. ``grace_ms`` is how long it has to come back
     before it loses on time (``None`` if no decision of its is pending: it then has until
     its next decision's deadline)."""
@@ -222,7 +222,7 @@ class OpponentAway(msgspec.Struct, tag="opponent_away", **_MSG):  # type: ignore
     grace_ms: int | None
 
 
-class OpponentBack(msgspec.Struct, tag="opponent_back", **_MSG):  # type: ignore[call-arg]
+class OpponentBack(msgspec.Struct, tag="opponent_back", **_MSG):
     game_id: str
     seat: Seat
 
@@ -240,7 +240,7 @@ class GameResult(msgspec.Struct):
     cup_sizes: list[int]
 
 
-class GameOver(msgspec.Struct, tag="game_over", **_MSG):  # type: ignore[call-arg]
+class GameOver(msgspec.Struct, tag="game_over", **_MSG):
     """The game ended; its whole record (R23) is public now."""
 
     game_id: str
@@ -278,7 +278,7 @@ ErrorCode = Literal[
 ]
 
 
-class Error(msgspec.Struct, tag="error", **_MSG):  # type: ignore[call-arg]
+class Error(msgspec.Struct, tag="error", **_MSG):
     """Something the bot sent was refused; nothing changed. ``code`` is stable."""
 
     code: ErrorCode
@@ -293,14 +293,14 @@ class Error(msgspec.Struct, tag="error", **_MSG):  # type: ignore[call-arg]
     """For ``rate_limited`` and ``storage_unavailable``: seconds to wait before trying again."""
 
 
-class Pong(msgspec.Struct, tag="pong", **_MSG):  # type: ignore[call-arg]
+class Pong(msgspec.Struct, tag="pong", **_MSG):
     data: str | None = None
 
 
 LadderState = Literal["qualifying", "listed", "failed", "removed"]
 
 
-class LadderStatus(msgspec.Struct, tag="ladder", **_MSG):  # type: ignore[call-arg]
+class LadderStatus(msgspec.Struct, tag="ladder", **_MSG):
     """Where this bot stands on the ladder: sent in answer to ``seek`` and ``unseek``, and
     whenever it changes (qualification passed or failed, ladder paused or resumed, bot
     removed by the organizer)."""
@@ -318,10 +318,10 @@ class LadderStatus(msgspec.Struct, tag="ladder", **_MSG):  # type: ignore[call-a
     message: str
 
 
-ServerMessage = Union[
-    Welcome, Challenged, ChallengeSent, ChallengeDeclined, GameStart, Decision, MoveAccepted,
-    Update, OpponentAway, OpponentBack, GameOver, Error, Pong, LadderStatus,
-]
+ServerMessage = (
+    Welcome | Challenged | ChallengeSent | ChallengeDeclined | GameStart | Decision | MoveAccepted
+    | Update | OpponentAway | OpponentBack | GameOver | Error | Pong | LadderStatus
+)
 
 # WebSocket close codes the server uses (PROTOCOL.md, Closing).
 CLOSE_BAD_TOKEN = 4001
@@ -372,29 +372,29 @@ class GameSummary(msgspec.Struct, kw_only=True):
     result: GameResult | None
 
 
-class LiveStandings(msgspec.Struct, tag="standings", **_MSG):  # type: ignore[call-arg]
+class LiveStandings(msgspec.Struct, tag="standings", **_MSG):
     """The whole standings table: on connecting to ``/live`` and whenever it changes."""
 
     paused: bool
     standings: list[Standing]
 
 
-class LiveGameStarted(msgspec.Struct, tag="game_started", **_MSG):  # type: ignore[call-arg]
+class LiveGameStarted(msgspec.Struct, tag="game_started", **_MSG):
     game: GameSummary
 
 
-class LiveGameEnded(msgspec.Struct, tag="game_ended", **_MSG):  # type: ignore[call-arg]
+class LiveGameEnded(msgspec.Struct, tag="game_ended", **_MSG):
     game: GameSummary
 
 
-class LiveGames(msgspec.Struct, tag="games", **_MSG):  # type: ignore[call-arg]
+class LiveGames(msgspec.Struct, tag="games", **_MSG):
     """On connecting to ``/live``: the running games and the most recent finished ones."""
 
     running: list[GameSummary]
     recent: list[GameSummary]
 
 
-class LiveHealth(msgspec.Struct, tag="health", **_MSG):  # type: ignore[call-arg]
+class LiveHealth(msgspec.Struct, tag="health", **_MSG):
     """Whether the server can record games: on connecting to ``/live`` and whenever it changes.
     While ``degraded`` no new game starts; running games finish and are kept until storage is
     back (PROTOCOL.md §19)."""
@@ -406,4 +406,4 @@ class LiveHealth(msgspec.Struct, tag="health", **_MSG):  # type: ignore[call-arg
     """Finished games waiting to be stored."""
 
 
-LiveMessage = Union[LiveStandings, LiveGames, LiveGameStarted, LiveGameEnded, LiveHealth]
+LiveMessage = LiveStandings | LiveGames | LiveGameStarted | LiveGameEnded | LiveHealth

@@ -67,7 +67,7 @@ def _clean(node: Any) -> Any:
 
 def build(tp: Any, title: str, description: str) -> dict[str, Any]:
     """The JSON Schema document for ``tp``."""
-    schema = _clean(msgspec.json.schema(tp))
+    schema: dict[str, Any] = _clean(msgspec.json.schema(tp))
     schema["$schema"] = DIALECT
     schema["title"] = title
     schema["description"] = description

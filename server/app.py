@@ -24,10 +24,10 @@ from .http_api import setup as setup_api
 from .ladder.service import Ladder
 from .ladder_api import setup as setup_ladder_api
 from .live import LiveHub
-from .recorder import GameRecorder
 from .pages import setup as setup_pages
 from .presence import Presence
 from .ratelimit import WindowLimiter
+from .recorder import GameRecorder
 from .replay_api import setup as setup_replay
 from .spool import Spool, default_spool_path
 from .storage import Storage, open_storage

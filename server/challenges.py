@@ -14,7 +14,7 @@ import random
 import secrets
 from dataclasses import dataclass
 
-from protocol.messages import ChallengeDeclined, Challenged, ChallengeSent
+from protocol.messages import Challenged, ChallengeDeclined, ChallengeSent
 
 from .config import Settings
 from .games import GameManager

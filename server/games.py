@@ -14,7 +14,8 @@ import asyncio
 import logging
 import secrets
 from collections import OrderedDict
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import msgspec
 
@@ -82,7 +83,7 @@ class GameRoom:
         decision_ms: int,
         explicit_reshuffles: int,
         deliver: Deliver,
-        on_end: Callable[["GameRoom"], None],
+        on_end: Callable[[GameRoom], None],
     ) -> None:
         self.id = game_id
         self.players = players

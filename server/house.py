@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from protocol.messages import Decision
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from typing import Annotated, Any, Awaitable, Callable, Literal
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, Literal
 
 import msgspec
 from aiohttp import web

@@ -24,8 +24,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter, deque
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from .clock import utc_now
 from .config import Settings
@@ -169,7 +170,7 @@ class GameRecorder:
         if self.failing is None and not self._drained.is_set():
             try:
                 await asyncio.wait_for(self.flush(), self.settings.storage_timeout_s)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
     # ------------------------------------------------------------------ lifecycle
@@ -214,7 +215,7 @@ class GameRecorder:
         is left (it is stored at the next start)."""
         try:
             await asyncio.wait_for(self.flush(), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             await self._spool_waiting()
             left = self.pending
             if left:
@@ -262,7 +263,7 @@ class GameRecorder:
         try:
             await asyncio.wait_for(self._wake.wait(), interval)
             return
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
         try:
             await asyncio.wait_for(self.storage.ping(), self.settings.storage_timeout_s)
@@ -294,13 +295,13 @@ class GameRecorder:
             states = [await self.storage.standing(name) for name in row.players]
             if states[0] is None or states[1] is None:
                 raise LookupError(f"rated game {row.game_id}: bot missing from storage: {row.players}")
-            a, b = states
+            a, b = states[0], states[1]
             after = elo.update(
                 (a.rating, b.rating), (a.rated_games, b.rated_games), score_of_seat0(row.result), self.settings.elo
             )
             changes = [
                 RatingChange(bot=s.bot, rating_before=s.rating, rating_after=new, games_before=s.rated_games)
-                for s, new in zip(states, after, strict=True)
+                for s, new in zip((a, b), after, strict=True)
             ]
             await self.storage.finish_game(row, changes)
 

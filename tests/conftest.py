@@ -8,16 +8,17 @@ and web tests drive the server through the same kit as the server tests.
 from __future__ import annotations
 
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "server"))
 
-from arena_testkit import Harness, settings_for  # noqa: E402
-from server.app import create_app  # noqa: E402
+from arena_testkit import Harness, settings_for
+from server.app import create_app
 
 MakeArena = Callable[..., Awaitable[Harness]]
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 LN10_400 = math.log(10.0) / 400.0
 Z95 = 1.959963984540054
@@ -47,10 +47,10 @@ def fit(
     counts: dict[tuple[int, int], float] = defaultdict(float)  # (i, j) with i < j -> games
     games = [0] * len(names)
     for a, b, score in results:
-        for n in (a, b):
-            if n not in index:
-                index[n] = len(names)
-                names.append(n)
+        for bot in (a, b):
+            if bot not in index:
+                index[bot] = len(names)
+                names.append(bot)
                 games.append(0)
         i, j = index[a], index[b]
         if i == j:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ def pair_round(seekers: Sequence[Seeker], rng: random.Random, spread: float = 20
     order = list(seekers)
     rng.shuffle(order)
     free = {s.name: s for s in order}
-    pairs: list[tuple[str, str]] = []
+    pairs: list[tuple[Seeker, Seeker]] = []
     for a in order:
         if a.name not in free:
             continue

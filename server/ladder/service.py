@@ -25,8 +25,9 @@ import itertools
 import logging
 import random
 import secrets
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any, Callable, Coroutine
+from typing import Any
 
 from protocol.messages import Error, GameKind, LadderState, LadderStatus, LiveStandings, Standing
 
@@ -157,7 +158,7 @@ class Ladder:
         self._tasks.add(task)
         task.add_done_callback(self._done)
 
-    def _done(self, task: "asyncio.Task[Any]") -> None:
+    def _done(self, task: asyncio.Task[Any]) -> None:
         self._tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
             log.error("ladder task failed", exc_info=task.exception())
@@ -368,7 +369,7 @@ class Ladder:
         while True:
             try:
                 await asyncio.wait_for(self._wake.wait(), self.settings.pairing_interval_s)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
             self._wake.clear()
             try:

@@ -170,7 +170,7 @@ class PostgresStorage:
         if pool is not None:
             try:
                 await asyncio.wait_for(pool.close(), CONNECT_TIMEOUT_S)
-            except (OSError, asyncio.TimeoutError, asyncpg.PostgresError):
+            except (TimeoutError, OSError, asyncpg.PostgresError):
                 pool.terminate()  # the server is gone: drop the connections without goodbye
 
     async def ping(self) -> None:

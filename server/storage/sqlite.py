@@ -10,10 +10,11 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from functools import partial
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, TypeVar
 
 from .base import (
     INITIAL_RATING,

@@ -7,10 +7,10 @@ it received, one per line, so the test can check what the driver sent.
 
 import json
 import sys
+from typing import TextIO
 
 
-def main() -> None:
-    log = open(sys.argv[1], "w") if len(sys.argv) > 1 else None
+def play(log: TextIO | None) -> None:
     for line in sys.stdin:
         message = json.loads(line)
         if log is not None:
@@ -19,8 +19,14 @@ def main() -> None:
             reply = {"type": "move", "game_id": message["game_id"], "request_id": message["request_id"],
                      "move": message["legal"][0]}
             print(json.dumps(reply), flush=True)
-    if log is not None:
-        log.close()
+
+
+def main() -> None:
+    if len(sys.argv) > 1:
+        with open(sys.argv[1], "w") as log:
+            play(log)
+    else:
+        play(None)
 
 
 if __name__ == "__main__":

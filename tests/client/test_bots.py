@@ -43,7 +43,11 @@ def test_bot_plays_only_legal_moves(make: Any) -> None:
     kinds: set[str] = set()
     for seed in range(3):
         bot = Checked(make(seed))
-        game = _play(bot, RandomBot(seed=100 + seed), seed) if seed % 2 else _play(RandomBot(seed=100 + seed), bot, seed)
+        other = RandomBot(seed=100 + seed)
+        if seed % 2:
+            _play(bot, other, seed)
+        else:
+            _play(other, bot, seed)
         kinds |= bot.kinds
     assert {"Mountain", "Claim"} <= kinds  # turns and picks both came up
 
@@ -91,7 +95,7 @@ def test_search_keeps_to_its_time_budget() -> None:
 
 
 def test_shortcuts_name_the_shipped_bots() -> None:
-    assert SHORTCUTS == {"random": RandomBot, "greedy": GreedyBot, "search": SearchBot}
+    assert {"random": RandomBot, "greedy": GreedyBot, "search": SearchBot} == SHORTCUTS
     bot = load_bot("search,iterations=7,exploration=0.5", seed=1)
     assert isinstance(bot, SearchBot) and bot.iterations == 7 and bot.exploration == 0.5 and bot.budget is None
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from mandala import Game, replay, record_dict
+from mandala import Game, record_dict, replay
 from mandala_client.bots import RandomBot
 from mandala_client.external import ExternalBot
 from mandala_client.offline import load_bot, play_game

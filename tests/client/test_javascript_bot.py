@@ -16,8 +16,9 @@ import re
 import shutil
 import struct
 import subprocess
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 import pytest
 
@@ -200,7 +201,7 @@ async def test_js_bots_qualify_on_the_ladder_and_play_a_rated_pair(
     tokens = [await arena.create_bot(name) for name in ("js-a", "js-b")]
     procs = [await start_js(node, arena, token, "--ladder", "--games", str(games)) for token in tokens]
     results = [await exit_of(proc) for proc in procs]
-    for name, (code, log) in zip(("js-a", "js-b"), results):
+    for name, (code, log) in zip(("js-a", "js-b"), results, strict=True):
         assert code == 0, log
         assert errors_to.get(name, []) == []
         assert "ladder: qualifying" in log and "ladder: listed" in log
@@ -345,7 +346,7 @@ async def run_against_peer(node: str, tmp_path: Path, peer: Peer) -> list[dict[s
 
 
 async def test_ws_client_frames_fragments_pings_and_close(node: str, tmp_path: Path) -> None:
-    small = "hello".encode()
+    small = b"hello"
     medium = ("é" * 150).encode()  # 300 bytes: the 16-bit length form
     large = ("0123456789abcdef" * 4375).encode()  # 70 000 bytes: the 64-bit length form
     parts = ["fragmented ", "messages, with ", "a split ☃"]

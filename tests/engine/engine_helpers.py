@@ -10,7 +10,8 @@ go where ``rest`` says (the bottom of the deck by default).
 from __future__ import annotations
 
 import copy
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import pytest
 
@@ -96,10 +97,10 @@ def position(
     if rest == "deck":
         deck += expand(named(left))
     elif rest == "discard":
-        disc = [a + b for a, b in zip(disc, left)]
+        disc = [a + b for a, b in zip(disc, left, strict=True)]
     elif rest in ("cup0", "cup1"):
         p = int(rest[-1])
-        whole_cups[p] = [a + b for a, b in zip(whole_cups[p], left)]
+        whole_cups[p] = [a + b for a, b in zip(whole_cups[p], left, strict=True)]
     else:
         raise ValueError(f"rest is deck, discard, cup0 or cup1, not {rest!r}")
     return Game.from_position(

@@ -24,7 +24,8 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
-from typing import Any, Callable, Iterable, Optional
+from collections.abc import Callable, Iterable
+from typing import Any
 
 COLORS = ["red", "orange", "yellow", "green", "purple", "black"]  # R1, canonical order
 CARDS_PER_COLOR = 18  # R1
@@ -36,7 +37,7 @@ TURN_LIMIT = 1000  # R19
 class RefError(Exception):
     """An illegal move or an inconsistent record (``ply``: the move at fault, if any)."""
 
-    def __init__(self, message: str, ply: Optional[int] = None) -> None:
+    def __init__(self, message: str, ply: int | None = None) -> None:
         super().__init__(message)
         self.ply = ply
 
@@ -62,8 +63,8 @@ class RefGame:
         self,
         deck: list[str],
         first_player: int = 0,
-        reshuffles: Optional[list[list[str]]] = None,
-        rng: Optional[random.Random] = None,
+        reshuffles: list[list[str]] | None = None,
+        rng: random.Random | None = None,
     ) -> None:
         # R1: 108 cards, 18 of each color.
         deck = list(deck)
@@ -95,14 +96,14 @@ class RefGame:
         self.current = first_player  # whose turn it is (phase "turn")
         self.phase = "turn"  # "turn", "pick" or "over"
         # The destruction in progress (R11-R15).
-        self.destroying: Optional[int] = None
-        self.completer: Optional[int] = None
-        self.picker: Optional[int] = None
+        self.destroying: int | None = None
+        self.completer: int | None = None
+        self.picker: int | None = None
         self.had_field: list[bool] = [False, False]
         # R17 triggers.
         self.deck_exhausted = False  # (b): the first exhaustion has happened
         self.river_full = False  # (a): a 6th river slot was filled
-        self.end_reason: Optional[str] = None
+        self.end_reason: str | None = None
 
         # Bookkeeping for the tests: which rare paths occurred.
         self.events: Counter[str] = Counter()
@@ -113,7 +114,7 @@ class RefGame:
 
     # ------------------------------------------------------------------ state
 
-    def to_move(self) -> Optional[int]:
+    def to_move(self) -> int | None:
         if self.phase == "turn":
             return self.current
         if self.phase == "pick":
@@ -248,7 +249,7 @@ class RefGame:
 
     # ---------------------------------------------------------- draw deck R16
 
-    def draw_card(self) -> Optional[str]:
+    def draw_card(self) -> str | None:
         """Draw (or deal) one card from the top of the draw deck, per R16."""
         if not self.draw_deck:
             if self.discard:
@@ -405,7 +406,7 @@ class RefGame:
     def scores(self) -> list[int]:
         return [self.score(0), self.score(1)]
 
-    def winner(self) -> Optional[int]:
+    def winner(self) -> int | None:
         if self.phase != "over":
             return None
         s = self.scores()
@@ -448,7 +449,7 @@ class RefGame:
 
 def replay_record(
     record: dict[str, Any],
-    on_decision: Optional[Callable[[int, RefGame], None]] = None,
+    on_decision: Callable[[int, RefGame], None] | None = None,
 ) -> RefGame:
     """Rebuild a game from an R23 record, validating every move."""
     game = RefGame(record["deck"], record["first_player"], reshuffles=record["reshuffles"])

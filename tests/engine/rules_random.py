@@ -5,7 +5,7 @@ when the drawn choices run out."""
 from __future__ import annotations
 
 import random
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from hypothesis import strategies as st
 

@@ -23,8 +23,9 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -32,12 +33,11 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import reference as ref  # noqa: E402
-from reference import COLORS, RefError, RefGame, RefState, move_key, replay_record  # noqa: E402
-
-import mandala  # noqa: E402
-from mandala_cli.main import main as cli_main  # noqa: E402
-from mandala_cli.summary import summary as project_summary  # noqa: E402
+import mandala
+import reference as ref
+from mandala_cli.main import main as cli_main
+from mandala_cli.summary import summary as project_summary
+from reference import COLORS, RefError, RefGame, RefState, move_key, replay_record
 
 REPO = Path(__file__).resolve().parents[2]
 # MANDALA_REFERENCE_SCALE=50 multiplies every hypothesis example count (for runs by hand).
@@ -272,7 +272,7 @@ def deck_runs(rng: random.Random) -> list[str]:
     runs = []
     for c in COLORS:
         cut = sorted(rng.sample(range(1, 18), rng.randint(0, 3)))
-        sizes = [b - a for a, b in zip([0] + cut, cut + [18])]
+        sizes = [b - a for a, b in zip([0] + cut, cut + [18], strict=True)]
         runs += [[c] * s for s in sizes]
     rng.shuffle(runs)
     return [c for r in runs for c in r]
@@ -676,7 +676,7 @@ def test_reference_rulebook_score_example() -> None:
     """R21's example: 4, 5, 6, 0, 3, 1 cup cards under slots 1-6 score 53."""
     g = RefGame([c for c in COLORS for _ in range(18)])
     g.rivers[0] = list(COLORS)
-    g.cups[0] = [c for c, n in zip(COLORS, [4, 5, 6, 0, 3, 1]) for _ in range(n)]
+    g.cups[0] = [c for c, n in zip(COLORS, [4, 5, 6, 0, 3, 1], strict=True) for _ in range(n)]
     assert g.score(0) == 53
 
 

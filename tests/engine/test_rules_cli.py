@@ -42,7 +42,7 @@ def expected_summary(game: Game) -> dict[str, Any]:
         "winner": game.winner(),
         "end_reason": game.end_reason,
         "rivers": [[COLORS[c] for c in r] for r in game.rivers],
-        "cups": [dict(zip(COLORS, cup)) for cup in game.cups],
+        "cups": [dict(zip(COLORS, cup, strict=True)) for cup in game.cups],
         "turns": game.turns,
     }
 
@@ -92,9 +92,9 @@ def test_r22_trace_prints_each_decisions_sorted_legal_moves(finished: Game, tmp_
     assert len(lines) == len(record["moves"]) + 1
     assert json.loads(lines[-1]) == expected_summary(finished)
     game = Game(record["deck"], record["first_player"], reshuffles=record["reshuffles"])
-    for ply, (line, move) in enumerate(zip(lines, record["moves"])):
+    for ply, (line, move) in enumerate(zip(lines[:-1], record["moves"], strict=True)):
         legal = sorted(json.dumps(move_to_dict(m), sort_keys=True) for m in game.legal_moves)
-        assert line == '{"ply": %d, "to_move": %d, "legal": [%s]}' % (ply, game.to_move, ", ".join(legal))
+        assert line == f'{{"ply": {ply}, "to_move": {game.to_move}, "legal": [{", ".join(legal)}]}}'
         parsed = json.loads(line)
         assert parsed["to_move"] == move["player"]
         assert {k: v for k, v in move.items() if k != "player"} in parsed["legal"]
@@ -176,7 +176,7 @@ def test_r23_malformed_records_and_illegal_moves_exit_2_naming_ply_and_rule(
     finished: Game, tmp_path: Path, trace: bool
 ) -> None:
     cases = _cases(finished)
-    assert TRACED_CASES <= {name for name, *_ in cases}
+    assert {name for name, *_ in cases} >= TRACED_CASES
     for name, record, where, rule in cases:
         if trace and name not in TRACED_CASES:
             continue
@@ -217,7 +217,7 @@ def test_r23_selfplay_records_replay_to_the_same_results(tmp_path: Path) -> None
     assert len(summaries) == 6
     reasons = {"river": 0, "deck": 0, "no_moves": 0, "turn_limit": 0}
     wins = [0, 0]
-    for i, (f, summary) in enumerate(zip(files, summaries)):
+    for i, (f, summary) in enumerate(zip(files, summaries, strict=True)):
         record = json.loads(f.read_bytes())
         assert record["first_player"] == i % 2
         game = replay(record)

@@ -11,14 +11,26 @@ from __future__ import annotations
 import pytest
 
 from engine_helpers import (
-    BLACK, GREEN, ORANGE, PURPLE, RED, YELLOW,
-    assert_illegal, cup, deck_top_first, discard_pile, hand, mountain, named, play,
-    position, river, total_cards,
+    BLACK,
+    GREEN,
+    ORANGE,
+    PURPLE,
+    RED,
+    YELLOW,
+    assert_illegal,
+    cup,
+    deck_top_first,
+    discard_pile,
+    hand,
+    mountain,
+    named,
+    play,
+    position,
+    river,
+    total_cards,
 )
+from mandala import Claim, Discard, Field, Game, Mountain, Pass, RecordError, record_dict, replay, result, view
 from mandala.moves import PASS_CODE
-from mandala import (
-    Claim, Discard, Field, Game, Mountain, Pass, RecordError, record_dict, replay, result, view,
-)
 
 # --------------------------------------------------------------------------- R16 exhaustion
 

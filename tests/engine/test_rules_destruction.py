@@ -7,14 +7,29 @@ asserted pile by pile.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import pytest
 
 from engine_helpers import (
-    BLACK, GREEN, ORANGE, PURPLE, RED, YELLOW,
-    assert_illegal, cup, deck_top_first, discard_pile, field, hand, mountain, move_names, play, position,
-    river, sorted_moves,
+    BLACK,
+    GREEN,
+    ORANGE,
+    PURPLE,
+    RED,
+    YELLOW,
+    assert_illegal,
+    cup,
+    deck_top_first,
+    discard_pile,
+    field,
+    hand,
+    mountain,
+    move_names,
+    play,
+    position,
+    river,
+    sorted_moves,
 )
 from mandala import Claim, Discard, Field, Game, Mountain, Pass, RecordError, replay, view
 from mandala.views import Destruction

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from engine_helpers import internal_state, total_cards
 from mandala import MOVES, Cards, Game, IllegalMove, encode_record, record_dict, replay, view
-from mandala.moves import MOVE_COUNT, claim_code, discard_code, field_code, mountain_code, PASS_CODE
+from mandala.moves import MOVE_COUNT, PASS_CODE, claim_code, discard_code, field_code, mountain_code
 from rules_random import game_plans, play_plan
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -11,12 +11,39 @@ from __future__ import annotations
 import pytest
 
 from engine_helpers import (
-    BLACK, GREEN, ORANGE, PURPLE, RED, YELLOW,
-    assert_illegal, deck_order, deck_top_first, discard_pile, field, hand, mountain, move_names,
-    named, play, position, snapshot, sorted_moves,
+    BLACK,
+    GREEN,
+    ORANGE,
+    PURPLE,
+    RED,
+    YELLOW,
+    assert_illegal,
+    deck_order,
+    deck_top_first,
+    discard_pile,
+    field,
+    hand,
+    mountain,
+    move_names,
+    named,
+    play,
+    position,
+    snapshot,
+    sorted_moves,
 )
 from mandala import (
-    Claim, Discard, Field, Game, IllegalMove, Mountain, Pass, RecordError, SetupError, record_dict, replay, view,
+    Claim,
+    Discard,
+    Field,
+    Game,
+    IllegalMove,
+    Mountain,
+    Pass,
+    RecordError,
+    SetupError,
+    record_dict,
+    replay,
+    view,
 )
 from mandala.cards import COLORS
 

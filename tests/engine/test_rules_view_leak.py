@@ -29,7 +29,6 @@ both starting cups and the deck vary.
 from __future__ import annotations
 
 import random
-from typing import Union
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -39,7 +38,7 @@ from mandala import MOVES, Game, View, view
 from mandala.moves import CLAIM, DISCARD, FIELD, MOUNTAIN, MOVE_PARTS
 from rules_random import game_plans, play_plan
 
-Pos = Union[tuple[str, int], tuple[str, int, int]]
+Pos = tuple[str, int] | tuple[str, int, int]
 
 
 def color_at(pos: Pos, deck: list[int], reshuffles: list[list[int]]) -> int:
@@ -112,7 +111,7 @@ def permute_unseen(
         if permuted == colors and len(set(colors)) > 1:
             j = next(j for j in range(1, len(colors)) if colors[j] != colors[0])
             permuted[0], permuted[j] = permuted[j], permuted[0]
-        for i, c in zip(indices, permuted):
+        for i, c in zip(indices, permuted, strict=True):
             order[i] = c
     return new_deck, new_shuffles
 

@@ -11,17 +11,15 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 import msgspec
 import pytest
 
+from arena_testkit import free_port
 from protocol.messages import PROTOCOL_VERSION, Decision, GameOver, ServerMessage
 from server.ladder import elo
 from server.storage.sqlite import SqliteStorage
-
-from arena_testkit import free_port
 
 ADMIN = "crash-test-admin"
 BOTS = ["ann", "ben", "cat", "dan"]

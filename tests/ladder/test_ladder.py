@@ -13,6 +13,7 @@ from typing import Any
 
 import msgspec
 
+from arena_testkit import ADMIN, Harness, WsClient, gather, play_out, random_policy
 from protocol.messages import (
     Decision,
     Error,
@@ -25,8 +26,6 @@ from protocol.messages import (
     LiveMessage,
     LiveStandings,
 )
-
-from arena_testkit import ADMIN, Harness, WsClient, gather, play_out, random_policy
 
 FAST = {"pairing_interval_s": 0.05}
 AUTH = {"Authorization": f"Bearer {ADMIN}"}
@@ -90,7 +89,7 @@ async def test_qualification_against_the_house_then_rated_duplicate_pairs(make_a
     table = await standings(arena)
     assert set(table) == {"alice", "bob"}  # the house bot is never listed
     score = {"alice": 0.0, "bob": 0.0}
-    for start, over in zip(ladder, overs):
+    for start, over in zip(ladder, overs, strict=True):
         names = [p.name for p in start.players]
         w = over.result.winner
         for seat, name in enumerate(names):

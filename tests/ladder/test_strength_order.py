@@ -15,10 +15,9 @@ from typing import Any
 
 import msgspec
 
+from arena_testkit import Harness, WsClient
 from mandala_client.bots import GreedyBot, RandomBot, SearchBot
 from protocol.messages import Decision
-
-from arena_testkit import Harness, WsClient
 
 MEETINGS = 8
 FAST = {"pairing_interval_s": 0.05}

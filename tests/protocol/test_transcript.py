@@ -1,16 +1,21 @@
 """PROTOCOL.md's transcript (§9.2) and its complete game examples are what the real server
-sends: replay the scripted game of ``protocol.transcript`` and compare, frame by frame."""
+sends: replay the scripted game of ``scripts/transcript.py`` and compare, frame by frame."""
 
 from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
-from protocol import transcript
+import protocol
 
-DOC = Path(transcript.__file__).resolve().parent / "PROTOCOL.md"
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+
+import transcript
+
+DOC = Path(protocol.__file__).resolve().parent / "PROTOCOL.md"
 DOC_GAME_ID = "sH3f9QkB"
 DOC_TOKEN = "o4mZB2n8v1uJc3Qx6V0yHkTq9sWdLpEa7fNrGtYbKiM"
 ELAPSED = re.compile(r'"elapsed_ms": [0-9.]+')

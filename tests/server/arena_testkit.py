@@ -14,9 +14,10 @@ import itertools
 import json
 import random
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 import aiohttp
 import msgspec
@@ -217,7 +218,7 @@ async def exit_of(proc: asyncio.subprocess.Process, timeout: float = 60.0) -> tu
     log). One that has not ended within ``timeout`` seconds is killed and fails the test."""
     try:
         _, err = await asyncio.wait_for(proc.communicate(), timeout)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         proc.kill()
         _, err = await proc.communicate()
         raise AssertionError(f"process {proc.pid} did not exit within {timeout:g} s:\n" + err.decode()) from None

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import AsyncIterator
 
 import asyncpg
 import pytest
 
 from server.storage import Storage
 from server.storage.sqlite import SqliteStorage
-
 
 PG_URL_ENV = "MANDALA_TEST_DATABASE_URL"
 

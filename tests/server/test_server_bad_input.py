@@ -9,8 +9,10 @@ from typing import Any
 
 import msgspec
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from arena_testkit import Harness, WsClient
 from protocol.messages import (
     CLOSE_BAD_TOKEN,
     CLOSE_FLOOD,
@@ -28,8 +30,6 @@ from protocol.messages import (
 )
 from server.refusal import Refusal
 from server.ws import parse
-
-from arena_testkit import Harness, WsClient
 
 
 async def refused(client: WsClient, frame: Any, code: str, *, binary: bool = False) -> Error:

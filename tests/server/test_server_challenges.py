@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from protocol.messages import ChallengeDeclined, Challenged, ChallengeSent, Error, GameStart
-
 from arena_testkit import Harness
+from protocol.messages import Challenged, ChallengeDeclined, ChallengeSent, Error, GameStart
 
 
 async def test_declined_challenge(make_arena) -> None:

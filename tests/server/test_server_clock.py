@@ -7,6 +7,7 @@ import sqlite3
 
 import msgspec
 
+from arena_testkit import Harness, gather, play_out, random_policy
 from protocol.messages import (
     Decision,
     Error,
@@ -18,8 +19,6 @@ from protocol.messages import (
     Update,
     Welcome,
 )
-
-from arena_testkit import Harness, gather, play_out, random_policy
 
 
 async def test_a_bot_that_does_not_answer_loses_on_time(make_arena, db_path) -> None:

@@ -8,10 +8,9 @@ from typing import Any
 import msgspec
 
 import mandala
+from arena_testkit import ADMIN, Harness, first_legal, gather, play_out
 from mandala import COLORS, Game
 from protocol.messages import Decision, GameOver, Update, Welcome
-
-from arena_testkit import ADMIN, Harness, first_legal, gather, play_out
 
 AUTH = {"Authorization": f"Bearer {ADMIN}"}
 

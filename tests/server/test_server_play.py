@@ -6,17 +6,8 @@ from __future__ import annotations
 import msgspec
 
 import mandala
-from protocol.messages import (
-    ChallengeSent,
-    Challenged,
-    Decision,
-    GameOver,
-    GameStart,
-    MoveAccepted,
-    Update,
-)
-
 from arena_testkit import Harness, WsClient, gather, play_out, random_policy
+from protocol.messages import Challenged, ChallengeSent, Decision, GameOver, GameStart, MoveAccepted, Update
 
 
 def check_game_frames(client: WsClient, game_id: str, seat: int, over: GameOver) -> None:
@@ -78,7 +69,7 @@ async def test_several_concurrent_games_on_one_connection(make_arena) -> None:
     a = await arena.bot("alice", max_games=3)
     others = [await arena.bot(f"bot{i}") for i in range(3)]
     ids = [await arena.start_game(["alice", f"bot{i}"]) for i in range(3)]
-    assert len((await arena.get_json("/api/games?status=running"))) == 3
+    assert len(await arena.get_json("/api/games?status=running")) == 3
     results = await gather(play_out(a, random_policy(1), games=3),
                            *(play_out(o, random_policy(10 + i)) for i, o in enumerate(others)))
     overs_a = results[0]

@@ -8,10 +8,9 @@ from typing import Any
 
 import msgspec
 
+from arena_testkit import Harness, gather, play_out, random_policy
 from protocol.messages import GameOver, Update
 from server.storage import GameRow
-
-from arena_testkit import Harness, gather, play_out, random_policy
 from test_server_http import api_error
 from test_server_spectators import hidden_card_runs
 

@@ -9,10 +9,9 @@ from typing import Any
 import msgspec
 
 import mandala
+from arena_testkit import Harness, WsClient, gather, play_out, random_policy
 from mandala import COLORS, Discard, Game, Move
 from protocol.messages import Decision, Error, GameOver, Update
-
-from arena_testkit import Harness, WsClient, gather, play_out, random_policy
 
 
 def public_views(record: Any) -> list[mandala.View]:
@@ -92,7 +91,7 @@ def variants(base: list[str], positions: list[int], n: int) -> list[list[str]]:
         deck = list(base)
         cards = [deck[p] for p in positions]
         rng.shuffle(cards)
-        for p, c in zip(positions, cards):
+        for p, c in zip(positions, cards, strict=True):
             deck[p] = c
         out.append(deck)
     return out

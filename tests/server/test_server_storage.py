@@ -11,10 +11,9 @@ from typing import Any
 import msgspec
 from aiohttp.test_utils import TestClient, TestServer
 
+from arena_testkit import Harness, gather, play_out, random_policy, settings_for
 from protocol.messages import Decision, GameOver, Update
 from server.app import create_app
-
-from arena_testkit import Harness, gather, play_out, random_policy, settings_for
 
 
 def stored(db_path: Path, game_id: str) -> dict[str, Any]:

@@ -12,22 +12,13 @@ from typing import Any
 import msgspec
 import pytest
 
+from arena_testkit import Harness, gather, play_out, random_policy
 from server.config import Settings
 from server.ladder import elo
 from server.recorder import GameRecorder
 from server.spool import Spool
-from server.storage import (
-    INITIAL_RATING,
-    GameRow,
-    NameTaken,
-    RatingChange,
-    RatingConflict,
-    Standing,
-    Storage,
-)
+from server.storage import INITIAL_RATING, GameRow, NameTaken, RatingChange, RatingConflict, Standing, Storage
 from server.storage.sqlite import SCHEMA_VERSION, SqliteStorage
-
-from arena_testkit import Harness, gather, play_out, random_policy
 
 
 def game(gid: str, a: str, b: str, *, status: str = "finished", rated: bool = True, winner: int | None = 0,

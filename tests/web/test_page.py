@@ -19,14 +19,14 @@ import asyncio
 import os
 import re
 import tempfile
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 import pytest
 
-from protocol.messages import Decision, Error, GameStart, LadderStatus
-
 from arena_testkit import Harness, WsClient, random_policy
+from protocol.messages import Decision, Error, GameStart, LadderStatus
 
 CHROMIUM = Path(os.environ.get("MANDALA_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -69,7 +69,7 @@ class LadderBot:
     that in a ladder game it holds its move from ply ``hold_at`` on until ``release()``, and
     tells ``held`` the game's id. It keeps reading frames meanwhile (pings are answered)."""
 
-    def __init__(self, client: WsClient, seed: int, held: "asyncio.Queue[str]") -> None:
+    def __init__(self, client: WsClient, seed: int, held: asyncio.Queue[str]) -> None:
         self.client = client
         self.held = held
         self.policy = random_policy(seed)
@@ -112,7 +112,7 @@ class LadderBot:
                 task.cancel()
 
 
-async def ladder_bots(arena: Harness, held: "asyncio.Queue[str]") -> list[LadderBot]:
+async def ladder_bots(arena: Harness, held: asyncio.Queue[str]) -> list[LadderBot]:
     """alice and bob, seeking, once both are listed."""
     bots = [LadderBot(await arena.bot(name), seed, held) for seed, name in enumerate(("alice", "bob"), 1)]
     await asyncio.wait_for(asyncio.gather(*(b.listed.wait() for b in bots)), 30)

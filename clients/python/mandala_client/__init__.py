@@ -14,8 +14,11 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .client import Client, ClientError, ConnectionRejected, run_bot
-    from .games import FinishedGame
+    from .client import Client as Client
+    from .client import ClientError as ClientError
+    from .client import ConnectionRejected as ConnectionRejected
+    from .client import run_bot as run_bot
+    from .games import FinishedGame as FinishedGame
 
 _LAZY = {
     "Client": ".client",

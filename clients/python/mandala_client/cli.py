@@ -19,7 +19,8 @@ import logging
 import os
 import signal
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .client import Client, ClientError
 from .offline import SpecError, load_bot

@@ -33,8 +33,9 @@ import collections
 import logging
 import random
 import time
+from collections.abc import Awaitable, Callable
 from importlib import metadata
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 import aiohttp
 import msgspec
@@ -47,8 +48,8 @@ from protocol.messages import (
     PROTOCOL_VERSION,
     Accept,
     Challenge,
-    ChallengeDeclined,
     Challenged,
+    ChallengeDeclined,
     ClientMessage,
     Decision,
     Decline,
@@ -230,7 +231,7 @@ class Client:
                 self._log(logging.WARNING, "connection lost (%s); reconnecting in %.1f s", why, delay)
                 try:
                     await asyncio.wait_for(self._stopped.wait(), delay)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     pass
         finally:
             self._stopping = True
@@ -295,7 +296,7 @@ class Client:
                     elif frame.type is aiohttp.WSMsgType.ERROR:
                         return f"error: {ws.exception()}"
                 code = ws.close_code
-        except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as e:
+        except (TimeoutError, aiohttp.ClientError, OSError) as e:
             return f"{e.__class__.__name__}: {e}"
         finally:
             self._ws = None

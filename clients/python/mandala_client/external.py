@@ -22,7 +22,8 @@ import os
 import selectors
 import subprocess
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import msgspec
 

@@ -144,7 +144,7 @@ class Chooser:
         started = time.monotonic()
         try:
             move = await asyncio.wait_for(self._call(decision.view, decision.legal), max(0.0, budget))
-        except asyncio.TimeoutError:
+        except TimeoutError:
             took = 1000 * (time.monotonic() - started)
             return self._fallback(decision), f"choose() did not answer within {took:.0f} ms"
         except Exception as e:  # the bot's own bug: log it, keep playing

@@ -30,14 +30,15 @@ import json
 import os
 import shlex
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import msgspec
 
 from mandala import Game, IllegalMove, Move, move_to_dict, record_of, view
-from protocol.messages import Decision, GameOver, GameResult, GameStart, Player, Update
 from mandala.record import PlayedMove
+from protocol.messages import Decision, GameOver, GameResult, GameStart, Player, Update
 
 from .bots import SHORTCUTS
 from .external import BotError, ExternalBot
@@ -156,17 +157,19 @@ def play_game(
     notify = [getattr(b, "notify", None) for b in bots]
     players = [Player(names[0], 0), Player(names[1], 1)]
 
-    def tell(make: Callable[[int], Any]) -> None:
+    def tell(ply: int, played: PlayedMove) -> None:
         for seat in (0, 1):
-            if notify[seat] is not None:
-                _resolve(notify[seat](make(seat)))
+            hook = notify[seat]
+            if hook is not None:
+                _resolve(hook(Update(game_id, ply, played, view(game, seat))))
 
     seat = 0
     try:
         for seat in (0, 1):
-            if notify[seat] is not None:
-                _resolve(notify[seat](GameStart(game_id, seat, players, game.first_player, decision_ms, False)))  # type: ignore[arg-type]
-                _resolve(notify[seat](Update(game_id, 0, None, view(game, seat))))
+            hook = notify[seat]
+            if hook is not None:
+                _resolve(hook(GameStart(game_id, seat, players, game.first_player, decision_ms, False)))  # type: ignore[arg-type]
+                _resolve(hook(Update(game_id, 0, None, view(game, seat))))
         while game.to_move is not None:
             seat = game.to_move
             legal = game.legal_moves
@@ -181,9 +184,7 @@ def play_game(
             except IllegalMove as e:
                 raise BotError(f"illegal move {move!r}: {e}") from None
             if notify[0] is not None or notify[1] is not None:
-                played = _played(move, seat)
-                ply = len(game.history)
-                tell(lambda q: Update(game_id, ply, played, view(game, q)))
+                tell(len(game.history), _played(move, seat))
         outcome = Outcome(game.winner(), game.end_reason or "", game.scores(), len(game.history))
         reason = outcome.end_reason
     except BotError as e:
@@ -192,10 +193,10 @@ def play_game(
     if notify[0] is not None or notify[1] is not None:
         result = GameResult(outcome.winner, reason, list(outcome.scores), list(game.cup_sizes()))  # type: ignore[arg-type]
         over = GameOver(game_id, result, record_of(game))
-        for q in (0, 1):
-            if notify[q] is not None:
+        for hook in notify:
+            if hook is not None:
                 try:
-                    _resolve(notify[q](over))
+                    _resolve(hook(over))
                 except BotError:
                     pass  # the game is decided; a bot that fails to hear it changes nothing
     return outcome

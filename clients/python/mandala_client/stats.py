@@ -20,8 +20,8 @@ compared with ``ln(β/(1−α))`` and ``ln((1−β)/α)``.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 Z95 = 1.959963984540054
 """The two-sided 95 % quantile of the normal distribution."""

@@ -9,7 +9,8 @@ any bot the same way.
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence, runtime_checkable
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
 
 from mandala import Move, View, code_of
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import random
 import time
+from collections.abc import Sequence
 
 from mandala import Game, Move, View
 from mandala.moves import DISCARD, FIELD, MOUNTAIN, MOVE_PARTS
@@ -126,7 +127,7 @@ class SearchBot:
             child.visits += 1
             child.reward += r0 if mover == 0 else 1.0 - r0
 
-    def _select(self, node: _Node, codes: tuple[int, ...] | list[int]) -> tuple[int, _Node, bool]:
+    def _select(self, node: _Node, codes: Sequence[int]) -> tuple[int, _Node, bool]:
         """The move to follow from ``node`` among ``codes`` (those legal in this sample):
         an untried one if any (then ``True``: a new node), else the best by UCB."""
         children = node.children

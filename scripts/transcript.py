@@ -1,6 +1,6 @@
 """Capture a real transcript: the frames one bot sees in a short game on a real server.
 
-``python -m protocol.transcript [--full]`` starts a server in-process (temporary database,
+``python scripts/transcript.py [--full]`` starts a server in-process (temporary database,
 loopback, a free port), creates two bots over HTTP, connects both and a spectator over
 WebSocket, has the admin start a game between them on a fixed deal (``mandala.Game.new(seed=101)``)
 and lets the bots play a fixed list of moves until ``bob`` resigns. It prints every frame
@@ -28,8 +28,9 @@ from aiohttp import web
 
 import mandala
 from mandala.cards import COLORS
-
-from .messages import PROTOCOL_VERSION
+from protocol.messages import PROTOCOL_VERSION
+from server.app import create_app
+from server.config import Settings
 
 SEED = 101
 """The deal: ``mandala.Game.new(seed=SEED)``. Its mandala 0 is completed on the 4th move."""
@@ -91,9 +92,6 @@ async def _spectator(session: aiohttp.ClientSession, url: str, game_id: str, log
 
 async def capture() -> dict[str, Any]:
     """Run the game; return alice's frames, the spectator's, and the HTTP answers."""
-    from server.app import create_app
-    from server.config import Settings
-
     with tempfile.TemporaryDirectory() as tmp:
         admin = "transcript-admin-token"
         app = create_app(Settings(db=str(Path(tmp) / "transcript.db"), admin_token=admin))
@@ -176,7 +174,7 @@ def abbreviate(direction: str, msg: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m protocol.transcript", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python scripts/transcript.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--full", action="store_true", help="complete frames as JSON lines (direction, frame)")
     args = parser.parse_args(argv)
     result = asyncio.run(capture())
