@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Start (or stop) a throwaway PostgreSQL server on loopback for the storage tests.
 #   scripts/test-postgres.sh start   -> prints the postgresql:// URL on stdout
-#   scripts/test-postgres.sh stop
+#   scripts/test-postgres.sh stop    -> stops it and removes its data
+#   scripts/test-postgres.sh halt    -> stops it, keeping its data (`start` brings it back as it was)
+# MANDALA_PG_DIR and MANDALA_PG_PORT choose another instance (the storage-fault tests run their own).
 # Installs Debian's postgresql package when no server binaries are found and we are root.
 # Anything that prevents a server from starting is reported on stderr; `start` then
 # prints nothing and exits 1, and the tests say loudly that the PostgreSQL leg is skipped.
@@ -40,17 +42,32 @@ start() {
         echo "postgresql://mandala@127.0.0.1:$PORT/mandala"
         return 0
     fi
+    if [ -f "$DIR/data/PG_VERSION" ] && [ -f "$DIR/created" ] && pg_start "$bin"; then
+        echo "postgresql://mandala@127.0.0.1:$PORT/mandala"  # halted earlier: back with its data
+        return 0
+    fi
     rm -rf "$DIR"
     mkdir -p "$DIR"
     chown "$RUN_AS" "$DIR" 2>/dev/null || true
     as_owner "$bin/initdb" -D "$DIR/data" -U mandala --auth=trust -E UTF8 >"$DIR/initdb.log" 2>&1 \
         || { echo "initdb failed: $(tail -n 5 "$DIR/initdb.log")" >&2; exit 1; }
-    as_owner "$bin/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w -t 30 \
-        -o "-h 127.0.0.1 -p $PORT -k $DIR -c fsync=off -c synchronous_commit=off -c full_page_writes=off" start >&2 \
-        || { echo "postgres did not start: $(tail -n 5 "$DIR/server.log")" >&2; exit 1; }
+    pg_start "$bin" || { echo "postgres did not start: $(tail -n 5 "$DIR/server.log")" >&2; exit 1; }
     as_owner "$bin/createdb" -h 127.0.0.1 -p "$PORT" -U mandala mandala >&2 \
         || { echo "createdb failed" >&2; exit 1; }
+    touch "$DIR/created"
     echo "postgresql://mandala@127.0.0.1:$PORT/mandala"
+}
+
+pg_start() {
+    as_owner "$1/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w -t 30 \
+        -o "-h 127.0.0.1 -p $PORT -k $DIR -c fsync=off -c synchronous_commit=off -c full_page_writes=off" start >&2
+}
+
+halt() {
+    local bin
+    bin=$(find_bin) || exit 1
+    [ "$(id -u)" != 0 ] && RUN_AS=$(id -un)
+    as_owner "$bin/pg_ctl" -D "$DIR/data" -m fast -w stop >&2
 }
 
 stop() {
@@ -65,5 +82,6 @@ stop() {
 case "${1:-}" in
     start) start ;;
     stop) stop ;;
-    *) echo "usage: $0 start|stop" >&2; exit 2 ;;
+    halt) halt ;;
+    *) echo "usage: $0 start|stop|halt" >&2; exit 2 ;;
 esac

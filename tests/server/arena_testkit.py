@@ -12,8 +12,12 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import os
 import random
+import signal
 import socket
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +28,17 @@ import msgspec
 from aiohttp import WSMsgType, web
 from aiohttp.test_utils import TestClient
 
-from protocol.messages import PROTOCOL_VERSION, Decision, Error, GameOver, Pong, ServerMessage, Update, Welcome
+from protocol.messages import (
+    PROTOCOL_VERSION,
+    Decision,
+    Error,
+    GameOver,
+    GameStart,
+    Pong,
+    ServerMessage,
+    Update,
+    Welcome,
+)
 from server.arena import ARENA, Arena
 from server.config import Settings
 
@@ -224,3 +238,132 @@ async def exit_of(proc: asyncio.subprocess.Process, timeout: float = 60.0) -> tu
         raise AssertionError(f"process {proc.pid} did not exit within {timeout:g} s:\n" + err.decode()) from None
     assert proc.returncode is not None
     return proc.returncode, err.decode()
+
+
+# ---------------------------------------------------------------------- a server as a process
+
+SERVE = "import sys; from mandala_cli.main import main; sys.exit(main(sys.argv[1:]))"
+PROCESS_ADMIN = "process-test-admin"
+
+
+class ServeProcess:
+    """``mandala serve`` as a child process (so it can be killed with ``SIGKILL`` and
+    restarted), logging to ``log``."""
+
+    def __init__(self, db: str, port: int, config: Path, log: Path, *extra: str) -> None:
+        self.url = f"http://127.0.0.1:{port}"
+        self.log_path = log
+        env = {**os.environ, "MANDALA_ADMIN_TOKEN": PROCESS_ADMIN}
+        env.pop("DATABASE_URL", None)
+        env.pop("MANDALA_SPOOL", None)
+        self.log = log.open("ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", SERVE, "serve", "--port", str(port), "--db", db, "--config", str(config), *extra],
+            env=env, stdout=self.log, stderr=subprocess.STDOUT,
+        )
+
+    async def health(self, http: aiohttp.ClientSession) -> tuple[int, dict[str, Any]] | None:
+        """``GET /health``'s status and body, or None while nothing listens."""
+        try:
+            async with http.get(self.url + "/health") as resp:
+                return resp.status, await resp.json()
+        except aiohttp.ClientConnectionError:
+            return None
+
+    async def ready(self, http: aiohttp.ClientSession, timeout: float = 30.0) -> None:
+        await wait_until(lambda: self._healthy(http), timeout, "the server did not come up")
+
+    async def _healthy(self, http: aiohttp.ClientSession) -> bool:
+        assert self.proc.poll() is None, f"the server exited:\n{self.log_path.read_text()[-3000:]}"
+        got = await self.health(http)
+        return got is not None and got[0] == 200
+
+    async def create_bots(self, http: aiohttp.ClientSession, names: list[str]) -> dict[str, str]:
+        tokens = {}
+        for name in names:
+            async with http.post(self.url + "/api/bots", json={"name": name},
+                                 headers={"Authorization": f"Bearer {PROCESS_ADMIN}"}) as resp:
+                assert resp.status == 201, await resp.text()
+                tokens[name] = (await resp.json())["token"]
+        return tokens
+
+    async def rated_games(self, http: aiohttp.ClientSession) -> int:
+        """Rated games the standings count (each counts for both its bots)."""
+        async with http.get(self.url + "/api/ladder") as resp:
+            return sum(s["games"] for s in (await resp.json())["standings"]) // 2
+
+    def kill(self, sig: int = signal.SIGKILL) -> int:
+        self.proc.send_signal(sig)
+        code = self.proc.wait(timeout=30)
+        self.log.close()
+        return code
+
+
+async def wait_until(check: Callable[[], Any], timeout: float, what: str, every: float = 0.05) -> Any:
+    """Poll ``check`` (a function, or one returning an awaitable) until it returns something
+    true, and return that; fail with ``what`` after ``timeout`` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        got = check()
+        if asyncio.iscoroutine(got):
+            got = await got
+        if got:
+            return got
+        assert loop.time() < deadline, what
+        await asyncio.sleep(every)
+
+
+@dataclass
+class Seen:
+    """What a set of ladder bots saw: the games they were told started and finished."""
+
+    started: dict[str, GameStart] = field(default_factory=dict)
+    over: dict[str, GameOver] = field(default_factory=dict)
+    errors: list[Error] = field(default_factory=list)
+
+
+async def ladder_bot(http: aiohttp.ClientSession, url: str, token: str, seed: int, seen: Seen,
+                     reconnect: bool = False, max_games: int = 2, think: float = 0.0) -> None:
+    """Seek and answer every decision with a random legal move, after ``think`` seconds; with
+    ``reconnect``, connect again whenever the connection drops (until cancelled), else stop there."""
+    rng = random.Random(seed)
+    while True:
+        try:
+            async with http.ws_connect(url.replace("http", "ws", 1) + "/ws") as ws:
+                await ws.send_json({"type": "hello", "protocol": PROTOCOL_VERSION, "token": token,
+                                    "max_games": max_games})
+                await ws.send_json({"type": "seek"})
+                async for frame in ws:
+                    if frame.type is not aiohttp.WSMsgType.TEXT:
+                        break
+                    msg = _decoder.decode(frame.data)
+                    if isinstance(msg, Decision):
+                        if think:
+                            await asyncio.sleep(think)  # a bot that takes its time to answer
+                        move = msgspec.to_builtins(rng.choice(msg.legal))
+                        await ws.send_json({"type": "move", "game_id": msg.game_id, "request_id": msg.request_id,
+                                            "move": move})
+                    elif isinstance(msg, GameStart):
+                        seen.started.setdefault(msg.game_id, msg)
+                    elif isinstance(msg, GameOver):
+                        seen.over[msg.game_id] = msg
+                    elif isinstance(msg, Error):
+                        seen.errors.append(msg)
+        except (aiohttp.ClientError, ConnectionError):
+            pass
+        if not reconnect:
+            return
+        await asyncio.sleep(0.1)  # the server is down or restarting: knock again shortly
+
+
+def elo_replay(names: list[str], results: list[tuple[str, str, float]]) -> dict[str, tuple[float, int]]:
+    """Each bot's (rating, rated games) after the rated ``results``, in order, through Elo."""
+    from server.ladder import elo
+
+    state = {n: (elo.EloSettings().initial, 0) for n in names}
+    for a, b, score in results:
+        (ra, ga), (rb, gb) = state[a], state[b]
+        na, nb = elo.update((ra, rb), (ga, gb), score)
+        state[a], state[b] = (na, ga + 1), (nb, gb + 1)
+    return state
