@@ -215,7 +215,21 @@
         live.recent = [msg.game, ...live.recent.filter((g) => g.game_id !== msg.game.game_id)].slice(0, RECENT_MAX);
       }
       renderGames();
+    } else if (msg.type === "health") {
+      renderHealth(msg);
     }
+  }
+
+  /** The banner shown while the server cannot record games (sent again on every reconnect). */
+  function renderHealth(health) {
+    const banner = $("[data-testid=storage-banner]");
+    const failing = health.status !== "ok";
+    banner.dataset.status = health.status;
+    banner.hidden = !failing;
+    if (!failing) return;
+    const pending = health.pending > 0 ? `; ${plural(health.pending, "finished game")} waiting to be stored` : "";
+    setText($("[data-testid=storage-pending]", banner), pending);
+    $("[data-testid=storage-why]", banner).textContent = health.storage ? `(${health.storage})` : "";
   }
 
   // ---------------------------------------------------------------- home: standings and games

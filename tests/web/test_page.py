@@ -7,17 +7,23 @@ ply, so the page's board can be compared with the API's spectator view of a posi
 stands still. Every wait is one of Playwright's auto-waiting ``expect`` assertions with a
 timeout, or a wait for a server frame; nothing sleeps.
 
+The storage banner is checked against a real fault: the server's SQLite database lives on a
+small tmpfs the test mounts (so it needs root) and fills up, while the spool stays on the
+normal disk.
+
 Without ``/usr/bin/chromium`` (or ``$MANDALA_CHROMIUM``) the tests are skipped loudly
 (``make test`` installs it with ``scripts/install-chromium.sh``), and fail when ``CI=true``.
-Set ``MANDALA_WEB_SCREENSHOTS`` to a directory to keep screenshots of the standings and of a
-board.
+Set ``MANDALA_WEB_SCREENSHOTS`` to a directory to keep screenshots of the standings, of a
+board and of the storage banner.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import re
+import subprocess
 import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -25,8 +31,9 @@ from typing import Any
 
 import pytest
 
-from arena_testkit import Harness, WsClient, random_policy
-from protocol.messages import Decision, Error, GameStart, LadderStatus
+from arena_testkit import ADMIN, Harness, WsClient, random_policy, settings_for
+from protocol.messages import Decision, Error, GameOver, GameStart, LadderStatus
+from server.app import create_app
 
 CHROMIUM = Path(os.environ.get("MANDALA_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -36,6 +43,8 @@ HOLD_AT = 6
 """The ply at which the bots hold their first ladder game, for the board comparison."""
 GARBAGE = re.compile(r"null|undefined|NaN|\[object")
 """What a slip in the page's script would print."""
+SMALL_DISK = "4m"
+"""The size of the tmpfs that holds the database in the storage banner test."""
 
 
 def _unavailable(why: str) -> None:
@@ -271,3 +280,92 @@ async def test_standings_live_games_board_and_replay(make_arena: Any, browser: A
         for bot in bots:
             bot.task.cancel()
         await asyncio.gather(*(b.task for b in bots), return_exceptions=True)
+
+
+def fill(path: Path) -> None:
+    """Write ``path`` in 64 KiB chunks until its disk is full."""
+    chunk = bytes(64 * 1024)
+    with path.open("wb", buffering=0) as f:
+        try:
+            while True:
+                f.write(chunk)
+        except OSError as e:
+            if e.errno != errno.ENOSPC:
+                raise
+
+
+def unmount(path: Path) -> None:
+    if subprocess.run(["umount", str(path)], capture_output=True).returncode != 0:
+        subprocess.run(["umount", "-l", str(path)], capture_output=True)
+
+
+async def test_storage_banner_follows_a_full_disk(aiohttp_client: Any, browser: Any, tmp_path: Path) -> None:
+    from playwright.async_api import expect
+
+    if os.geteuid() != 0:
+        pytest.skip("the storage banner test mounts a tmpfs for the database to fill up: it needs root")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={SMALL_DISK}", "tmpfs", str(disk)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs for the database: {mounted.stderr.strip()}")
+    filler = disk / "filler"
+    arena: Harness | None = None
+    try:
+        # make_arena's server, with its database on the small disk and its spool on the normal one.
+        settings = settings_for(disk / "arena.db", spool_path=str(tmp_path / "arena.spool"),
+                                storage_retry_max_s=0.2, storage_probe_s=0.2, decision_ms=120_000)
+        arena = Harness(await aiohttp_client(create_app(settings)))
+        alice = await arena.bot("alice")
+        await arena.bot("bob")
+        page = await browser.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        await page.goto(str(arena.client.make_url("/")))
+
+        # Storage works: /live says so, and the banner stays hidden.
+        await expect(page.get_by_test_id("live-status")).to_have_attribute("data-state", "open", timeout=WAIT_MS)
+        banner = page.get_by_test_id("storage-banner")
+        await expect(banner).to_have_attribute("data-status", "ok", timeout=WAIT_MS)
+        await expect(banner).to_be_hidden()
+
+        # The database's disk fills up; the next write (a new game's first row) fails.
+        await asyncio.to_thread(fill, filler)
+        resp = await arena.client.post("/api/games", json={"players": ["alice", "bob"]},
+                                       headers={"Authorization": f"Bearer {ADMIN}"})
+        assert resp.status == 201, await resp.text()
+        game_id = (await resp.json())["game_id"]
+        await expect(banner).to_be_visible(timeout=WAIT_MS)
+        await expect(banner).to_have_attribute("data-status", "degraded")
+        await expect(banner).to_contain_text("Storage is failing")
+        await expect(banner).to_contain_text("no new games start")
+        await expect(page.get_by_test_id("storage-why")).to_contain_text("disk is full")
+        await expect(page.get_by_test_id("storage-pending")).to_have_text("")
+        health = await arena.get_json("/health", 503)
+        assert health["status"] == "degraded" and health["pending"] == 0
+
+        # A game finishes meanwhile: it goes to the spool, its bots hear it is over, and the
+        # banner counts it as waiting to be stored.
+        await alice.send({"type": "resign", "game_id": game_id})
+        over = await alice.until(GameOver, timeout=WAIT_MS / 1000)
+        assert over.game_id == game_id and over.result.end_reason == "resign"
+        await expect(banner).to_contain_text("1 finished game waiting to be stored", timeout=WAIT_MS)
+        shots = os.environ.get("MANDALA_WEB_SCREENSHOTS")
+        if shots:
+            await page.screenshot(path=f"{shots}/storage-banner.png")
+        assert (await arena.get_json("/health", 503))["spooled"] == 1
+
+        # Space again: the waiting game is stored, the banner goes away by itself.
+        filler.unlink()
+        await expect(banner).to_be_hidden(timeout=WAIT_MS)
+        await expect(banner).to_have_attribute("data-status", "ok")
+        health = await arena.get_json("/health")
+        assert health["status"] == "ok"
+        assert (await arena.get_json(f"/api/games/{game_id}"))["status"] == "finished"
+        assert errors == []
+    finally:
+        filler.unlink(missing_ok=True)
+        if arena is not None:
+            await arena.client.close()  # the database is closed before its disk goes away
+        unmount(disk)
