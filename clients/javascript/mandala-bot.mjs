@@ -734,6 +734,7 @@ class Bot {
         }
         return undefined;
       case 'rate_limited':
+      case 'storage_unavailable':
         if (this.challengeOut) {
           this.later(1000 * (msg.retry_after || 1), () => {
             this.challengeOut = false;
