@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from functools import partial
+from pathlib import Path
 from typing import Any, TypeVar
 
 from .base import (
@@ -148,7 +149,7 @@ class SqliteStorage:
         if self._db is None:
             if not self._opened:
                 raise RuntimeError("storage is not open")
-            self._open()
+            self._open(create=False)
         try:
             return fn(*args)
         except sqlite3.OperationalError as e:
@@ -156,9 +157,15 @@ class SqliteStorage:
                 self._close()
             raise
 
-    def _open(self) -> None:
+    def _open(self, create: bool = True) -> None:
+        """Connect. Reopening after a fault never creates the file: a disk that is not mounted
+        (yet) must fail, not leave an empty database in the bare mount point."""
         self._close()
-        db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        if create:
+            db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        else:
+            uri = f"{Path(self.path).resolve().as_uri()}?mode=rw"
+            db = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=FULL")  # a commit is on disk before game_over is sent
         db.execute("PRAGMA busy_timeout=5000")

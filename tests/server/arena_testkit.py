@@ -148,6 +148,8 @@ class Harness:
 
     def __init__(self, client: TestClient) -> None:
         self.client = client
+        self.tokens: dict[str, str] = {}
+        """Each bot's token, by name, as created through :meth:`create_bot`."""
 
     @property
     def app(self) -> web.Application:
@@ -160,7 +162,8 @@ class Harness:
     async def create_bot(self, name: str) -> str:
         resp = await self.client.post("/api/bots", json={"name": name}, headers={"Authorization": f"Bearer {ADMIN}"})
         assert resp.status == 201, await resp.text()
-        return (await resp.json())["token"]
+        self.tokens[name] = (await resp.json())["token"]
+        return self.tokens[name]
 
     async def ws(self) -> WsClient:
         return WsClient(await self.client.ws_connect("/ws"))
@@ -271,7 +274,10 @@ class ServeProcess:
             return None
 
     async def ready(self, http: aiohttp.ClientSession, timeout: float = 30.0) -> None:
-        await wait_until(lambda: self._healthy(http), timeout, "the server did not come up")
+        try:
+            await wait_until(lambda: self._healthy(http), timeout, "the server did not come up")
+        except AssertionError as e:
+            raise AssertionError(f"{e}; its log ends:\n{self.log_path.read_text()[-4000:]}") from None
 
     async def _healthy(self, http: aiohttp.ClientSession) -> bool:
         assert self.proc.poll() is None, f"the server exited:\n{self.log_path.read_text()[-3000:]}"

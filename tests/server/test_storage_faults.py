@@ -45,7 +45,8 @@ from arena_testkit import (
 )
 from protocol.messages import LadderStatus, LiveHealth, LiveMessage
 from server.clock import utc_now
-from server.storage import Storage, open_storage
+from server.storage import GameRow, Storage, open_storage
+from server.storage.sqlite import SqliteStorage
 
 BOTS = ["ann", "ben", "cat", "dan"]
 THINK = [0.0, 0.0, 0.004, 0.008]
@@ -413,3 +414,41 @@ async def test_what_bots_organizers_and_viewers_are_told_during_an_outage(make_a
     assert spool.stat().st_size == 0
     assert await arena.start_game(["alice", "bob"])  # games start again
     await live.close()
+
+
+async def test_after_a_disk_fault_sqlite_reconnects_but_never_creates_an_empty_database(tmp_path: Path) -> None:
+    """While a disk is unmounted its mount point is a bare directory: reconnecting there must
+    fail (storage stays failing) rather than start an empty database the server would then use."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    store = SqliteStorage(str(disk / "arena.db"))
+    await store.open()
+    try:
+        await store.create_bot("ann", "hash-ann", utc_now())
+
+        def fail() -> None:
+            raise sqlite3.OperationalError("disk I/O error")
+
+        store._between_game_and_ratings = fail  # type: ignore[method-assign]
+        with pytest.raises(sqlite3.OperationalError):
+            await store.finish_game(game_row("g1"), [])
+        disk.rename(tmp_path / "away")  # unmounted: the mount point is empty
+        disk.mkdir()
+        with pytest.raises(sqlite3.OperationalError, match="unable to open"):
+            await store.list_bots()
+        assert list(disk.iterdir()) == []
+        disk.rmdir()
+        (tmp_path / "away").rename(disk)  # mounted again
+        del store._between_game_and_ratings
+        assert [b.name for b in await store.list_bots()] == ["ann"]
+        await store.finish_game(game_row("g1"), [])
+        assert (await store.get_game("g1")) is not None
+    finally:
+        await store.close()
+
+
+def game_row(game_id: str) -> GameRow:
+    return GameRow(game_id=game_id, players=["ann", "ann2"], status="finished", rated=False, first_player=0,
+                   ply=3, started=utc_now(), ended=utc_now(), end_reason="river",
+                   result={"winner": 0, "end_reason": "river", "scores": [1, 0], "cup_sizes": [1, 0]},
+                   record={"moves": []})
