@@ -4,7 +4,9 @@ live page to watch them.
 It starts ``mandala serve`` on a fresh database, creates the bots ``random``, ``greedy`` and
 ``search`` (and ``javascript``, the Node.js bot, when ``node`` is installed), starts each with
 ``mandala-bot … --ladder`` (the Node bot with its own ``--ladder``), and prints the page's
-address. Every process it started is stopped on Ctrl-C (or after ``--seconds``).
+address. A bot that exits is reported by name and the rest plays on (a demo with one bot fewer
+is still worth watching); only the server's exit, Ctrl-C, SIGTERM or ``--seconds`` ends it,
+and then every process it started is stopped, so none is left behind.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any
+from types import FrameType
+from typing import IO, Any
 
 JS_BOT = Path(__file__).resolve().parent.parent / "clients" / "javascript" / "mandala-bot.mjs"
 
@@ -50,6 +53,24 @@ def _request(url: str, body: dict[str, Any] | None = None, token: str | None = N
         return json.load(resp)
 
 
+class _Terminated(Exception):
+    """SIGTERM arrived: end the demo the way Ctrl-C does (its children are stopped too)."""
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise _Terminated
+
+
+def _status(code: int) -> str:
+    """An exit status in words; a negative one is the signal that killed the process."""
+    if code < 0:
+        try:
+            return f"status {code} (killed by {signal.Signals(-code).name})"
+        except ValueError:
+            pass
+    return f"status {code}"
+
+
 def _wait_for(url: str, server: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while True:
@@ -71,18 +92,20 @@ def run(args: argparse.Namespace) -> int:
     admin = secrets.token_urlsafe(16)
     base = f"http://{args.host}:{args.port}"
     ws = f"ws://{args.host}:{args.port}/ws"
-    procs: list[subprocess.Popen[bytes]] = []
-    commands: list[list[str]] = []
+    procs: dict[str, subprocess.Popen[bytes]] = {}  # "server" and the bots, in the order started
+    logs: list[IO[bytes]] = []
 
-    def start(name: str, cmd: list[str], env: dict[str, str] | None = None) -> None:
+    def start(name: str, cmd: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
         log = (workdir / f"{name}.log").open("ab")
-        procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env))
-        commands.append(cmd)
+        logs.append(log)
+        procs[name] = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+        return procs[name]
 
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        start("server", [sys.executable, "-m", "mandala_cli.main", "serve", "--host", args.host, "--port", str(args.port),
-                         "--db", str(db)], {**os.environ, "MANDALA_ADMIN_TOKEN": admin})
-        _wait_for(base, procs[0])
+        server = start("server", [sys.executable, "-m", "mandala_cli.main", "serve", "--host", args.host,
+                                  "--port", str(args.port), "--db", str(db)], {**os.environ, "MANDALA_ADMIN_TOKEN": admin})
+        _wait_for(base, server)
         bots = dict(BOTS)
         node = shutil.which("node")
         if node and JS_BOT.exists() and not args.no_javascript:
@@ -101,24 +124,47 @@ def run(args: argparse.Namespace) -> int:
         print(f"Logs and database: {workdir}")
         print("Ctrl-C stops everything.", flush=True)
         deadline = time.monotonic() + args.seconds if args.seconds else None
+        playing = set(bots)
         while deadline is None or time.monotonic() < deadline:
-            for proc, cmd in zip(procs, commands, strict=True):
-                if proc.poll() is not None:
-                    print(f"a demo process exited ({' '.join(cmd[:4])}…): see {workdir}", file=sys.stderr)
-                    return 1
+            if server.poll() is not None:
+                print(f"mandala demo: the server exited with {_status(server.returncode)}; see {workdir / 'server.log'}",
+                      file=sys.stderr, flush=True)
+                return 1
+            for name in sorted(playing):
+                code = procs[name].poll()
+                if code is not None:
+                    playing.discard(name)
+                    print(f"mandala demo: bot {name} exited with {_status(code)}; the others play on"
+                          f" (its log: {workdir / (name + '.log')})", file=sys.stderr, flush=True)
             time.sleep(0.5)
         return 0
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, _Terminated):
         return 0
     except (RuntimeError, urllib.error.URLError) as e:
         print(f"mandala demo: {e}; logs in {workdir}", file=sys.stderr)
         return 1
     finally:
-        for proc in reversed(procs):
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGINT)
-        for proc in reversed(procs):
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        # A second SIGTERM or Ctrl-C must not cut the clean-up short and leave processes behind.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        interrupt = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            _stop(list(procs.values()))
+        finally:
+            for log in logs:
+                log.close()
+            signal.signal(signal.SIGINT, interrupt if interrupt is not None else signal.default_int_handler)
+            signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+
+
+def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    """Ask every process still running to stop (SIGINT: each ends cleanly), bots first, the
+    server last; kill any that has not ended after 10 s."""
+    for proc in reversed(procs):
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+    for proc in reversed(procs):
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

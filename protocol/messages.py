@@ -355,6 +355,8 @@ class Standing(msgspec.Struct, kw_only=True):
     """The 95% interval of ``bt_rating`` (relative to the pool's average)."""
     connected: bool
     seeking: bool
+    opponents: int = 0
+    """How many distinct bots it has met in rated games since the last ratings reset."""
 
 
 class GameSummary(msgspec.Struct, kw_only=True):

@@ -11,9 +11,10 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
+from msgspec import Meta
 
 from .ladder.elo import EloSettings
 
@@ -77,14 +78,22 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     elo_k: float = 16.0
     """K after that."""
     elo_provisional_games: int = 30
-    qualification_pairs: int = 1
+    qualification_pairs: Annotated[int, Meta(ge=1, le=100)] = 1
     """Duplicate pairs (two games each) a bot plays against the house bot before it is listed."""
     house_bot: str = "house"
     """Name of the in-process house bot that plays qualification games (reserved at start)."""
-    pairing_interval_s: float = 1.0
+    pairing_interval_s: Annotated[float, Meta(gt=0, le=60)] = 1.0
     """The ladder pairs seeking bots at least this often (and at once after a seek or a game end)."""
-    pairing_spread: float = 200.0
+    pairing_spread: Annotated[float, Meta(gt=0)] = 200.0
     """Rating gap at which a pairing is e times less likely than between equals."""
+    pairing_wait_s: Annotated[float, Meta(ge=0, le=600)] = 5.0
+    """How long a free bot waits for a busy opponent it has met less before it takes a free one
+    (``server/ladder/matchmaking.py``)."""
+    pairing_max_lead: Annotated[int, Meta(ge=1, le=50)] = 2
+    """Pairs a bot may play against one opponent beyond its least-met active opponent before it
+    must wait for that one (so every two bots meet, whatever their speeds)."""
+    return_wait_s: Annotated[float, Meta(ge=0, le=3600)] = 30.0
+    """How long the return game of a duplicate pair waits for a bot that left; then it is dropped."""
 
     @property
     def flood_limit(self) -> int:

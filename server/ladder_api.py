@@ -93,6 +93,7 @@ async def reset(request: web.Request) -> web.Response:
     arena = request.app[ARENA]
     require_admin(request, arena)
     await arena.ladder.reset_ratings()
+    await arena.ladder.refresh_standings()  # the next GET /api/ladder shows the reset
     log.info("ladder ratings reset")
     return json_response({"reset": True, "rating": arena.settings.elo_initial})
 
@@ -105,15 +106,22 @@ async def _organizer_bot(request: web.Request) -> tuple[Arena, BotRow]:
 
 
 async def remove(request: web.Request) -> web.Response:
+    """Off the ladder: no more seeking or new ladder games; running games finish as usual."""
     arena, row = await _organizer_bot(request)
+    if arena.ladder.place(row.name) == "removed":
+        raise ApiError(409, "already_removed", f"{row.name} is removed already")
     await arena.ladder.remove(row.name)
+    await arena.ladder.refresh_standings()
     log.info("bot %s removed from the ladder", row.name)
     return json_response({"bot": row.name, "state": "removed"})
 
 
 async def restore(request: web.Request) -> web.Response:
     arena, row = await _organizer_bot(request)
+    if arena.ladder.place(row.name) != "removed":
+        raise ApiError(409, "not_removed", f"{row.name} is not removed (it is {arena.ladder.state(row.name)})")
     await arena.ladder.restore(row.name)
+    await arena.ladder.refresh_standings()
     log.info("bot %s restored to the ladder (qualifies again)", row.name)
     return json_response({"bot": row.name, "state": arena.ladder.state(row.name)})
 

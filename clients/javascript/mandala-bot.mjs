@@ -6,7 +6,9 @@
 //
 // It speaks protocol version 1 (protocol/PROTOCOL.md): says hello, accepts every challenge,
 // answers every decision with a legal move picked by a small heuristic, and reconnects after
-// a dropped connection. One line per game start and end goes to stderr.
+// a dropped connection. One line per game start and end goes to stderr. Removed from the
+// ladder by the organizer, it plays on (running games, challenges) without seeking, and seeks
+// again when a `ladder` message says it was restored.
 //
 // Node 20 has no WebSocket client without a flag, so this file carries a small RFC 6455 client
 // (WebSocketClient, exported for tests) built on node:http / node:https upgrades.
@@ -467,6 +469,7 @@ class Bot {
     this.timers = new Set();
     this.reseeks = 0;
     this.unseekSent = false;
+    this.removed = false; // removed from the ladder by the organizer, as the server last said
   }
 
   run() {
@@ -642,6 +645,8 @@ class Bot {
       }
     }
     if (this.stopIfDone()) return undefined;
+    // Even after a removal: a restore while this bot was away is told by no message, so the
+    // answer to this seek (`ladder`, or `error` `removed`) says where it stands.
     if (this.ladder && this.wantMore()) this.send({ type: 'seek' });
     this.challengeAgain();
     return undefined;
@@ -704,6 +709,7 @@ class Bot {
   }
 
   onError(msg) {
+    if (msg.code === 'removed') return this.onRemoved(msg.message); // the answer to a seek while removed
     const where = msg.game_id ? ` (game ${msg.game_id}, request ${msg.request_id})` : '';
     const rule = msg.rule ? ` [${msg.rule}]` : '';
     log(`error ${msg.code}${rule}: ${msg.message}${where}`);
@@ -742,9 +748,6 @@ class Bot {
           });
         }
         return undefined;
-      case 'removed':
-        log('this bot was removed from the ladder; stopping');
-        return this.stop(1);
       default:
         return undefined;
     }
@@ -752,6 +755,14 @@ class Bot {
 
   onLadder(msg) {
     log(`ladder: ${msg.message}`);
+    if (msg.state === 'removed') return this.onRemoved(msg.message);
+    if (this.removed) {
+      this.removed = false;
+      if (this.ladder && this.wantMore() && !msg.seeking && (msg.state === 'qualifying' || msg.state === 'listed')) {
+        log('restored to the ladder by the organizer: seeking again');
+        this.send({ type: 'seek' });
+      }
+    }
     if (msg.state === 'failed' && this.wantMore()) {
       this.reseeks += 1;
       if (this.reseeks > MAX_RESEEKS) {
@@ -760,6 +771,17 @@ class Bot {
       }
       this.send({ type: 'seek' });
     }
+    return undefined;
+  }
+
+  /** The organizer's decision, not a failure: running games and challenges go on, the
+   *  connection stays, only seeking stops (the server has stopped it already). */
+  onRemoved(why) {
+    if (!this.removed) {
+      const said = why.startsWith('removed from the ladder') ? why : `removed from the ladder by the organizer: ${why}`;
+      log(`${said}; playing on (running games, challenges), no more seeking`);
+    }
+    this.removed = true;
     return undefined;
   }
 }

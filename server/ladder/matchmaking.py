@@ -1,16 +1,37 @@
-"""Who plays whom next on the ladder: one pairing round over the seeking bots.
+"""Who plays whom next on the ladder: pairing over time, not over one instant.
 
-Pure (no I/O, no clock), so the properties the ladder promises are tested directly: close
-ratings are preferred but any two seekers can meet (the weight falls off with the rating gap
-and never reaches zero), nobody is paired twice in a round, and nobody meets its last
-opponent again while someone else is free to play it.
+Pure (no I/O, no clock: the caller says how long each bot has waited), so the ladder's
+promises are tested directly, on simulated bots of different speeds
+(``tests/ladder/test_matchmaking.py``). A ladder pairing is a duplicate pair: two games.
+
+The rules, for the *active* bots (listed, connected, seeking) of which some are *free* (a slot
+open now):
+
+1. **The share cap.** A bot that has another active opponent is never paired with ``b`` if
+   ``b`` already has more of its ladder games than all its other opponents together:
+   ``met(a, b) <= met(a, others)`` before the pairing. So no opponent ever takes more than half
+   of a bot's ladder games plus one pair, however fast or slow the bots are. The pair that has
+   met least among the active bots always passes the cap, so there is always a pairing to make
+   when everyone is free.
+2. **No pair runs ahead.** A bot is never paired with ``b`` if it has already played ``b``
+   ``lead`` games (two pairs) more than its least-met active opponent: then it waits for that
+   one however long it takes. So every two active bots meet, whatever their speeds, before
+   either has played ``(lead/2 + 1)·(k − 1)`` pairs.
+3. **Met least first.** Within that, a free bot accepts an opponent it has met no more than
+   its least-met active opponent (free or busy). If that one is busy, the bot waits for it, up
+   to ``wait_s``; after that it takes any free opponent rules 1 and 2 allow. So fast bots do
+   not lock in with each other while the slow ones play.
+4. **Among those**, the pair that met least goes first; ties prefer close ratings (a gap of
+   ``spread`` Elo makes a pairing e times less likely, never impossible) and, last, not the
+   same opponent twice in a row.
 """
 
 from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 
@@ -21,6 +42,35 @@ class Seeker:
     name: str
     rating: float
     last_opponent: str | None = None
+    waited: float = 0.0
+    """Seconds it has been free without a pairing."""
+
+
+class Meetings:
+    """Ladder games between each two bots (a duplicate pair counts two)."""
+
+    def __init__(self) -> None:
+        self._pair: Counter[frozenset[str]] = Counter()
+        self._total: Counter[str] = Counter()
+
+    def add(self, a: str, b: str, games: int = 1) -> None:
+        self._pair[frozenset((a, b))] += games
+        self._total[a] += games
+        self._total[b] += games
+
+    def met(self, a: str, b: str) -> int:
+        return self._pair[frozenset((a, b))]
+
+    def total(self, a: str) -> int:
+        return self._total[a]
+
+    def opponents(self, a: str) -> int:
+        """How many distinct bots ``a`` has met."""
+        return sum(1 for pair, n in self._pair.items() if a in pair and n > 0)
+
+    def clear(self) -> None:
+        self._pair.clear()
+        self._total.clear()
 
 
 def weight(a: Seeker, b: Seeker, spread: float) -> float:
@@ -28,49 +78,60 @@ def weight(a: Seeker, b: Seeker, spread: float) -> float:
     return math.exp(-abs(a.rating - b.rating) / spread)
 
 
-def rematch(a: Seeker, b: Seeker) -> bool:
-    return a.last_opponent == b.name or b.last_opponent == a.name
+def within_cap(meetings: Meetings, a: str, b: str, active: Collection[str]) -> bool:
+    """Rule 1 from ``a``'s side: ``b`` would not take more than half of ``a``'s games."""
+    if not any(c != a and c != b for c in active):
+        return True  # no one else to play: two bots on a ladder play each other
+    met = meetings.met(a, b)
+    return met <= meetings.total(a) - met
 
 
-def pair_round(seekers: Sequence[Seeker], rng: random.Random, spread: float = 200.0) -> list[tuple[str, str]]:
-    """Pairs for one round, each seeker in at most one.
-
-    Seekers are taken in random order; each picks an opponent among those still unpaired,
-    weighted by :func:`weight`. A rematch of the last game is chosen only when no one else is
-    left for it, and is then undone by swapping partners with another pair where that makes
-    two fresh pairs.
-    """
-    order = list(seekers)
-    rng.shuffle(order)
-    free = {s.name: s for s in order}
-    pairs: list[tuple[Seeker, Seeker]] = []
-    for a in order:
-        if a.name not in free:
-            continue
-        others = [b for b in free.values() if b.name != a.name]
-        if not others:
-            continue
-        fresh = [b for b in others if not rematch(a, b)]
-        pool = fresh or others
-        b = rng.choices(pool, weights=[weight(a, c, spread) for c in pool])[0]
-        del free[a.name], free[b.name]
-        pairs.append((a, b))
-    return [(a.name, b.name) for a, b in _undo_rematches(pairs)]
+LEAD = 4
+"""Rule 2's default: games (two pairs) a pair may run ahead of a bot's least-met opponent."""
 
 
-def _undo_rematches(pairs: list[tuple[Seeker, Seeker]]) -> list[tuple[Seeker, Seeker]]:
-    pairs = list(pairs)
-    for i, (a, b) in enumerate(pairs):
-        if not rematch(a, b):
-            continue
-        for j, (c, d) in enumerate(pairs):
-            if j == i:
+def pair_round(free: Sequence[Seeker], busy: Collection[str], meetings: Meetings, rng: random.Random,
+               spread: float = 200.0, wait_s: float = 5.0, lead: int = LEAD) -> list[tuple[str, str]]:
+    """The pairs to start now among the ``free`` seekers, each in at most one; ``busy`` are
+    the active bots without a free slot (they count for rules 1 to 3)."""
+    active = {s.name for s in free} | set(busy)
+    least = {a.name: _least_met(meetings, a.name, active) for a in free}
+    floor = {a.name: min((meetings.met(a.name, c) for c in active if c != a.name), default=0) for a in free}
+    candidates = []
+    for i, a in enumerate(free):
+        for b in free[i + 1:]:
+            if not (within_cap(meetings, a.name, b.name, active) and within_cap(meetings, b.name, a.name, active)):
                 continue
-            for x, y in (((a, c), (b, d)), ((a, d), (b, c))):
-                if not rematch(*x) and not rematch(*y):
-                    pairs[i], pairs[j] = x, y
-                    break
-            else:
+            met = meetings.met(a.name, b.name)
+            if met >= floor[a.name] + lead or met >= floor[b.name] + lead:
                 continue
-            break
+            if not all(met <= least[x.name] or _waited_out(x, wait_s) for x in (a, b)):
+                continue
+            rematch = a.last_opponent == b.name or b.last_opponent == a.name
+            # An exponential race: the smallest of E/w, E ~ Exp(1), is b with probability ∝ w.
+            race = math.log(rng.expovariate(1.0) or 1e-300) - math.log(weight(a, b, spread))
+            candidates.append((met, race + (1e6 if rematch else 0.0), a.name, b.name))
+    candidates.sort()
+    taken: set[str] = set()
+    pairs = []
+    for _, _, a_name, b_name in candidates:
+        if a_name not in taken and b_name not in taken:
+            taken |= {a_name, b_name}
+            pairs.append((a_name, b_name))
     return pairs
+
+
+def _least_met(meetings: Meetings, a: str, active: Collection[str]) -> int:
+    """Games against the active opponent ``a`` has met least (that the cap allows)."""
+    counts = [meetings.met(a, c) for c in active if c != a and within_cap(meetings, a, c, active)]
+    return min(counts, default=0)
+
+
+def _waited_out(s: Seeker, wait_s: float) -> bool:
+    return s.waited >= wait_s - 1e-9  # a pairing run at the moment a wait ends sees it over
+
+
+def next_wait_end(free: Sequence[Seeker], wait_s: float) -> float | None:
+    """Seconds until the first free seeker's wait runs out (for the caller to pair again then)."""
+    left = [wait_s - s.waited for s in free if not _waited_out(s, wait_s)]
+    return min(left) if left else None

@@ -41,7 +41,7 @@ from ..refusal import Refusal
 from ..storage import NameTaken, Storage
 from ..storage.base import LadderStanding, score_of_seat0
 from . import bradley_terry, elo
-from .matchmaking import Seeker, pair_round
+from .matchmaking import Meetings, Seeker, next_wait_end, pair_round
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +68,8 @@ class Pair:
     deal: Deal
     kind: GameKind
     games: list[str] = field(default_factory=list)
+    first_ended: float = 0.0
+    """Loop time the first game ended (the return game waits ``return_wait_s`` from then)."""
 
     @property
     def return_players(self) -> tuple[str, str]:
@@ -105,6 +107,12 @@ class Ladder:
         self.returns: list[Pair] = []
         """Pairs whose first game is over and whose return game waits for its bots."""
         self.last_opponent: dict[str, str] = {}
+        self.meetings = Meetings()
+        """Ladder games between each two bots since the last ratings reset, counted from the
+        moment a pair starts (a game that is not played after all is taken off again)."""
+        self.free_since: dict[str, float] = {}
+        """Loop time each free, seeking, listed bot became free (how long it has waited)."""
+        self._wait_timer: asyncio.TimerHandle | None = None
         self.results: list[tuple[str, str, float]] = []
         self.ratings: dict[str, float] = {}
         self.table = LiveStandings(paused=False, standings=[])
@@ -131,6 +139,7 @@ class Ladder:
         self.places = {b.name: b.ladder for b in await self.storage.list_bots()}
         self.paused = await self.storage.get_setting("paused") == "1"
         self.results = await self.storage.rated_results()
+        self._count_meetings()
         await self.refresh_standings()
         self._loop_task = asyncio.get_running_loop().create_task(self._pairing_loop(), name="ladder-pairing")
 
@@ -147,6 +156,8 @@ class Ladder:
 
     async def stop(self) -> None:
         self._stopped = True
+        if self._wait_timer is not None:
+            self._wait_timer.cancel()
         for task in (self._loop_task, self._refresh):
             if task is not None:
                 task.cancel()
@@ -218,8 +229,12 @@ class Ladder:
         self.changed()
 
     def bot_left(self, bot: str) -> None:
+        """A bot that leaves stops seeking; its opponents in unfinished pairs are free for
+        other pairings at once (the return game waits ``return_wait_s`` for it, unreserved)."""
         self.seeking.discard(bot)
+        self.free_since.pop(bot, None)
         self.changed()
+        self.wake()
 
     def refused(self, bot: str, refusal: Refusal) -> None:
         """A bot drew an ``error``: during qualification, a protocol break fails it."""
@@ -273,11 +288,12 @@ class Ladder:
         self.places[bot] = "removed"
         self.seeking.discard(bot)
         self.qualifying.pop(bot, None)
+        self.free_since.pop(bot, None)
         for pair in [p for p in self.returns if bot in p.players]:
-            self.returns.remove(pair)
-            del self.pairs[pair.id]
+            self._drop_return(pair, f"{bot} was removed")
         self._tell(bot)
         self.changed()
+        self.wake()
 
     async def restore(self, bot: str) -> None:
         """Back from removal as a new bot: it qualifies again at its next ``seek``."""
@@ -290,7 +306,20 @@ class Ladder:
         async with self.manager.recorder.rating_lock:
             await self.storage.reset_ratings(self.settings.elo_initial)
             self.results = await self.storage.rated_results()
+            self._count_meetings()
         self.changed()
+
+    def _count_meetings(self) -> None:
+        """Meetings from the stored rated games since the last reset, plus the pairs under way."""
+        self.meetings.clear()
+        for a, b, _ in self.results:
+            self.meetings.add(a, b)
+        for pair in self.pairs.values():
+            if pair.kind == "ladder":
+                self.meetings.add(*pair.players, games=2 - len(pair.games) + self._running(pair))
+
+    def _running(self, pair: Pair) -> int:
+        return sum(1 for game_id in pair.games if game_id in self.manager.running)
 
     # ------------------------------------------------------------------ games (GameEvents)
 
@@ -302,9 +331,14 @@ class Ladder:
             self._qualification_game_ended(room)
         pair = self.pairs.get(room.pair_id or "")
         if pair is not None:
+            if room.status == "aborted" and pair.kind == "ladder":
+                self.meetings.add(*pair.players, games=-1)  # no game after all
             if len(pair.games) == 1 and room.status == "finished" and self._pair_goes_on(pair):
+                pair.first_ended = asyncio.get_running_loop().time()
                 self.returns.append(pair)
             else:
+                if len(pair.games) == 1 and pair.kind == "ladder":
+                    self.meetings.add(*pair.players, games=-1)  # the return game will not be played
                 del self.pairs[pair.id]
                 q = self._qualification_of(pair)
                 if q is not None:
@@ -322,8 +356,11 @@ class Ladder:
         return q if q is not None and q.pair is pair else None
 
     def _pair_goes_on(self, pair: Pair) -> bool:
-        """A ladder pair always does; a qualification pair only while its bot still qualifies."""
-        return pair.kind != "qualification" or self._qualification_of(pair) is not None
+        """A ladder pair does while neither bot was removed; a qualification pair while its bot
+        still qualifies."""
+        if pair.kind == "qualification":
+            return self._qualification_of(pair) is not None
+        return all(self.place(b) == "listed" for b in pair.players)
 
     def _qualification_game_ended(self, room: GameRoom) -> None:
         bot = self._challenger(room.players)
@@ -380,45 +417,97 @@ class Ladder:
     def wake(self) -> None:
         self._wake.set()
 
-    def free(self, bot: str) -> int:
-        """Games the bot may start now: its capacity less running games and waiting return games."""
+    def slots(self, bot: str) -> int:
+        """Games the bot could start now: its capacity less its running games."""
         if bot == self.house.name:
             return 1 << 30
         conn = self.presence.get(bot)
         if conn is None:
             return 0
-        reserved = sum(bot in p.players for p in self.returns)
-        return conn.max_games - self.manager.running_count(bot) - reserved
+        return conn.max_games - self.manager.running_count(bot)
+
+    def free(self, bot: str) -> int:
+        """Games the bot may start now for new pairs: its open slots less those kept for return
+        games whose other bot is connected."""
+        reserved = sum(1 for p in self.returns if bot in p.players and self._others_here(p, bot))
+        return self.slots(bot) - reserved
+
+    def _others_here(self, pair: Pair, bot: str) -> bool:
+        """Whether the pair's other bot is connected (only then is ``bot``'s slot kept for it)."""
+        return all(b == self.house.name or self.presence.is_connected(b) for b in pair.players if b != bot)
+
+    def _drop_return(self, pair: Pair, why: str) -> None:
+        """Give up a pair's return game: the first game stays rated and counts as any other."""
+        log.info("pair %s: return game dropped (%s)", pair.id, why)
+        self.returns.remove(pair)
+        del self.pairs[pair.id]
+        if pair.kind == "ladder":
+            self.meetings.add(*pair.players, games=-1)
 
     def pair_now(self) -> None:
         """Start what can start: return games first, then (unless paused) qualification
         games and new ladder pairs. Nothing starts while storage fails."""
         if self.manager.recorder.failing is not None:
             return
+        now = asyncio.get_running_loop().time()
+        left: dict[str, int] = {}
+        """Slots not yet given to an earlier return game in this pass (returns go first come,
+        first served, each keeping its slots until it can start)."""
         for pair in list(self.returns):
-            # free() already counts this pair's reserved slot: >= 0 means the slot is there.
-            if all(self.free(b) >= 0 and (b == self.house.name or self.presence.is_connected(b)) for b in pair.players):
-                self.returns.remove(pair)
-                self._start(pair, pair.return_players)
+            if not self._pair_goes_on(pair):
+                self._drop_return(pair, "a bot left the ladder")
+            elif all(b == self.house.name or self.presence.is_connected(b) for b in pair.players):
+                ready = all(left.setdefault(b, self.slots(b)) >= 1 for b in pair.players)
+                for b in pair.players:
+                    left[b] -= 1
+                if ready:
+                    self.returns.remove(pair)
+                    self._start(pair, pair.return_players)
+            elif now - pair.first_ended > self.settings.return_wait_s:
+                self._drop_return(pair, f"a bot was away for {self.settings.return_wait_s:g} s")
         if self.paused:
             return
         for bot, q in list(self.qualifying.items()):
             if q.pair is None and q.left > 0 and bot in self.seeking and self.free(bot) > 0:
                 q.pair = self._new_pair((bot, self.house.name), "qualification")
                 self._start(q.pair, q.pair.players)
+        self._pair_ladder(now)
+
+    def _pair_ladder(self, now: float) -> None:
+        """New ladder pairs among the listed seeking bots (``matchmaking.pair_round``), as many
+        rounds as bots have free slots; wake again when a waiting bot's wait runs out. Seeking
+        bots still in qualification count as active opponents that are busy."""
+        active = [b for b in sorted(self.seeking) if self.place(b) == "listed" and self.presence.is_connected(b)]
+        seekers: list[Seeker] = []
         for _ in range(self.settings.max_games):
+            free = [b for b in active if self.free(b) > 0]
+            for b in [b for b in self.free_since if b not in free]:
+                del self.free_since[b]
             seekers = [
-                Seeker(b, self.ratings.get(b, self.settings.elo_initial), self.last_opponent.get(b))
-                for b in sorted(self.seeking)
-                if self.place(b) == "listed" and self.free(b) > 0
+                Seeker(b, self.ratings.get(b, self.settings.elo_initial), self.last_opponent.get(b),
+                       now - self.free_since.setdefault(b, now))
+                for b in free
             ]
-            pairs = pair_round(seekers, self.rng, self.settings.pairing_spread)
+            # Bots still qualifying count as busy: they are about to join, and the fast ones
+            # must not pile up games against each other meanwhile.
+            busy = [b for b in active if b not in free] + [b for b in self.qualifying if b in self.seeking]
+            pairs = pair_round(seekers, busy, self.meetings, self.rng, self.settings.pairing_spread,
+                               self.settings.pairing_wait_s, 2 * self.settings.pairing_max_lead)
             if not pairs:
                 break
             for a, b in pairs:
                 self.last_opponent[a], self.last_opponent[b] = b, a
+                self.free_since.pop(a, None)
+                self.free_since.pop(b, None)
+                self.meetings.add(a, b, games=2)
                 pair = self._new_pair((a, b), "ladder")
                 self._start(pair, pair.players)
+        if self._wait_timer is not None:
+            self._wait_timer.cancel()
+            self._wait_timer = None
+        left = next_wait_end([s for s in seekers if s.name in self.free_since], self.settings.pairing_wait_s)
+        if left is not None:
+            self._wait_timer = asyncio.get_running_loop().call_later(left, self.wake)
 
     def _new_pair(self, bots: tuple[str, str], kind: GameKind) -> Pair:
         """A pair on a fresh random deal, seats drawn at random (not started yet)."""
@@ -468,10 +557,12 @@ class Ladder:
         center = sum(r.rating for r in listed) / len(listed) if listed else self.settings.elo_initial
         fits = await asyncio.to_thread(bradley_terry.fit, results, [r.bot for r in listed], center)
         wdl: dict[str, list[int]] = {r.bot: [0, 0, 0] for r in listed}
+        met: dict[str, set[str]] = {r.bot: set() for r in listed}
         for a, b, score in results:
-            for bot, s in ((a, score), (b, 1.0 - score)):
+            for bot, s, other in ((a, score, b), (b, 1.0 - score, a)):
                 if bot in wdl:
                     wdl[bot][0 if s == 1.0 else 1 if s == 0.5 else 2] += 1
+                    met[bot].add(other)
         table = [
             Standing(
                 rank=i + 1,
@@ -487,6 +578,7 @@ class Ladder:
                 bt_high=round(fits[r.bot].high, 1),
                 connected=self.presence.is_connected(r.bot),
                 seeking=r.bot in self.seeking,
+                opponents=len(met[r.bot]),
             )
             for i, r in enumerate(listed)
         ]

@@ -238,11 +238,12 @@
     const cell = (testid, cls) => h(`td.${cls.split(" ").join(".")}`, { "data-testid": testid });
     return h("tr", { "data-testid": "standing-row" },
       cell("rank", "num rank"), cell("bot", "bot-cell"), cell("rating", "num rating"),
-      cell("interval", "num interval hide-narrow"), cell("games", "num hide-narrow"), cell("wdl", "num wdl"));
+      cell("interval", "num interval hide-narrow"), cell("games", "num hide-narrow"),
+      cell("opponents", "num hide-narrow"), cell("wdl", "num wdl"));
   }
 
   function updateStandingRow(tr, s) {
-    const [rank, bot, rating, interval, games, wdl] = tr.children;
+    const [rank, bot, rating, interval, games, opponents, wdl] = tr.children;
     tr.dataset.bot = s.bot;
     setText(rank, String(s.rank));
     if (bot.dataset.name !== s.bot || bot.dataset.state !== `${s.connected}/${s.seeking}/${s.provisional}`) {
@@ -262,6 +263,8 @@
     setText(interval, `${round(s.bt_low)}–${round(s.bt_high)}`);
     interval.title = `Bradley–Terry ${round(s.bt_rating)}, 95% interval ${round(s.bt_low)} to ${round(s.bt_high)}`;
     setText(games, String(s.games));
+    setText(opponents, String(s.opponents));
+    opponents.title = `has played ${plural(s.opponents, "different bot")} in rated games since the last ratings reset`;
     const text = `${s.wins}–${s.draws}–${s.losses}`;
     if (wdl.textContent !== text) {
       const had = wdl.dataset.filled === "1";
@@ -643,7 +646,7 @@
     const change = new Map(body.history.map((e) => [e.game_id, e.rating_after - e.rating_before]));
     const facts = s ? [
       ["Rank", `#${s.rank}`], ["95% interval", `${round(s.bt_low)}–${round(s.bt_high)}`],
-      ["Games", s.games], ["W–D–L", `${s.wins}–${s.draws}–${s.losses}`],
+      ["Games", s.games], ["Opponents met", s.opponents], ["W–D–L", `${s.wins}–${s.draws}–${s.losses}`],
     ] : [];
     const rows = body.games.map((g) => {
       const seat = g.players.indexOf(body.name);

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 import mandala
-from arena_testkit import Harness, exit_of, free_port
+from arena_testkit import ADMIN, Harness, exit_of, free_port, wait_until
 from mandala import Move, View
 from mandala_client import Client, ClientError, ConnectionRejected, FinishedGame, cli
 from mandala_client.games import Chooser
@@ -347,6 +347,40 @@ async def test_ladder_mode_seeks_after_every_welcome_and_qualifies(make_arena: A
     assert [s.resumed for s in bot.starts] == [False, True, False]
 
 
+async def organizer(arena: Harness, method: str, path: str) -> Any:
+    """An organizer request with the admin token; its JSON answer, which must be a 200."""
+    resp = await arena.client.request(method, path, headers={"Authorization": f"Bearer {ADMIN}"})
+    assert resp.status == 200, await resp.text()
+    return await resp.json()
+
+
+async def test_a_removed_bot_plays_on_and_seeks_again_once_restored(
+        make_arena: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """Removed before it connects: its seek draws ``error`` ``removed``, which ends nothing; it
+    stays connected, plays a challenge, and seeks as soon as the organizer restores it."""
+    arena: Harness = await make_arena(pairing_interval_s=0.05)
+    url = ws_url(arena)
+    outcast = Client(PlainBot(8), url=url, token=await arena.create_bot("outcast"), ladder=True)
+    await organizer(arena, "DELETE", "/api/ladder/bots/outcast")
+    with caplog.at_level(logging.INFO, logger="mandala_client"):
+        task = await start(outcast)
+        await wait_until(lambda: outcast.removed, 10, "the seek of a removed bot was not refused")
+        challenger = Client(PlainBot(9), url=url, token=await arena.create_bot("visitor"), challenge="outcast",
+                            games=1)
+        (played,) = await finish(await start(challenger))
+        await organizer(arena, "POST", "/api/ladder/bots/outcast/restore")
+        await wait_until(lambda: "outcast" in arena.arena.ladder.seeking, 10, "the restored bot did not seek")
+        assert not task.done() and outcast.connected.is_set() and outcast.welcomes == 1
+        outcast.stop()
+        (games,) = await finish(task)
+    assert [g.kind for g in played] == ["challenge"] and [g.game_id for g in games][:1] == [played[0].game_id]
+    await check_played(arena, played, challenger)
+    assert [e.code for e in outcast.errors] == ["removed"] and not outcast.removed
+    text = caplog.text
+    assert text.count("removed from the ladder by the organizer") == 1 and "no more seeking" in text
+    assert "restored to the ladder by the organizer: seeking again" in text
+
+
 # ------------------------------------------------------------------ mandala-bot and mandala serve as processes
 
 
@@ -444,3 +478,89 @@ def test_mandala_bot_refuses_a_bad_command_line(monkeypatch: pytest.MonkeyPatch,
         with pytest.raises(SystemExit) as done:
             cli.main(args)
         assert done.value.code == 2 and why in capsys.readouterr().err, args
+
+
+class HoldingBot(PlainBot):
+    """Holds its third decision of a ladder game until ``release`` is set (the game's clock is
+    long), so the organizer acts while the game runs."""
+
+    def __init__(self) -> None:
+        super().__init__(7)
+        self.kind: str | None = None
+        self.decisions = 0
+        self.holding = asyncio.Event()
+        self.release = asyncio.Event()
+
+    def on_game_start(self, start: GameStart) -> None:
+        super().on_game_start(start)
+        self.kind, self.decisions = start.kind, 0
+
+    async def choose(self, view: View, legal: list[Move]) -> Move:  # type: ignore[override]
+        self.decisions += 1
+        if self.kind == "ladder" and self.decisions == 3 and not self.release.is_set():
+            self.holding.set()
+            await self.release.wait()
+        return self.rng.choice(legal)
+
+
+async def test_mandala_bot_removed_mid_game_plays_on_and_seeks_again_once_restored(make_arena: Any) -> None:
+    arena: Harness = await make_arena(pairing_interval_s=0.05, decision_ms=60_000)
+    base = str(arena.client.make_url("")).rstrip("/")
+    holder_bot = HoldingBot()
+    holder = Client(holder_bot, url=ws_url(arena), token=await arena.create_bot("holder"), ladder=True)
+    holder_task = await start(holder)
+    proc = await mandala_bot(base, await arena.create_bot("cli-removed"), "--bot", "random", "--ladder")
+    assert proc.stderr is not None
+    lines: list[str] = []
+
+    async def read_log() -> None:
+        assert proc.stderr is not None
+        async for line in proc.stderr:
+            lines.append(line.decode(errors="replace"))
+
+    def said(text: str) -> bool:
+        return any(text in line for line in lines)
+
+    reader = asyncio.create_task(read_log())
+    try:
+        # Both qualify, then play a ladder pair; the organizer removes the bot during its first game.
+        await asyncio.wait_for(holder_bot.holding.wait(), GAME_TIMEOUT)
+        (game_id,) = list(holder.running)
+        assert holder.running[game_id].opponent == "cli-removed"
+        assert await organizer(arena, "DELETE", "/api/ladder/bots/cli-removed") == {"bot": "cli-removed",
+                                                                                  "state": "removed"}
+        await wait_until(lambda: said("removed from the ladder by the organizer"), 10, "".join(lines))
+        assert "cli-removed" not in {s["bot"] for s in (await arena.get_json("/api/ladder"))["standings"]}
+        holder_bot.release.set()
+
+        # The running game ends by the rules, not on time; the bot is still there, not seeking.
+        await wait_until(lambda: any(o.game_id == game_id for o in holder_bot.overs), GAME_TIMEOUT, "no game_over")
+        over = next(o for o in holder_bot.overs if o.game_id == game_id)
+        assert over.result.end_reason in RULES_END, over.result
+        assert (await arena.get_json(f"/api/games/{game_id}"))["status"] == "finished"
+        assert proc.returncode is None and arena.arena.presence.is_connected("cli-removed")
+        assert "cli-removed" not in arena.arena.ladder.seeking
+
+        # It still plays challenges.
+        played = len(holder_bot.overs)
+        assert await holder.challenge("cli-removed")
+        await wait_until(lambda: len(holder_bot.overs) > played, GAME_TIMEOUT, "the challenge was not played")
+        challenge = holder_bot.overs[-1]
+        assert holder_bot.kind == "challenge" and challenge.result.end_reason in RULES_END
+
+        # Restored, it seeks again (and qualifies afresh).
+        assert (await organizer(arena, "POST", "/api/ladder/bots/cli-removed/restore"))["state"] == "qualifying"
+        await wait_until(lambda: "cli-removed" in arena.arena.ladder.seeking, 10, "the restored bot did not seek")
+        assert said("restored to the ladder by the organizer: seeking again")
+        assert proc.returncode is None
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGTERM)
+        code = await asyncio.wait_for(proc.wait(), 30)
+        await asyncio.wait_for(reader, 10)
+        holder.stop()
+        await finish(holder_task)
+    log = "".join(lines)
+    assert code == cli.INTERRUPTED, log  # a clean stop: the documented status of Ctrl-C and SIGTERM
+    assert "interrupted: closing the connection" in log and "Traceback" not in log
+    assert log.count("no more seeking") == 1 and " ERROR " not in log

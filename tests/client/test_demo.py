@@ -4,12 +4,16 @@ it prints, and everything stopped when it ends."""
 from __future__ import annotations
 
 import json
+import os
+import selectors
+import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import IO, Any
 
 from arena_testkit import free_port
 
@@ -41,4 +45,92 @@ def test_demo_puts_the_bots_on_the_ladder(tmp_path: Path) -> None:
     logs = {p.name for p in tmp_path.iterdir()}
     assert {"server.log", "random.log", "greedy.log", "search.log"} <= logs
     with socket.socket() as s:  # the server is gone with the demo
+        assert s.connect_ex(("127.0.0.1", port)) != 0
+
+
+def get_json(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=5) as resp:
+        return json.load(resp)
+
+
+def children(pid: int) -> dict[int, str]:
+    """The processes whose parent is ``pid``: their command lines, by pid."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue  # ended meanwhile
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            found[int(entry.name)] = cmdline.replace(b"\0", b" ").decode(errors="replace")
+    return found
+
+
+def gone(pid: int) -> bool:
+    """Whether ``pid`` has ended (a zombie has ended too, only its entry waits to be reaped)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] == "Z"
+
+
+def read_until(stream: IO[str], marker: str, timeout: float) -> str:
+    """Read a pipe until ``marker`` appears (or fail after ``timeout`` seconds)."""
+    seen = b""
+    deadline = time.monotonic() + timeout
+    with selectors.DefaultSelector() as sel:
+        sel.register(stream, selectors.EVENT_READ)
+        while marker.encode() not in seen:
+            left = deadline - time.monotonic()
+            if left <= 0 or not sel.select(left):
+                raise AssertionError(f"no {marker!r} within {timeout} s; got: {seen.decode(errors='replace')}")
+            chunk = os.read(stream.fileno(), 65536)
+            if not chunk:
+                raise AssertionError(f"the stream ended before {marker!r}; got: {seen.decode(errors='replace')}")
+            seen += chunk
+    return seen.decode(errors="replace")
+
+
+def test_a_bot_that_exits_leaves_the_demo_running_and_sigterm_stops_everything(tmp_path: Path) -> None:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "mandala_cli.main", "demo", "--port", str(port), "--dir", str(tmp_path),
+         "--no-javascript"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    kids: dict[int, str] = {}
+    try:
+        assert demo.stdout is not None and demo.stderr is not None
+        read_until(demo.stdout, "Ctrl-C stops everything.", 60)
+        kids = children(demo.pid)
+        assert len(kids) == 4, kids  # the server and three bots
+        (victim,) = [pid for pid, cmd in kids.items() if "--bot random " in cmd]
+        deadline = time.monotonic() + 30
+        while not all(get_json(f"{base}/api/bots/{name}")["connected"] for name in ("random", "greedy", "search")):
+            assert time.monotonic() < deadline, "the demo's bots did not connect"
+            time.sleep(0.1)
+
+        os.kill(victim, signal.SIGKILL)
+        said = read_until(demo.stderr, "bot random exited with status -9", 30)
+        assert "the others play on" in said
+        # The server and the other bots go on; the demo did not end.
+        assert demo.poll() is None
+        assert get_json(f"{base}/health")["status"] == "ok"
+        assert not get_json(f"{base}/api/bots/random")["connected"]
+        assert all(get_json(f"{base}/api/bots/{name}")["connected"] for name in ("greedy", "search"))
+        assert set(children(demo.pid)) == set(kids) - {victim}
+    finally:
+        demo.send_signal(signal.SIGTERM)
+        code = demo.wait(timeout=30)
+    assert code == 0
+    deadline = time.monotonic() + 10
+    while not all(gone(pid) for pid in kids):  # every process the demo started ended with it
+        assert time.monotonic() < deadline, {pid: cmd for pid, cmd in kids.items() if not gone(pid)}
+        time.sleep(0.05)
+    with socket.socket() as s:
         assert s.connect_ex(("127.0.0.1", port)) != 0

@@ -14,6 +14,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import struct
 import subprocess
 from collections.abc import Awaitable, Callable
@@ -23,7 +24,7 @@ from typing import Any
 import pytest
 
 import mandala
-from arena_testkit import Harness, WsClient, exit_of, random_policy
+from arena_testkit import ADMIN, Harness, WsClient, exit_of, random_policy, wait_until
 from protocol.messages import Challenged, Decision, Error, GameOver, Update
 from server.connection import Connection
 
@@ -219,6 +220,42 @@ async def test_js_bots_qualify_on_the_ladder_and_play_a_rated_pair(
     rated = [g for g in games if g["kind"] == "ladder"]
     assert len(rated) == 2 and rated[0]["pair_id"] == rated[1]["pair_id"] and all(g["rated"] for g in rated)
     assert sorted(rated[0]["players"]) == ["js-a", "js-b"] and rated[0]["players"] == rated[1]["players"][::-1]
+
+
+async def said(proc: asyncio.subprocess.Process, marker: str) -> str:
+    """Read the bot's log until a line holds ``marker``; the lines read."""
+    assert proc.stderr is not None
+    seen = ""
+    while marker not in seen:
+        line = await asyncio.wait_for(proc.stderr.readline(), GAME_TIMEOUT)
+        assert line, f"the JavaScript bot stopped (status {await proc.wait()}) before saying {marker!r}:\n{seen}"
+        seen += line.decode()
+    return seen
+
+
+async def test_js_bot_removed_from_the_ladder_plays_on_and_seeks_again_once_restored(
+        make_arena: Any, node: str) -> None:
+    arena: Harness = await make_arena(pairing_interval_s=0.05)
+    admin = {"Authorization": f"Bearer {ADMIN}"}
+    token = await arena.create_bot("js-bot")
+    assert (await arena.client.delete("/api/ladder/bots/js-bot", headers=admin)).status == 200
+    py = await arena.bot("py-opp")
+    proc = await start_js(node, arena, token, "--ladder")
+    # Its seek is refused with `removed`: it says so and stays connected.
+    log = await said(proc, "no more seeking")
+    assert "removed from the ladder by the organizer" in log and "stopping" not in log
+    await py.send({"type": "challenge", "opponent": "js-bot"})
+    (over,) = await opponent(py, 1, seed=14)
+    assert over.result.end_reason in RULES_END, over.result
+    assert proc.returncode is None and arena.arena.presence.is_connected("js-bot")
+    assert "js-bot" not in arena.arena.ladder.seeking
+    resp = await arena.client.post("/api/ladder/bots/js-bot/restore", headers=admin)
+    assert resp.status == 200, await resp.text()
+    log += await said(proc, "restored to the ladder by the organizer: seeking again")
+    await wait_until(lambda: "js-bot" in arena.arena.ladder.seeking, 10, "the restored bot did not seek")
+    proc.send_signal(signal.SIGINT)
+    code, rest = await exit_of(proc)
+    assert code == 130 and "interrupted; closing" in rest, log + rest
 
 
 async def test_js_bot_does_not_reconnect_after_bad_token_or_replacement(make_arena: Any, node: str) -> None:

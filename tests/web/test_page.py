@@ -186,6 +186,11 @@ async def test_standings_live_games_board_and_replay(make_arena: Any, browser: A
         start_rating = str(round(next(s for s in ladder if s["bot"] == "alice")["rating"]))
         await expect(alice.get_by_test_id("rating")).to_have_text(start_rating)
         await expect(alice.get_by_test_id("games")).to_have_text("0")
+        # "Met": the distinct opponents of its rated games, explained in the column's title.
+        assert next(s for s in ladder if s["bot"] == "alice")["opponents"] == 0
+        await expect(alice.get_by_test_id("opponents")).to_have_text("0")
+        await expect(page.get_by_test_id("met-head")).to_have_text("Met")
+        await expect(page.get_by_test_id("met-head")).to_have_attribute("title", re.compile("different bots .* rated games"))
         await expect(alice.get_by_test_id("online")).to_have_attribute("data-online", "true")
         await expect(alice.get_by_test_id("provisional")).to_be_visible()
 
@@ -263,6 +268,10 @@ async def test_standings_live_games_board_and_replay(make_arena: Any, browser: A
         recent_id = await recent.get_attribute("data-game-id")
         assert (await arena.get_json(f"/api/games/{recent_id}"))["status"] == "finished"
         await expect(alice.get_by_test_id("games")).not_to_have_text("0", timeout=WAIT_MS)
+        await expect(alice.get_by_test_id("opponents")).to_have_text("1", timeout=WAIT_MS)  # bob, however often
+        await expect(alice.get_by_test_id("opponents")).to_have_attribute("title", re.compile("1 different bot "))
+        ladder = (await arena.get_json("/api/ladder"))["standings"]
+        assert {s["bot"]: s["opponents"] for s in ladder} == {"alice": 1, "bob": 1}
         await expect(alice.get_by_test_id("rating")).not_to_have_text(start_rating, timeout=WAIT_MS)
         seen = await alice.get_by_test_id("rating").text_content()
         await expect(alice.get_by_test_id("rating")).not_to_have_text(seen or "", timeout=WAIT_MS)

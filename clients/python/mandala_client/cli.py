@@ -7,8 +7,9 @@
 
 ``--bot`` takes the same specs as ``mandala match`` (:func:`mandala_client.offline.bot_factory`).
 Exit status: 0 when the games are done, 1 when the client cannot go on (a bad token, an
-unknown opponent, no server), 2 for a bad command line, 130 after Ctrl-C (which closes the
-connection and resigns nothing).
+unknown opponent, no server), 2 for a bad command line, 130 after Ctrl-C or SIGTERM (which
+close the connection and resign nothing). Removal from the ladder by the organizer ends
+nothing: the bot logs it, stops seeking and plays on (running games, challenges).
 """
 
 from __future__ import annotations

@@ -21,9 +21,12 @@ fail again (4001 bad token, 4002 protocol version, 4009 replaced by another conn
 What it does besides answering decisions, by mode: with ``ladder`` it sends ``seek`` after
 every ``welcome`` (so again after a reconnect); with ``challenge`` it keeps one challenge to
 that bot open while it has room for a game; with ``accept`` (the default) it accepts every
-challenge; with ``games`` it stops once that many games are over. A bot may also define
-``on_game_start(start)``, ``on_update(update)``, ``on_game_over(over)`` and
-``on_ladder(status)``, plain or ``async``; they get the protocol's messages and should be quick.
+challenge; with ``games`` it stops once that many games are over. A bot the organizer removes
+from the ladder plays on: it finishes its running games and keeps playing challenges, but
+seeks no more until a ``ladder`` message says it was restored (the organizer's decision, not
+a reason to disconnect). A bot may also define ``on_game_start(start)``, ``on_update(update)``,
+``on_game_over(over)`` and ``on_ladder(status)``, plain or ``async``; they get the protocol's
+messages and should be quick.
 """
 
 from __future__ import annotations
@@ -92,8 +95,8 @@ _encoder = msgspec.json.Encoder()
 
 
 class ClientError(Exception):
-    """The client cannot go on (a challenge to a bot that does not exist, removal from the
-    ladder, no server reachable): retrying would not help."""
+    """The client cannot go on (a challenge to a bot that does not exist, a qualification
+    failed again and again, no server reachable): retrying would not help."""
 
 
 class ConnectionRejected(ClientError):
@@ -193,6 +196,8 @@ class Client:
         self._challenge_out = False
         self._unseek_sent = False
         self._reseeks = 0
+        self._removed = False
+        """Removed from the ladder by the organizer (as the server last said): no seeking."""
         self._timers: set[asyncio.TimerHandle] = set()
         self._tasks: set[asyncio.Future[Any]] = set()
         self._send_lock = asyncio.Lock()
@@ -347,6 +352,11 @@ class Client:
 
     # ------------------------------------------------------------------ session and modes
 
+    @property
+    def removed(self) -> bool:
+        """Whether the organizer removed this bot from the ladder (it plays on, seeks no more)."""
+        return self._removed
+
     async def _on_welcome(self, msg: Welcome) -> None:
         self.name = msg.bot
         self.welcomes += 1
@@ -362,6 +372,8 @@ class Client:
             self.stop()
             return
         if self.ladder and self._want_more():
+            # Even after a removal: a restore while this bot was away is told by no message,
+            # so the answer to this seek (``ladder``, or ``error`` ``removed``) says where it stands.
             await self.seek()
         await self._maybe_challenge()
 
@@ -414,13 +426,14 @@ class Client:
         self.errors.append(msg)
         self._session_error = msg
         del self.errors[:-KEEP_FINISHED]
+        if msg.code == "removed":  # the answer to a seek while removed: not a fault of this bot
+            self._on_removed(msg.message)
+            return
         where = f" (game {msg.game_id}, request {msg.request_id})" if msg.game_id else ""
         rule = f" [{msg.rule}]" if msg.rule else ""
         self._log(logging.WARNING, "server error %s%s: %s%s", msg.code, rule, msg.message, where)
         if msg.code in ("unknown_bot", "challenge_self"):
             raise ClientError(f"cannot challenge {self.challenge_opponent!r}: {msg.message}")
-        if msg.code == "removed":
-            raise ClientError(f"this bot was removed from the ladder: {msg.message}")
         if msg.code in ("bot_offline", "rate_limited", "storage_unavailable"):
             self._retry_challenge(msg.retry_after or RETRY_AFTER_S)
 
@@ -429,7 +442,13 @@ class Client:
         self._log(logging.INFO, "ladder: %s", msg.message)
         await call_hook(self.bot, "on_ladder", msg)
         if msg.state == "removed":
-            raise ClientError(f"this bot was removed from the ladder: {msg.message}")
+            self._on_removed(msg.message)
+            return
+        if self._removed:
+            self._removed = False
+            if self.ladder and self._want_more() and not msg.seeking and msg.state in ("qualifying", "listed"):
+                self._log(logging.INFO, "restored to the ladder by the organizer: seeking again")
+                await self.seek()
         if msg.state == "listed":
             self._reseeks = 0
         elif msg.state == "failed" and self.ladder and self._want_more():
@@ -437,6 +456,14 @@ class Client:
             if self._reseeks > MAX_RESEEKS:
                 raise ClientError(f"failed the ladder qualification {self._reseeks} times in a row: {msg.message}")
             await self.seek()
+
+    def _on_removed(self, why: str) -> None:
+        """The organizer's decision, not a failure: running games and challenges go on, the
+        connection stays, only seeking stops (the server has stopped it already)."""
+        if not self._removed:
+            said = why if why.startswith("removed from the ladder") else f"removed from the ladder by the organizer: {why}"
+            self._log(logging.WARNING, "%s; playing on (running games, challenges), no more seeking", said)
+        self._removed = True
 
     def _want_more(self) -> bool:
         """Whether to begin another game (accept, challenge, seek)."""
