@@ -31,6 +31,20 @@ def test_settings_precedence(tmp_path: Path) -> None:
         load_settings(tmp_path / "missing.toml", environ={})
 
 
+@pytest.mark.parametrize("line", ["pairing_spread = 0", "pairing_interval_s = -1", "pairing_wait_s = 1e9",
+                                  "pairing_max_lead = 0", "return_wait_s = -5", "qualification_pairs = 0"])
+def test_a_pairing_setting_out_of_range_stops_the_server_naming_it(tmp_path: Path, line: str,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "arena.toml"
+    config.write_text(line + "\n")
+    name = line.split()[0]
+    with pytest.raises(ConfigError, match=name):
+        load_settings(config, environ={})
+    assert main(["serve", "--config", str(config), "--db", str(tmp_path / "x.db")]) == 2
+    assert f"$.{name}" in capsys.readouterr().err
+    assert not (tmp_path / "x.db").exists()
+
+
 def test_banner_says_how_to_start() -> None:
     text = banner("http://127.0.0.1:8080", "S3CRET", True, "open", ".venv/bin/mandala")
     assert "http://127.0.0.1:8080" in text and "ws://127.0.0.1:8080/ws" in text
