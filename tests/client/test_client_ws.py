@@ -13,7 +13,6 @@ import json
 import logging
 import os
 import random
-import selectors
 import signal
 import subprocess
 import sys
@@ -27,7 +26,7 @@ from typing import Any
 import pytest
 
 import mandala
-from arena_testkit import ADMIN, Harness, exit_of, free_port, wait_until
+from arena_testkit import ADMIN, Harness, exit_of, free_port, read_until, wait_until
 from mandala import Move, View
 from mandala_client import Client, ClientError, ConnectionRejected, FinishedGame, cli
 from mandala_client.games import Chooser
@@ -382,23 +381,6 @@ async def test_a_removed_bot_plays_on_and_seeks_again_once_restored(
 
 
 # ------------------------------------------------------------------ mandala-bot and mandala serve as processes
-
-
-def read_until(stream: Any, marker: bytes, timeout: float) -> bytes:
-    """Read a process's pipe until ``marker`` appears (or fail after ``timeout`` seconds)."""
-    seen = b""
-    deadline = time.monotonic() + timeout
-    with selectors.DefaultSelector() as sel:
-        sel.register(stream, selectors.EVENT_READ)
-        while marker not in seen:
-            left = deadline - time.monotonic()
-            if left <= 0 or not sel.select(left):
-                raise AssertionError(f"no {marker!r} within {timeout} s; got: {seen.decode(errors='replace')}")
-            chunk = os.read(stream.fileno(), 65536)
-            if not chunk:
-                raise AssertionError(f"the stream ended before {marker!r}; got: {seen.decode(errors='replace')}")
-            seen += chunk
-    return seen
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import selectors
 import signal
 import socket
 import subprocess
@@ -13,9 +12,9 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from arena_testkit import free_port
+from arena_testkit import free_port, read_until
 
 
 def test_demo_puts_the_bots_on_the_ladder(tmp_path: Path) -> None:
@@ -78,23 +77,6 @@ def gone(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] == "Z"
 
 
-def read_until(stream: IO[str], marker: str, timeout: float) -> str:
-    """Read a pipe until ``marker`` appears (or fail after ``timeout`` seconds)."""
-    seen = b""
-    deadline = time.monotonic() + timeout
-    with selectors.DefaultSelector() as sel:
-        sel.register(stream, selectors.EVENT_READ)
-        while marker.encode() not in seen:
-            left = deadline - time.monotonic()
-            if left <= 0 or not sel.select(left):
-                raise AssertionError(f"no {marker!r} within {timeout} s; got: {seen.decode(errors='replace')}")
-            chunk = os.read(stream.fileno(), 65536)
-            if not chunk:
-                raise AssertionError(f"the stream ended before {marker!r}; got: {seen.decode(errors='replace')}")
-            seen += chunk
-    return seen.decode(errors="replace")
-
-
 def test_a_bot_that_exits_leaves_the_demo_running_and_sigterm_stops_everything(tmp_path: Path) -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
@@ -106,7 +88,7 @@ def test_a_bot_that_exits_leaves_the_demo_running_and_sigterm_stops_everything(t
     kids: dict[int, str] = {}
     try:
         assert demo.stdout is not None and demo.stderr is not None
-        read_until(demo.stdout, "Ctrl-C stops everything.", 60)
+        read_until(demo.stdout, b"Ctrl-C stops everything.", 60)
         kids = children(demo.pid)
         assert len(kids) == 4, kids  # the server and three bots
         (victim,) = [pid for pid, cmd in kids.items() if "--bot random " in cmd]
@@ -116,7 +98,7 @@ def test_a_bot_that_exits_leaves_the_demo_running_and_sigterm_stops_everything(t
             time.sleep(0.1)
 
         os.kill(victim, signal.SIGKILL)
-        said = read_until(demo.stderr, "bot random exited with status -9", 30)
+        said = read_until(demo.stderr, b"bot random exited with status -9", 30).decode(errors="replace")
         assert "the others play on" in said
         # The server and the other bots go on; the demo did not end.
         assert demo.poll() is None

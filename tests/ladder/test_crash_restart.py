@@ -10,9 +10,8 @@ from pathlib import Path
 
 import aiohttp
 import msgspec
-import pytest
 
-from arena_testkit import Seen, ServeProcess, elo_replay, free_port, ladder_bot, wait_until
+from arena_testkit import Seen, ServeProcess, assert_ratings_replay, free_port, ladder_bot, wait_until
 from server.storage.sqlite import SqliteStorage
 
 BOTS = ["ann", "ben", "cat", "dan"]
@@ -66,15 +65,8 @@ async def test_kill_9_during_a_busy_ladder_loses_nothing(tmp_path: Path) -> None
         cut = [g for g in rows.values() if g.status == "aborted"]
         assert cut and all(g.game_id not in seen.over for g in cut)
         # Ratings equal a replay of the stored rated games, in the order they finished.
-        results = await store.rated_results()
-        assert len(results) == sum(1 for g in rows.values() if g.rated and g.status == "finished")
-        state = elo_replay(BOTS, results)
-        standings = {s.bot: s for s in await store.standings() if s.bot in BOTS}
-        for name in BOTS:
-            rating, games = state[name]
-            assert standings[name].rated_games == games
-            assert standings[name].rating == pytest.approx(rating, abs=1e-9)
-            assert len(await store.rating_history(name)) == games
+        state = await assert_ratings_replay(store, BOTS)
+        for name, (rating, games) in state.items():
             assert served[name]["games"] == games and served[name]["rating"] == round(rating, 1)
     finally:
         await store.close()

@@ -14,10 +14,12 @@ import itertools
 import json
 import os
 import random
+import selectors
 import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -373,3 +375,38 @@ def elo_replay(names: list[str], results: list[tuple[str, str, float]]) -> dict[
         na, nb = elo.update((ra, rb), (ga, gb), score)
         state[a], state[b] = (na, ga + 1), (nb, gb + 1)
     return state
+
+
+async def assert_ratings_replay(store: Any, bots: list[str]) -> dict[str, tuple[float, int]]:
+    """Every bot's stored rating, rated-game count and history equal an Elo replay of the stored
+    rated games in the order they finished; returns the replayed state."""
+    import pytest
+
+    rows = await store.list_games(None, 100_000)
+    results = await store.rated_results()
+    assert len(results) == sum(1 for g in rows if g.rated and g.status == "finished")
+    state = elo_replay(bots, results)
+    standings = {s.bot: s for s in await store.standings() if s.bot in bots}
+    for name in bots:
+        rating, games = state[name]
+        assert standings[name].rated_games == games
+        assert standings[name].rating == pytest.approx(rating, abs=1e-9)
+        assert len(await store.rating_history(name)) == games
+    return state
+
+
+def read_until(stream: Any, marker: bytes, timeout: float) -> bytes:
+    """Read a process's pipe until ``marker`` appears (or fail after ``timeout`` seconds)."""
+    seen = b""
+    deadline = time.monotonic() + timeout
+    with selectors.DefaultSelector() as sel:
+        sel.register(stream, selectors.EVENT_READ)
+        while marker not in seen:
+            left = deadline - time.monotonic()
+            if left <= 0 or not sel.select(left):
+                raise AssertionError(f"no {marker!r} within {timeout} s; got: {seen.decode(errors='replace')}")
+            chunk = os.read(stream.fileno(), 65536)
+            if not chunk:
+                raise AssertionError(f"the stream ended before {marker!r}; got: {seen.decode(errors='replace')}")
+            seen += chunk
+    return seen

@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from arena_testkit import Harness, gather, play_out, random_policy
+from arena_testkit import Harness, elo_replay, gather, play_out, random_policy
 from server.config import Settings
 from server.ladder import elo
 from server.recorder import GameRecorder
@@ -117,15 +117,6 @@ async def test_a_stale_rating_change_writes_nothing(storage: Storage) -> None:
     assert [s.rated_games for s in await storage.standings()] == [0, 0]
 
 
-def replay(names: list[str], results: list[tuple[str, str, float]]) -> dict[str, tuple[float, int]]:
-    state = {n: (elo.EloSettings().initial, 0) for n in names}
-    for a, b, score in results:
-        (ra, ga), (rb, gb) = state[a], state[b]
-        na, nb = elo.update((ra, rb), (ga, gb), score)
-        state[a], state[b] = (na, ga + 1), (nb, gb + 1)
-    return state
-
-
 async def test_ratings_equal_a_replay_of_the_stored_games(storage: Storage, tmp_path: Path) -> None:
     names = ["ann", "ben", "cat"]
     await bots(storage, *names)
@@ -140,7 +131,7 @@ async def test_ratings_equal_a_replay_of_the_stored_games(storage: Storage, tmp_
     # Unrated games in between change nothing.
     await storage.finish_game(game("u1", "ann", "ben", rated=False), [])
     assert await storage.rated_results() == expected
-    want = replay(names, expected)
+    want = elo_replay(names, expected)
     got = {s.bot: (s.rating, s.rated_games) for s in await storage.standings()}
     assert got.keys() == want.keys()
     for n in names:
@@ -198,7 +189,7 @@ async def test_concurrent_rated_finishes_are_serialized(storage: Storage, tmp_pa
     await asyncio.gather(*(recorder.store_final(r) for r in rows))
     results = await storage.rated_results()
     assert len(results) == 12
-    want = replay(["ann", "ben", "cat"], results)
+    want = elo_replay(["ann", "ben", "cat"], results)
     for s in await storage.standings():
         assert s.rated_games == 8 and s.rating == pytest.approx(want[s.bot][0])
 

@@ -35,6 +35,7 @@ from arena_testkit import (
     Harness,
     Seen,
     ServeProcess,
+    assert_ratings_replay,
     elo_replay,
     free_port,
     gather,
@@ -301,15 +302,7 @@ async def check_stored(db: str, seen: Seen, since: str, mended: str) -> None:
         assert not during, f"games started during the outage: {during}"
         assert not [g for g in rows.values() if g.status == "running"]
         # Ratings equal a replay of the stored rated games, in the order they finished.
-        results = await store.rated_results()
-        assert len(results) == sum(1 for g in rows.values() if g.rated and g.status == "finished")
-        state = elo_replay(BOTS, results)
-        standings = {s.bot: s for s in await store.standings() if s.bot in BOTS}
-        for name in BOTS:
-            rating, games = state[name]
-            assert standings[name].rated_games == games
-            assert standings[name].rating == pytest.approx(rating, abs=1e-9)
-            assert len(await store.rating_history(name)) == games
+        await assert_ratings_replay(store, BOTS)
     finally:
         await store.close()
 
