@@ -44,6 +44,7 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/engine.py
+	$(PY) bench/games.py
 
 schema: $(STAMP)
 	$(PY) -m protocol.schema
