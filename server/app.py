@@ -48,7 +48,7 @@ def create_app(settings: Settings, storage: Storage | None = None) -> web.Applic
     storage = storage if storage is not None else open_storage(settings.db)
     presence = Presence()
     recorder = GameRecorder(settings, storage, Spool(settings.spool_path or default_spool_path(settings.db), settings.db))
-    manager = GameManager(settings, storage, presence, recorder)
+    manager = GameManager(settings, presence, recorder)
     live = LiveHub(settings.send_queue_max, recorder)
     manager.listeners.append(live)
     app[ARENA] = Arena(

@@ -43,7 +43,7 @@ from .deals import Deal, build_game
 from .presence import Presence
 from .recorder import GameRecorder
 from .refusal import Refusal
-from .storage import GameRow, GameStatus, Storage
+from .storage import GameRow, GameStatus
 
 log = logging.getLogger(__name__)
 
@@ -365,13 +365,12 @@ class GameEvents(Protocol):
 
 
 class GameManager:
-    """Starts every game (challenges, the admin API, the ladder), finds games by id, and
-    stores them at their start and their end. ``house`` holds in-process seats
+    """Starts every game (challenges, the admin API, the ladder), finds games by id, and hands
+    them to the recorder at their start and their end. ``house`` holds in-process seats
     (:class:`~server.house.HouseBot`) that get their messages like a connection would."""
 
-    def __init__(self, settings: Settings, storage: Storage, presence: Presence, recorder: GameRecorder) -> None:
+    def __init__(self, settings: Settings, presence: Presence, recorder: GameRecorder) -> None:
         self.settings = settings
-        self.storage = storage
         self.presence = presence
         self.recorder = recorder
         self.running: dict[str, GameRoom] = {}

@@ -432,9 +432,13 @@ class Ladder:
         reserved = sum(1 for p in self.returns if bot in p.players and self._others_here(p, bot))
         return self.slots(bot) - reserved
 
+    def _here(self, bot: str) -> bool:
+        """Whether the bot can play now: connected, or the in-process house bot."""
+        return bot == self.house.name or self.presence.is_connected(bot)
+
     def _others_here(self, pair: Pair, bot: str) -> bool:
-        """Whether the pair's other bot is connected (only then is ``bot``'s slot kept for it)."""
-        return all(b == self.house.name or self.presence.is_connected(b) for b in pair.players if b != bot)
+        """Whether the pair's other bot is here (only then is ``bot``'s slot kept for it)."""
+        return all(self._here(b) for b in pair.players if b != bot)
 
     def _drop_return(self, pair: Pair, why: str) -> None:
         """Give up a pair's return game: the first game stays rated and counts as any other."""
@@ -456,7 +460,7 @@ class Ladder:
         for pair in list(self.returns):
             if not self._pair_goes_on(pair):
                 self._drop_return(pair, "a bot left the ladder")
-            elif all(b == self.house.name or self.presence.is_connected(b) for b in pair.players):
+            elif all(self._here(b) for b in pair.players):
                 ready = all(left.setdefault(b, self.slots(b)) >= 1 for b in pair.players)
                 for b in pair.players:
                     left[b] -= 1
