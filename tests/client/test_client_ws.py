@@ -533,7 +533,8 @@ async def test_mandala_bot_removed_mid_game_plays_on_and_seeks_again_once_restor
         # Restored, it seeks again (and qualifies afresh).
         assert (await organizer(arena, "POST", "/api/ladder/bots/cli-removed/restore"))["state"] == "qualifying"
         await wait_until(lambda: "cli-removed" in arena.arena.ladder.seeking, 10, "the restored bot did not seek")
-        assert said("restored to the ladder by the organizer: seeking again")
+        # Its log line was written before the seek; the pipe may hand it to us a little later.
+        await wait_until(lambda: said("restored to the ladder by the organizer: seeking again"), 10, "".join(lines))
         assert proc.returncode is None
     finally:
         if proc.returncode is None:
