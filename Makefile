@@ -9,7 +9,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8080
 DB     ?= mandala.db
 
-.PHONY: run test lint bench schema demo clean
+.PHONY: run test lint bench load schema demo clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -45,6 +45,14 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/engine.py
 	$(PY) bench/games.py
+
+# The decision path under load against the bare WebSocket ceiling, in one run (bench/load.py);
+# PAIRS, SECONDS and THINK are passed on: make load PAIRS=500 THINK=0.3
+PAIRS   ?= 100
+SECONDS ?= 10
+THINK   ?= 0
+load: $(STAMP)
+	$(PY) bench/load.py --pairs $(PAIRS) --seconds $(SECONDS) --think $(THINK)
 
 schema: $(STAMP)
 	$(PY) -m protocol.schema

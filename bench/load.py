@@ -1,0 +1,254 @@
+"""``make load``: the decision path under load, against the bare WebSocket ceiling, in one run.
+
+Starts a real ``mandala serve`` on a fresh database and drives P pairs of bots through the
+protocol for D seconds (challenge games; the bots answer the first legal move at once, or
+after ``--think`` seconds). Then, in the same run, starts a bare aiohttp WebSocket server that
+only decodes each JSON frame and encodes it back (the *ceiling*: what any Python server on
+this machine pays per round-trip) and drives the same number of connections against it. Each
+server is pinned to core 0 and this load client to core 1 where there are two.
+
+Prints one JSON line per run, then a table: decisions/s, server CPU µs per decision, p50/p99
+from ``move`` to ``move_accepted`` and to the next ``decision``, server RSS per live game, and
+the ratio of server CPU per decision to the ceiling's CPU per round-trip.
+
+    python bench/load.py [--pairs 100] [--seconds 10] [--think 0] [--repo DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+SERVE = "import sys; from mandala_cli.main import main; sys.exit(main(sys.argv[1:]))"
+CEILING = """
+import json, sys
+from aiohttp import web, WSMsgType
+async def ws(request):
+    sock = web.WebSocketResponse(max_msg_size=1 << 20)
+    await sock.prepare(request)
+    async for msg in sock:
+        if msg.type is WSMsgType.TEXT:
+            await sock.send_str(json.dumps(json.loads(msg.data)))
+    return sock
+app = web.Application()
+app.router.add_get("/ws", ws)
+app.router.add_get("/health", lambda r: web.json_response({"status": "ok"}))
+web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), print=None, access_log=None)
+"""
+ADMIN = "load-admin"
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def rss_bytes(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))]
+
+
+class Stats:
+    def __init__(self) -> None:
+        self.measuring = False
+        self.decisions = 0
+        self.to_accepted: list[float] = []
+        self.to_decision: list[float] = []
+
+
+async def bot(http: aiohttp.ClientSession, url: str, token: str, opponent: str | None, think: float,
+              stats: Stats) -> None:
+    """One bot: the challenger challenges again after each game; the other accepts."""
+    sent: float | None = None
+    async with http.ws_connect(url.replace("http", "ws", 1) + "/ws", max_msg_size=1 << 20) as ws:
+        await ws.send_json({"type": "hello", "protocol": 1, "token": token, "max_games": 1})
+        if opponent:
+            await ws.send_json({"type": "challenge", "opponent": opponent})
+        async for frame in ws:
+            now = time.perf_counter()
+            msg: dict[str, Any] = json.loads(frame.data)
+            kind = msg["type"]
+            if kind == "decision":
+                if sent is not None and stats.measuring:
+                    stats.to_decision.append(now - sent)
+                if think:
+                    await asyncio.sleep(think)
+                sent = time.perf_counter()
+                await ws.send_json({"type": "move", "game_id": msg["game_id"], "request_id": msg["request_id"],
+                                    "move": msg["legal"][0]})
+            elif kind == "move_accepted":
+                if stats.measuring and sent is not None:
+                    stats.decisions += 1
+                    stats.to_accepted.append(now - sent)
+            elif kind == "challenged":
+                await ws.send_json({"type": "accept", "challenge_id": msg["challenge_id"]})
+            elif opponent and kind in ("game_over", "challenge_declined"):
+                sent = None
+                await ws.send_json({"type": "challenge", "opponent": opponent})
+            elif kind == "game_over":
+                sent = None
+
+
+async def echo_client(http: aiohttp.ClientSession, url: str, stats: Stats) -> None:
+    """Round-trips of a decision-sized JSON frame against the ceiling server."""
+    body = json.dumps({"type": "move", "game_id": "abcdefgh", "request_id": 12,
+                       "move": {"type": "field", "color": "red", "count": 2}})
+    async with http.ws_connect(url.replace("http", "ws", 1) + "/ws") as ws:
+        while True:
+            sent = time.perf_counter()
+            await ws.send_str(body)
+            await ws.receive()
+            if stats.measuring:
+                stats.decisions += 1
+                stats.to_accepted.append(time.perf_counter() - sent)
+
+
+async def wait_healthy(http: aiohttp.ClientSession, url: str) -> None:
+    for _ in range(600):
+        try:
+            async with http.get(url + "/health") as resp:
+                if resp.status == 200:
+                    return
+        except aiohttp.ClientError:
+            pass
+        await asyncio.sleep(0.05)
+    raise RuntimeError(f"{url} did not come up")
+
+
+async def drive(url: str, pid: int, tasks_for: Any, seconds: float, live_games: int) -> dict[str, Any]:
+    """Start the load, warm up, measure for ``seconds``: CPU, counts, latencies, memory."""
+    stats = Stats()
+    connector = aiohttp.TCPConnector(limit=0)
+    async with aiohttp.ClientSession(connector=connector) as http:
+        await wait_healthy(http, url)
+        idle_rss = rss_bytes(pid)
+        tasks = await tasks_for(http, stats)
+        await asyncio.sleep(max(2.0, seconds / 5))  # warm up
+        cpu0, t0 = cpu_seconds(pid), time.perf_counter()
+        stats.measuring = True
+        await asyncio.sleep(seconds)
+        stats.measuring = False
+        cpu, elapsed = cpu_seconds(pid) - cpu0, time.perf_counter() - t0
+        rss = rss_bytes(pid)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    n = max(stats.decisions, 1)
+    return {
+        "per_s": round(stats.decisions / elapsed, 1),
+        "cpu_us": round(cpu / n * 1e6, 1),
+        "p50_ms": round(pct(stats.to_accepted, 0.50) * 1000, 2),
+        "p99_ms": round(pct(stats.to_accepted, 0.99) * 1000, 2),
+        "p50_next_ms": round(pct(stats.to_decision, 0.50) * 1000, 2) if stats.to_decision else None,
+        "p99_next_ms": round(pct(stats.to_decision, 0.99) * 1000, 2) if stats.to_decision else None,
+        "rss_per_game_kb": round((rss - idle_rss) / live_games / 1024, 1) if live_games else None,
+    }
+
+
+def pinned(cmd: list[str], core: int) -> list[str]:
+    return ["taskset", "-c", str(core), *cmd] if (os.cpu_count() or 1) > 1 else cmd
+
+
+async def run_arena(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    config = tmp / "load.toml"
+    config.write_text(f"messages_per_second = 1000000.0\nburst = 1000000\nregistrations_per_hour = 100000\n"
+                      f"send_queue_max = 100000\ndecision_ms = {max(5000, int(args.think * 1000) + 5000)}\n")
+    repo = args.repo.resolve()
+    env = {**os.environ, "MANDALA_ADMIN_TOKEN": ADMIN, "PYTHONPATH": f"{repo}:{repo}/clients/python"}
+    server = subprocess.Popen(pinned([sys.executable, "-c", SERVE, "serve", "--port", str(args.port), "--db",
+                                      str(tmp / "load.db"), "--config", str(config)], 0),
+                              env=env, cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{args.port}"
+
+    async def start(http: aiohttp.ClientSession, stats: Stats) -> list[asyncio.Task[None]]:
+        tokens = []
+        for i in range(2 * args.pairs):
+            async with http.post(url + "/api/bots", json={"name": f"b{i}"},
+                                 headers={"Authorization": f"Bearer {ADMIN}"}) as resp:
+                tokens.append((await resp.json())["token"])
+        tasks = [asyncio.create_task(bot(http, url, tokens[2 * i + 1], None, args.think, stats))
+                 for i in range(args.pairs)]
+        await asyncio.sleep(0.5)
+        tasks += [asyncio.create_task(bot(http, url, tokens[2 * i], f"b{2 * i + 1}", args.think, stats))
+                  for i in range(args.pairs)]
+        return tasks
+
+    try:
+        return await drive(url, server.pid, start, args.seconds, args.pairs)
+    finally:
+        server.terminate()
+        server.wait()
+
+
+async def run_ceiling(args: argparse.Namespace) -> dict[str, Any]:
+    port = args.port + 1
+    server = subprocess.Popen(pinned([sys.executable, "-c", CEILING, str(port)], 0),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+
+    async def start(http: aiohttp.ClientSession, stats: Stats) -> list[asyncio.Task[None]]:
+        return [asyncio.create_task(echo_client(http, url, stats)) for _ in range(2 * args.pairs)]
+
+    try:
+        return await drive(url, server.pid, start, args.seconds, 0)
+    finally:
+        server.terminate()
+        server.wait()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pairs", type=int, default=100, help="pairs of bots playing at once (default 100)")
+    parser.add_argument("--seconds", type=float, default=10.0, help="how long to measure (default 10)")
+    parser.add_argument("--think", type=float, default=0.0, help="seconds each bot thinks per move (default 0)")
+    parser.add_argument("--port", type=int, default=8120)
+    parser.add_argument("--repo", type=Path, default=Path(__file__).resolve().parent.parent,
+                        help="run the server from this checkout (compare two versions in one run)")
+    args = parser.parse_args()
+    if (os.cpu_count() or 1) > 1:
+        os.sched_setaffinity(0, {1})
+    with tempfile.TemporaryDirectory() as tmp:
+        arena = asyncio.run(run_arena(args, Path(tmp)))
+    ceiling = asyncio.run(run_ceiling(args))
+    ratio = round(arena["cpu_us"] / ceiling["cpu_us"], 2) if ceiling["cpu_us"] else None
+    line = {"pairs": args.pairs, "seconds": args.seconds, "think": args.think, "repo": str(args.repo.resolve()),
+            "arena": arena, "ceiling": ceiling, "cpu_ratio": ratio}
+    print(json.dumps(line), flush=True)
+    rows = [
+        ("decisions/s (ceiling: round-trips/s)", arena["per_s"], ceiling["per_s"]),
+        ("server CPU µs per decision (round-trip)", arena["cpu_us"], ceiling["cpu_us"]),
+        ("p50 move → move_accepted, ms (echo)", arena["p50_ms"], ceiling["p50_ms"]),
+        ("p99 move → move_accepted, ms (echo)", arena["p99_ms"], ceiling["p99_ms"]),
+        ("p50 move → next decision, ms", arena["p50_next_ms"], "-"),
+        ("p99 move → next decision, ms", arena["p99_next_ms"], "-"),
+        ("server RSS per live game, KB", arena["rss_per_game_kb"], "-"),
+        ("CPU per decision / ceiling CPU per round-trip", ratio, "-"),
+    ]
+    width = max(len(r[0]) for r in rows)
+    print(f"{'':{width}}  {'arena':>10}  {'ceiling':>10}")
+    for name, a, c in rows:
+        print(f"{name:{width}}  {a!s:>10}  {c!s:>10}")
+
+
+if __name__ == "__main__":
+    main()
