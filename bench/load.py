@@ -72,6 +72,7 @@ class Stats:
     def __init__(self) -> None:
         self.measuring = False
         self.decisions = 0
+        self.games = 0
         self.to_accepted: list[float] = []
         self.to_decision: list[float] = []
 
@@ -104,6 +105,7 @@ async def bot(http: aiohttp.ClientSession, url: str, token: str, opponent: str |
                 await ws.send_json({"type": "accept", "challenge_id": msg["challenge_id"]})
             elif opponent and kind in ("game_over", "challenge_declined"):
                 sent = None
+                stats.games += stats.measuring and kind == "game_over"
                 await ws.send_json({"type": "challenge", "opponent": opponent})
             elif kind == "game_over":
                 sent = None
@@ -156,6 +158,7 @@ async def drive(url: str, pid: int, tasks_for: Any, seconds: float, live_games: 
     n = max(stats.decisions, 1)
     return {
         "per_s": round(stats.decisions / elapsed, 1),
+        "games_per_s": round(stats.games / elapsed, 1),
         "cpu_us": round(cpu / n * 1e6, 1),
         "p50_ms": round(pct(stats.to_accepted, 0.50) * 1000, 2),
         "p99_ms": round(pct(stats.to_accepted, 0.99) * 1000, 2),
@@ -216,19 +219,30 @@ async def run_ceiling(args: argparse.Namespace) -> dict[str, Any]:
         server.wait()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pairs", type=int, default=100, help="pairs of bots playing at once (default 100)")
+def arguments(description: str, pairs: int, port: int) -> argparse.Namespace:
+    """The options both load scripts take; this process is pinned to core 1 (the server to 0)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--pairs", type=int, default=pairs, help=f"pairs of bots playing at once (default {pairs})")
     parser.add_argument("--seconds", type=float, default=10.0, help="how long to measure (default 10)")
     parser.add_argument("--think", type=float, default=0.0, help="seconds each bot thinks per move (default 0)")
-    parser.add_argument("--port", type=int, default=8120)
+    parser.add_argument("--port", type=int, default=port)
     parser.add_argument("--repo", type=Path, default=Path(__file__).resolve().parent.parent,
                         help="run the server from this checkout (compare two versions in one run)")
     args = parser.parse_args()
     if (os.cpu_count() or 1) > 1:
         os.sched_setaffinity(0, {1})
+    return args
+
+
+def arena_run(args: argparse.Namespace) -> dict[str, Any]:
+    """The arena's figures, on a database in a temporary folder."""
     with tempfile.TemporaryDirectory() as tmp:
-        arena = asyncio.run(run_arena(args, Path(tmp)))
+        return asyncio.run(run_arena(args, Path(tmp)))
+
+
+def main() -> None:
+    args = arguments(__doc__.split("\n\n")[0], pairs=100, port=8120)
+    arena = arena_run(args)
     ceiling = asyncio.run(run_ceiling(args))
     ratio = round(arena["cpu_us"] / ceiling["cpu_us"], 2) if ceiling["cpu_us"] else None
     line = {"pairs": args.pairs, "seconds": args.seconds, "think": args.think, "repo": str(args.repo.resolve()),

@@ -64,10 +64,6 @@ class Meetings:
     def total(self, a: str) -> int:
         return self._total[a]
 
-    def opponents(self, a: str) -> int:
-        """How many distinct bots ``a`` has met."""
-        return sum(1 for pair, n in self._pair.items() if a in pair and n > 0)
-
     def clear(self) -> None:
         self._pair.clear()
         self._total.clear()
