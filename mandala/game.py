@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from .cards import ALL_COLORS_MASK, CARDS_PER_COLOR, COLOR_INDEX, COLORS, DECK_SIZE, expand, full_deck
 from .errors import IllegalMove, RecordError
@@ -41,6 +42,9 @@ from .moves import (
     Pass,
     code_of,
 )
+
+if TYPE_CHECKING:
+    from .views import View
 
 TURN_LIMIT = 1000
 """R19: when a turn is about to begin and this many have been played, the game ends."""
@@ -145,7 +149,7 @@ class Game:
         "fields", "field_masks", "field_sizes", "discard", "discard_size", "deck",
         "reshuffles", "deck_exhausted", "river_filled", "turns", "phase", "to_move",
         "current", "destroying", "completed_by", "first_picker", "end_reason",
-        "history", "_rng", "_given", "_legal",
+        "history", "_rng", "_given", "_legal", "_views",
     )
 
     def __init__(
@@ -289,6 +293,14 @@ class Game:
         self.end_reason: str | None = None
         self.history: list[tuple[int, int]] = []
         self._legal: Sequence[int] | None = None
+        self._views: list[View | None] | None = None
+        """What :func:`mandala.view` built at this position (seat 0, seat 1, spectator)."""
+
+    def _forget_derived(self) -> None:
+        """Drop what is cached about the position (legal moves, views) after changing it
+        other than by :meth:`push`."""
+        self._legal = None
+        self._views = None
 
     # ------------------------------------------------------------------ queries
 
@@ -422,7 +434,8 @@ class Game:
         This is the unchecked fast path for players that pick from the legal
         list; anything else goes through :meth:`push`.
         """
-        self._legal = None
+        self._legal = None  # inlined _forget_derived(): this is the search bots' hot path
+        self._views = None
         kind, m, c, k = MOVE_PARTS[code]
         if kind == CLAIM:
             self.history.append((self.to_move, code))  # type: ignore[arg-type]
@@ -670,6 +683,7 @@ class Game:
             g._rng.setstate(self._rng.getstate())
         g._given = None if self._given is None else [o[:] for o in self._given]
         g._legal = self._legal
+        g._views = self._views
         return g
 
     def __repr__(self) -> str:

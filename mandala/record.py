@@ -55,28 +55,39 @@ class Record(msgspec.Struct):
 
 
 _MOVE_DICTS: tuple[dict[str, Any], ...] = tuple(msgspec.to_builtins(m) for m in MOVES)
+_PLAYED: tuple[tuple[PlayedMove, ...], ...] = tuple(
+    tuple(msgspec.convert({**d, "player": seat}, PlayedMove) for d in _MOVE_DICTS)
+    for seat in (0, 1)
+)
+"""Every move with every seat, built once: played moves are frozen and shared like ``MOVES``."""
 
 
-def record_dict(game: Game) -> dict[str, Any]:
-    """The record of ``game`` so far, as plain JSON-ready objects."""
-    if not game.deck_order:
-        raise ValueError("a game set up with Game.from_position has no record (R23 starts from the deal)")
-    return {
-        "deck": [COLORS[c] for c in game.deck_order],
-        "reshuffles": [[COLORS[c] for c in order] for order in game.reshuffles],
-        "first_player": game.first_player,
-        "moves": [{**_MOVE_DICTS[code], "player": p} for p, code in game.history],
-    }
+def played(game: Game, ply: int = -1) -> PlayedMove:
+    """The move made at ``ply`` (the last one by default), with the seat that made it."""
+    seat, code = game.history[ply]
+    return _PLAYED[seat][code]
 
 
 def record_of(game: Game) -> Record:
     """The record of ``game`` so far, as a :class:`Record`."""
-    return msgspec.convert(record_dict(game), Record)
+    if not game.deck_order:
+        raise ValueError("a game set up with Game.from_position has no record (R23 starts from the deal)")
+    return Record(
+        deck=[COLORS[c] for c in game.deck_order],  # type: ignore[misc]
+        reshuffles=[[COLORS[c] for c in order] for order in game.reshuffles],  # type: ignore[misc]
+        first_player=game.first_player,  # type: ignore[arg-type]
+        moves=[_PLAYED[p][code] for p, code in game.history],
+    )
+
+
+def record_dict(game: Game) -> dict[str, Any]:
+    """The record of ``game`` so far, as plain JSON-ready objects."""
+    return msgspec.to_builtins(record_of(game))  # type: ignore[no-any-return]
 
 
 def encode_record(game: Game) -> bytes:
     """The record of ``game`` so far, as JSON."""
-    return msgspec.json.encode(record_dict(game))
+    return msgspec.json.encode(record_of(game))
 
 
 class _RawRecord(msgspec.Struct):

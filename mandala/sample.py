@@ -43,7 +43,7 @@ def _enter_destruction(game: Game, mandala: int, completed_by: int, first_picker
     game.first_picker = first_picker
     game.to_move = picker
     game.current = completed_by  # the player whose action began it, as during a real pick
-    game._legal = None
+    game._forget_derived()
 
 
 def _carry_reshuffle_count(game: Game, count: int) -> None:
@@ -142,7 +142,7 @@ def _deal_hidden(game: Game, seat: int, hand: list[int], starting_cup: list[int]
     game.starting_cups[seat] = starting_cup
     game.cups[seat] = cup
     game.deck = deck[::-1]
-    game._legal = None
+    game._forget_derived()
 
 
 def determinize(view: View, rng: random.Random) -> Game:

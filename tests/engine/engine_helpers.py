@@ -167,8 +167,8 @@ def internal_state(game: Game) -> dict[str, Any]:
         value = getattr(game, name, None)
         if name == "_rng":
             state[name] = None if value is None else value.getstate()
-        elif name == "_legal":
-            continue  # a cache: filled in lazily, not part of the state
+        elif name in ("_legal", "_views"):
+            continue  # caches: filled in lazily, not part of the state
         else:
             state[name] = copy.deepcopy(value)
     return state
