@@ -22,6 +22,7 @@ every ``storage_probe_s``, whether it is still there when nothing is written).
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from collections import Counter, deque
 from collections.abc import Callable
@@ -33,13 +34,16 @@ from .config import Settings
 from .ladder import elo
 from .refusal import Refusal
 from .spool import Spool, SpoolError
-from .storage import GameRow, RatingChange, Storage
-from .storage.base import score_of_seat0
+from .storage import GameRow, RatingChange, Standing, Storage
+from .storage.base import GameWrite, Rate, score_of_seat0
 
 log = logging.getLogger(__name__)
 
 RETRY_MIN_S = 0.05
 """First pause before retrying a failed write; it doubles up to ``storage_retry_max_s``."""
+BATCH_MAX = 64
+"""Rows stored in one transaction at most: the rows queued while the last commit ran go
+together (a group commit), so a busy server pays one commit for many games."""
 
 
 def describe(e: BaseException) -> str:
@@ -238,18 +242,20 @@ class GameRecorder:
             if not self._queue:
                 await self._idle()
                 continue
-            write = self._queue[0]
+            batch = list(itertools.islice(self._queue, BATCH_MAX))
             try:
-                await asyncio.wait_for(self._store(write), self.settings.storage_timeout_s)
+                await asyncio.wait_for(self._store(batch), self.settings.storage_timeout_s)
             except Exception as e:
-                self._fail(f"storing game {write.row.game_id}", e)
+                self._fail(f"storing game {batch[0].row.game_id}", e)  # the head, retried until stored
                 await self._spool_waiting()
                 self._tell_pending()
                 await self._pause()
                 continue
-            self._queue.popleft()
-            self._call(write.durable)
-            self._call(write.stored)
+            for _ in batch:
+                self._queue.popleft()
+            for write in batch:
+                self._call(write.durable)
+                self._call(write.stored)
             if not self._queue:
                 self._drained.set()
                 if self.failing is not None:
@@ -278,32 +284,34 @@ class GameRecorder:
         await asyncio.sleep(self._backoff)
         self._backoff = min(self._backoff * 2, self.settings.storage_retry_max_s)
 
-    async def _store(self, write: Write) -> None:
-        if write.final:
-            await self.store_final(write.row)
+    async def _store(self, batch: list[Write]) -> None:
+        """Store rows in one transaction, in queue order. Rated games get both Elo updates,
+        each computed from the ratings stored just before it, under the rating lock."""
+        writes = [GameWrite(w.row, w.final, self._rate_for(w.row) if w.final else None) for w in batch]
+        if any(w.rate is not None for w in writes):
+            async with self.rating_lock:
+                await self.storage.write_games(writes)
         else:
-            await self.storage.save_game(write.row)
+            await self.storage.write_games(writes)
 
     async def store_final(self, row: GameRow) -> None:
         """Store a game's last row now (games go through the queue; this is its last step).
-        A rated one is stored with both Elo updates, computed from the stored ratings, in one
-        transaction. Storing a game already stored changes nothing."""
+        Storing a game already stored changes nothing."""
+        await self._store([Write(row, final=True)])
+
+    def _rate_for(self, row: GameRow) -> Rate | None:
         if not (row.rated and row.status == "finished"):
-            await self.storage.finish_game(row, [])
-            return
-        async with self.rating_lock:
-            states = [await self.storage.standing(name) for name in row.players]
-            if states[0] is None or states[1] is None:
-                raise LookupError(f"rated game {row.game_id}: bot missing from storage: {row.players}")
-            a, b = states[0], states[1]
-            after = elo.update(
-                (a.rating, b.rating), (a.rated_games, b.rated_games), score_of_seat0(row.result), self.settings.elo
-            )
-            changes = [
+            return None
+        score, settings = score_of_seat0(row.result), self.settings.elo
+
+        def rate(a: Standing, b: Standing) -> list[RatingChange]:
+            after = elo.update((a.rating, b.rating), (a.rated_games, b.rated_games), score, settings)
+            return [
                 RatingChange(bot=s.bot, rating_before=s.rating, rating_after=new, games_before=s.rated_games)
                 for s, new in zip((a, b), after, strict=True)
             ]
-            await self.storage.finish_game(row, changes)
+
+        return rate
 
     async def _spool_waiting(self) -> None:
         """Spool every finished game the database has not taken, and announce it."""

@@ -6,6 +6,8 @@ one more implementation of :class:`Storage`, nothing else.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 import msgspec
@@ -89,6 +91,48 @@ class RatingConflict(Exception):
 INITIAL_RATING = 1500.0
 
 
+Rate = Callable[[Standing, Standing], list[RatingChange]]
+"""A rated game's rating changes from both seats' stored standings (seat order)."""
+
+
+@dataclass(frozen=True)
+class GameWrite:
+    """One game row for :meth:`Storage.write_games`."""
+
+    row: GameRow
+    final: bool = False
+    """The game's last row: stored as :meth:`Storage.finish_game` says."""
+    rate: Rate | None = None
+    """For a rated final row: computes the rating changes from the standings stored at that
+    point of the transaction (after the rows before it)."""
+
+
+def fixed_changes(changes: list[RatingChange]) -> Rate | None:
+    """The :class:`Rate` of rating changes computed beforehand."""
+    if not changes:
+        return None
+    return lambda a, b: changes
+
+
+def encode_json(value: Any) -> str | None:
+    """A row's JSON column (``None`` stays SQL NULL)."""
+    return None if value is None else msgspec.json.encode(value).decode("utf-8")
+
+
+class OneGameWrites:
+    """:meth:`Storage.save_game` and :meth:`Storage.finish_game` as the one-row case of the
+    backend's :meth:`Storage.write_games`, so one transaction body serves all three."""
+
+    async def write_games(self, writes: Sequence[GameWrite]) -> None:
+        raise NotImplementedError
+
+    async def save_game(self, row: GameRow) -> None:
+        await self.write_games([GameWrite(row)])
+
+    async def finish_game(self, row: GameRow, rating_changes: list[RatingChange]) -> None:
+        await self.write_games([GameWrite(row, final=True, rate=fixed_changes(list(rating_changes)))])
+
+
 def score_of_seat0(result: dict[str, Any] | None) -> float:
     """1, ½ or 0: what seat 0 scored in a stored GameResult (no winner is a draw)."""
     winner = (result or {}).get("winner")
@@ -137,6 +181,13 @@ class Storage(Protocol):
 
     async def abort_running(self, ended: str) -> int:
         """Mark every ``running`` game ``aborted`` (they died with the last server); returns how many."""
+
+    async def write_games(self, writes: Sequence[GameWrite]) -> None:
+        """Store game rows in order, in one transaction (all or none; one commit for many
+        games). A row that is not final is inserted or replaced; a final one is stored as
+        :meth:`finish_game` says, its rating changes computed by its ``rate`` from the
+        standings stored at that point. Raises ``LookupError`` if a rated game's bot is
+        missing, :class:`RatingConflict` as :meth:`finish_game` does."""
 
     async def finish_game(self, row: GameRow, rating_changes: list[RatingChange]) -> None:
         """Write a game's final row and, for a rated game, each bot's new rating and its

@@ -8,22 +8,25 @@ case-insensitively through a unique index on ``lower(name)`` (SQLite uses COLLAT
 from __future__ import annotations
 
 import asyncio
-import json
+from collections.abc import Sequence
 from typing import Any
 
 import asyncpg
+import msgspec
 
 from .base import (
     INITIAL_RATING,
     BotRow,
     GameRow,
     GameStatus,
+    GameWrite,
     LadderStanding,
     NameTaken,
-    RatingChange,
+    OneGameWrites,
     RatingConflict,
     RatingEntry,
     Standing,
+    encode_json,
     score_of_seat0,
 )
 
@@ -99,13 +102,13 @@ _SINCE_RESET = "finish_seq > COALESCE((SELECT value::bigint FROM ladder_settings
 def _game_row(r: asyncpg.Record) -> GameRow:
     return GameRow(
         game_id=r["id"],
-        players=json.loads(r["players"]),
+        players=msgspec.json.decode(r["players"]),
         status=r["status"],
         rated=r["rated"],
         first_player=r["first_player"],
         ply=r["ply"],
-        record=json.loads(r["record"]) if r["record"] is not None else None,
-        result=json.loads(r["result"]) if r["result"] is not None else None,
+        record=msgspec.json.decode(r["record"]) if r["record"] is not None else None,
+        result=msgspec.json.decode(r["result"]) if r["result"] is not None else None,
         end_reason=r["end_reason"],
         started=r["started"],
         ended=r["ended"],
@@ -114,11 +117,7 @@ def _game_row(r: asyncpg.Record) -> GameRow:
     )
 
 
-def _json(v: Any) -> str | None:
-    return json.dumps(v) if v is not None else None
-
-
-class PostgresStorage:
+class PostgresStorage(OneGameWrites):
     """:class:`~server.storage.base.Storage` on a PostgreSQL database.
 
     ``schema``, when given, is created if missing and used as the search path (the tests
@@ -233,13 +232,10 @@ class PostgresStorage:
                     result = EXCLUDED.result, end_reason = EXCLUDED.end_reason, started = EXCLUDED.started,
                     ended = EXCLUDED.ended, kind = EXCLUDED.kind, pair_id = EXCLUDED.pair_id,
                     seat0 = EXCLUDED.seat0, seat1 = EXCLUDED.seat1""",
-            g.game_id, json.dumps(g.players), g.status, g.rated, g.first_player, g.ply,
-            _json(g.record), _json(g.result), g.end_reason, g.started, g.ended, g.kind, g.pair_id,
+            g.game_id, encode_json(g.players), g.status, g.rated, g.first_player, g.ply,
+            encode_json(g.record), encode_json(g.result), g.end_reason, g.started, g.ended, g.kind, g.pair_id,
             g.players[0], g.players[1],
         )
-
-    async def save_game(self, row: GameRow) -> None:
-        await self._write_game(self._p(), row)
 
     async def get_game(self, game_id: str) -> GameRow | None:
         r = await self._p().fetchrow(f"SELECT {_GAME_COLUMNS} FROM games WHERE id = $1", game_id)
@@ -268,34 +264,52 @@ class PostgresStorage:
     async def _between_game_and_ratings(self) -> None:
         """Does nothing; tests replace it to fail a :meth:`finish_game` half-way."""
 
-    async def finish_game(self, row: GameRow, rating_changes: list[RatingChange]) -> None:
+    async def write_games(self, writes: Sequence[GameWrite]) -> None:
         async with self._p().acquire() as conn, conn.transaction():
-            stored = await conn.fetchval("SELECT status FROM games WHERE id = $1 FOR UPDATE", row.game_id)
-            if stored == "finished":
-                return
-            await self._write_game(conn, row)
-            await conn.execute("UPDATE games SET finish_seq = nextval('games_finish_order') WHERE id = $1", row.game_id)
-            await self._between_game_and_ratings()
-            for c in rating_changes:
-                tag = await conn.execute(
-                    "UPDATE bots SET rating = $1, rated_games = rated_games + 1"
-                    " WHERE lower(name) = lower($2) AND rated_games = $3",
-                    c.rating_after, c.bot, c.games_before,
-                )
-                if tag.split()[-1] != "1":
-                    raise RatingConflict(f"{c.bot}: stored rated_games is not {c.games_before}")
-                await conn.execute(
-                    "INSERT INTO rating_history (game_id, bot, rating_before, rating_after, games_before, at)"
-                    " VALUES ($1, $2, $3, $4, $5, $6)",
-                    row.game_id, c.bot, c.rating_before, c.rating_after, c.games_before, row.ended or "",
-                )
+            for w in writes:
+                if w.final:
+                    await self._finish_game(conn, w)
+                else:
+                    await self._write_game(conn, w.row)
+
+    async def _finish_game(self, conn: Any, w: GameWrite) -> None:
+        row = w.row
+        stored = await conn.fetchval("SELECT status FROM games WHERE id = $1 FOR UPDATE", row.game_id)
+        if stored == "finished":
+            return
+        await self._write_game(conn, row)
+        await conn.execute("UPDATE games SET finish_seq = nextval('games_finish_order') WHERE id = $1", row.game_id)
+        await self._between_game_and_ratings()
+        if w.rate is None:
+            return
+        standings = [await self._standing(conn, name) for name in row.players]
+        a, b = standings
+        if a is None or b is None:
+            raise LookupError(f"rated game {row.game_id}: bot missing from storage: {row.players}")
+        for c in w.rate(a, b):
+            tag = await conn.execute(
+                "UPDATE bots SET rating = $1, rated_games = rated_games + 1"
+                " WHERE lower(name) = lower($2) AND rated_games = $3",
+                c.rating_after, c.bot, c.games_before,
+            )
+            if tag.split()[-1] != "1":
+                raise RatingConflict(f"{c.bot}: stored rated_games is not {c.games_before}")
+            await conn.execute(
+                "INSERT INTO rating_history (game_id, bot, rating_before, rating_after, games_before, at)"
+                " VALUES ($1, $2, $3, $4, $5, $6)",
+                row.game_id, c.bot, c.rating_before, c.rating_after, c.games_before, row.ended or "",
+            )
 
     async def standings(self) -> list[Standing]:
         rows = await self._p().fetch("SELECT name, rating, rated_games FROM bots ORDER BY rating DESC, lower(name)")
         return [Standing(bot=r[0], rating=r[1], rated_games=r[2]) for r in rows]
 
     async def standing(self, bot: str) -> Standing | None:
-        r = await self._p().fetchrow("SELECT name, rating, rated_games FROM bots WHERE lower(name) = lower($1)", bot)
+        return await self._standing(self._p(), bot)
+
+    @staticmethod
+    async def _standing(conn: Any, bot: str) -> Standing | None:
+        r = await conn.fetchrow("SELECT name, rating, rated_games FROM bots WHERE lower(name) = lower($1)", bot)
         return Standing(bot=r[0], rating=r[1], rated_games=r[2]) if r else None
 
     async def rating_history(self, bot: str) -> list[RatingEntry]:
@@ -311,7 +325,7 @@ class PostgresStorage:
             "SELECT seat0, seat1, result FROM games WHERE rated AND status = 'finished'"
             f" AND finish_seq IS NOT NULL AND {_SINCE_RESET} ORDER BY finish_seq"
         )
-        return [(r[0], r[1], score_of_seat0(json.loads(r[2]) if r[2] is not None else None)) for r in rows]
+        return [(r[0], r[1], score_of_seat0(msgspec.json.decode(r[2]) if r[2] is not None else None)) for r in rows]
 
     async def reset_ratings(self, rating: float = INITIAL_RATING) -> None:
         async with self._p().acquire() as conn, conn.transaction():

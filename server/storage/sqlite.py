@@ -8,26 +8,29 @@ after a write sees it).
 from __future__ import annotations
 
 import asyncio
-import json
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
+import msgspec
+
 from .base import (
     INITIAL_RATING,
     BotRow,
     GameRow,
     GameStatus,
+    GameWrite,
     LadderStanding,
     NameTaken,
-    RatingChange,
+    OneGameWrites,
     RatingConflict,
     RatingEntry,
     Standing,
+    encode_json,
     score_of_seat0,
 )
 
@@ -109,13 +112,13 @@ def _game_row(row: tuple[Any, ...]) -> GameRow:
     gid, players, status, rated, first, ply, record, result, reason, started, ended, kind, pair_id = row
     return GameRow(
         game_id=gid,
-        players=json.loads(players),
+        players=msgspec.json.decode(players),
         status=status,
         rated=bool(rated),
         first_player=first,
         ply=ply,
-        record=json.loads(record) if record else None,
-        result=json.loads(result) if result else None,
+        record=msgspec.json.decode(record) if record else None,
+        result=msgspec.json.decode(result) if result else None,
         end_reason=reason,
         started=started,
         ended=ended,
@@ -124,7 +127,7 @@ def _game_row(row: tuple[Any, ...]) -> GameRow:
     )
 
 
-class SqliteStorage:
+class SqliteStorage(OneGameWrites):
     """:class:`~server.storage.base.Storage` on one SQLite file in WAL mode."""
 
     def __init__(self, path: str) -> None:
@@ -247,18 +250,14 @@ class SqliteStorage:
     def _put_setting(self, key: str, value: str) -> None:
         self._conn().execute("INSERT OR REPLACE INTO ladder_settings (key, value) VALUES (?, ?)", (key, value))
 
-    def _save_game(self, g: GameRow) -> None:
-        self._write_game(self._conn(), g)
-
     @staticmethod
     def _write_game(db: sqlite3.Connection, g: GameRow) -> None:
         db.execute(
             f"INSERT OR REPLACE INTO games ({_GAME_COLUMNS}, seat0, seat1)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
-                g.game_id, json.dumps(g.players), g.status, int(g.rated), g.first_player, g.ply,
-                json.dumps(g.record) if g.record is not None else None,
-                json.dumps(g.result) if g.result is not None else None,
+                g.game_id, encode_json(g.players), g.status, int(g.rated), g.first_player, g.ply,
+                encode_json(g.record), encode_json(g.result),
                 g.end_reason, g.started, g.ended, g.kind, g.pair_id, g.players[0], g.players[1],
             ),
         )
@@ -284,29 +283,42 @@ class SqliteStorage:
     def _between_game_and_ratings(self) -> None:
         """Does nothing; tests replace it to fail a :meth:`finish_game` half-way."""
 
-    def _finish_game(self, g: GameRow, changes: list[RatingChange]) -> None:
+    def _write_games(self, writes: list[GameWrite]) -> None:
         with self._transaction() as db:
-            stored = db.execute("SELECT status FROM games WHERE id = ?", (g.game_id,)).fetchone()
-            if stored is not None and stored[0] == "finished":
-                return
-            self._write_game(db, g)
-            db.execute(
-                "UPDATE games SET finish_seq = (SELECT COALESCE(MAX(finish_seq), 0) + 1 FROM games) WHERE id = ?",
-                (g.game_id,),
+            for w in writes:
+                if w.final:
+                    self._finish_game(db, w)
+                else:
+                    self._write_game(db, w.row)
+
+    def _finish_game(self, db: sqlite3.Connection, w: GameWrite) -> None:
+        g = w.row
+        stored = db.execute("SELECT status FROM games WHERE id = ?", (g.game_id,)).fetchone()
+        if stored is not None and stored[0] == "finished":
+            return
+        self._write_game(db, g)
+        db.execute(
+            "UPDATE games SET finish_seq = (SELECT COALESCE(MAX(finish_seq), 0) + 1 FROM games) WHERE id = ?",
+            (g.game_id,),
+        )
+        self._between_game_and_ratings()
+        if w.rate is None:
+            return
+        a, b = (self._standing(name) for name in g.players)
+        if a is None or b is None:
+            raise LookupError(f"rated game {g.game_id}: bot missing from storage: {g.players}")
+        for c in w.rate(a, b):
+            cur = db.execute(
+                "UPDATE bots SET rating = ?, rated_games = rated_games + 1 WHERE name = ? AND rated_games = ?",
+                (c.rating_after, c.bot, c.games_before),
             )
-            self._between_game_and_ratings()
-            for c in changes:
-                cur = db.execute(
-                    "UPDATE bots SET rating = ?, rated_games = rated_games + 1 WHERE name = ? AND rated_games = ?",
-                    (c.rating_after, c.bot, c.games_before),
-                )
-                if cur.rowcount != 1:
-                    raise RatingConflict(f"{c.bot}: stored rated_games is not {c.games_before}")
-                db.execute(
-                    "INSERT INTO rating_history (game_id, bot, rating_before, rating_after, games_before, at)"
-                    " VALUES (?, ?, ?, ?, ?, ?)",
-                    (g.game_id, c.bot, c.rating_before, c.rating_after, c.games_before, g.ended or ""),
-                )
+            if cur.rowcount != 1:
+                raise RatingConflict(f"{c.bot}: stored rated_games is not {c.games_before}")
+            db.execute(
+                "INSERT INTO rating_history (game_id, bot, rating_before, rating_after, games_before, at)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (g.game_id, c.bot, c.rating_before, c.rating_after, c.games_before, g.ended or ""),
+            )
 
     def _standings(self) -> list[Standing]:
         rows = self._conn().execute("SELECT name, rating, rated_games FROM bots ORDER BY rating DESC, name").fetchall()
@@ -332,7 +344,7 @@ class SqliteStorage:
             "SELECT seat0, seat1, result FROM games WHERE rated = 1 AND status = 'finished'"
             f" AND finish_seq IS NOT NULL AND {_SINCE_RESET} ORDER BY finish_seq"
         ).fetchall()
-        return [(a, b, score_of_seat0(json.loads(r) if r else None)) for a, b, r in rows]
+        return [(a, b, score_of_seat0(msgspec.json.decode(r) if r else None)) for a, b, r in rows]
 
     def _reset_ratings(self, rating: float) -> None:
         with self._transaction() as db:
@@ -398,8 +410,8 @@ class SqliteStorage:
     async def list_bots(self) -> list[BotRow]:
         return await self._run(self._list_bots)
 
-    async def save_game(self, row: GameRow) -> None:
-        await self._run(self._save_game, row)
+    async def write_games(self, writes: Sequence[GameWrite]) -> None:
+        await self._run(self._write_games, list(writes))
 
     async def get_game(self, game_id: str) -> GameRow | None:
         return await self._run(self._get_game, game_id)
@@ -409,9 +421,6 @@ class SqliteStorage:
 
     async def abort_running(self, ended: str) -> int:
         return await self._run(self._abort_running, ended)
-
-    async def finish_game(self, row: GameRow, rating_changes: list[RatingChange]) -> None:
-        await self._run(self._finish_game, row, list(rating_changes))
 
     async def standings(self) -> list[Standing]:
         return await self._run(self._standings)
