@@ -24,6 +24,7 @@ from .http_api import setup as setup_api
 from .ladder.service import Ladder
 from .ladder_api import setup as setup_ladder_api
 from .live import LiveHub
+from .outbox import CLOSE_GOING_AWAY
 from .pages import setup as setup_pages
 from .presence import Presence
 from .ratelimit import WindowLimiter
@@ -35,7 +36,6 @@ from .ws import websocket_handler
 
 log = logging.getLogger(__name__)
 
-CLOSE_GOING_AWAY = 1001
 SHUTDOWN_DRAIN_S = 10.0
 """At shutdown, how long the last game writes may take before what is left is spooled."""
 

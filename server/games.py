@@ -15,14 +15,14 @@ import logging
 import secrets
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import msgspec
 
 import mandala
 from mandala import Game, IllegalMove, RecordError, record_dict
 from mandala.moves import Move
-from mandala.record import PlayedMove
+from mandala.record import PlayedMove, played
 from protocol.messages import (
     Decision,
     GameKind,
@@ -49,11 +49,6 @@ log = logging.getLogger(__name__)
 
 Deliver = Callable[[str, Any], None]
 """Send a message (struct or encoded frame) to a bot by name, if it is connected."""
-
-
-def played_move(move: Move, seat: int) -> PlayedMove:
-    """The move as records and updates list it: with the ``player`` who made it."""
-    return msgspec.convert({**msgspec.to_builtins(move), "player": seat}, PlayedMove)  # type: ignore[arg-type]
 
 
 class Pending:
@@ -103,6 +98,8 @@ class GameRoom:
         self._deliver = deliver
         self._on_end = on_end
         self._loop = asyncio.get_running_loop()
+        self._encoded_at = -1
+        self._encoded: list[msgspec.Raw | None] = [None, None, None]
 
     def __repr__(self) -> str:
         return f"<GameRoom {self.id} {self.players} ply={self.ply} {self.status}>"
@@ -124,6 +121,20 @@ class GameRoom:
 
     def spectator_view(self) -> mandala.View:
         return mandala.view(self.game, None)
+
+    def _view(self, seat: int | None) -> mandala.View:
+        """What ``seat`` (``None``: a spectator) sees now, for a frame. Encoded once per
+        position: a seat's ``update`` and its ``decision`` carry the same bytes, as do the
+        updates of all spectators (msgspec writes a ``Raw`` value as it is)."""
+        ply = self.ply
+        if self._encoded_at != ply:
+            self._encoded_at = ply
+            self._encoded = [None, None, None]
+        index = 2 if seat is None else seat
+        raw = self._encoded[index]
+        if raw is None:
+            raw = self._encoded[index] = msgspec.Raw(encode(mandala.view(self.game, seat)))
+        return cast(mandala.View, raw)
 
     def remaining_ms(self) -> int | None:
         """Milliseconds left on the pending decision's clock (``None`` if none is pending)."""
@@ -174,7 +185,7 @@ class GameRoom:
             game_id=self.id,
             request_id=p.request_id,
             seat=p.seat,  # type: ignore[arg-type]
-            view=mandala.view(self.game, p.seat),
+            view=self._view(p.seat),
             legal=self.game.legal_moves,
             deadline_ms=deadline_ms,
         )
@@ -184,9 +195,9 @@ class GameRoom:
         """Each seat its own view, spectators the public one (encoded once for all of them)."""
         ply = self.ply
         for seat in (0, 1):
-            self._deliver(self.players[seat], Update(self.id, ply, played, mandala.view(self.game, seat)))
+            self._deliver(self.players[seat], Update(self.id, ply, played, self._view(seat)))
         if self.spectators:
-            frame = encode(Update(self.id, ply, played, self.spectator_view()))
+            frame = encode(Update(self.id, ply, played, self._view(None)))
             for conn in list(self.spectators):
                 conn.send(frame)
 
@@ -294,7 +305,7 @@ class GameRoom:
     def _moved(self, seat: int, request_id: int, move: Move, elapsed: float) -> None:
         """A move was applied: confirm it, show it to everyone, ask the next decision."""
         self._deliver(self.players[seat], MoveAccepted(self.id, request_id, round(elapsed * 1000, 3)))
-        self._broadcast_update(played_move(move, seat))
+        self._broadcast_update(played(self.game))
         self._ask()
 
     def _probe(self, move: Move) -> bool:
@@ -328,7 +339,7 @@ class GameRoom:
         """The bot in ``seat`` (re)connected: replay where the game stands, same pending request."""
         name = self.players[seat]
         self._deliver(name, self._game_start(seat, resumed=True))
-        self._deliver(name, Update(self.id, self.ply, None, mandala.view(self.game, seat)))
+        self._deliver(name, Update(self.id, self.ply, None, self._view(seat)))
         if self.pending is not None and self.pending.seat == seat:
             self._send_decision(self.remaining_ms() or 0)
         if seat in self.away:
@@ -344,7 +355,7 @@ class GameRoom:
     def watch(self, conn: Connection) -> None:
         self.spectators.add(conn)
         conn.watching.add(self.id)
-        conn.send(Update(self.id, self.ply, None, self.spectator_view()))
+        conn.send(Update(self.id, self.ply, None, self._view(None)))
 
     def unwatch(self, conn: Connection) -> None:
         self.spectators.discard(conn)
@@ -416,7 +427,7 @@ class GameManager:
         for name in players:
             self._by_bot.setdefault(name, {})[game_id] = room
         self.recorder.save(room.to_row())
-        log.info("game %s started (%s): %s vs %s", game_id, kind, *players)
+        log.debug("game %s started (%s): %s vs %s", game_id, kind, *players)
         for listener in self.listeners:
             listener.game_started(room)
         room.begin()
@@ -430,7 +441,7 @@ class GameManager:
     def _on_end(self, room: GameRoom) -> None:
         """A game is over. A finished game is announced (``game_over`` to its bots, the
         listeners told) once it is durable; an aborted one at once."""
-        log.info("game %s over: %s", room.id, room.outcome)
+        log.debug("game %s over: %s", room.id, room.outcome)
         row = room.to_row()
         if room.status == "aborted":
             self.recorder.finish(row)

@@ -16,7 +16,7 @@ from protocol.messages import GameSummary, LiveGames
 from .arena import ARENA, Arena
 from .connection import encode
 from .http_api import ApiError, ended_games, json_response, require_admin
-from .live import Viewer
+from .outbox import Outbox
 from .storage import BotRow
 from .summary import game_summary
 
@@ -134,7 +134,7 @@ def running_games(request: web.Request) -> list[GameSummary]:
 
 async def live_handler(request: web.Request) -> web.WebSocketResponse:
     arena = request.app[ARENA]
-    ws = web.WebSocketResponse(heartbeat=arena.settings.heartbeat_s)
+    ws = web.WebSocketResponse(heartbeat=arena.settings.heartbeat_s, compress=False)
     await ws.prepare(request)
     try:
         recent = [game_summary(r) for r in await ended_games(arena, "finished", RECENT)]
@@ -143,7 +143,7 @@ async def live_handler(request: web.Request) -> web.WebSocketResponse:
         recent = [game_summary(room.to_row(record=False)) for room in reversed(arena.manager.finished.values())
                   if room.status == "finished"][:RECENT]
     # From here to joining the hub nothing awaits, so no start or end falls in between.
-    viewer = Viewer(ws, arena.settings.send_queue_max)
+    viewer = Outbox(ws, request.transport, arena.settings.send_queue_max, f"/live viewer {request.remote}")
     viewer.send(encode(arena.ladder.table))
     viewer.send(encode(LiveGames(running_games(request), recent)))
     viewer.send(encode(arena.live.health()))
@@ -154,7 +154,7 @@ async def live_handler(request: web.Request) -> web.WebSocketResponse:
                 break
     finally:
         arena.live.viewers.discard(viewer)
-        viewer.writer.cancel()
+        await viewer.shutdown()
     return ws
 
 

@@ -3,58 +3,31 @@ and for anyone; the handler is in ``ladder_api``).
 
 A viewer gets ``standings``, ``games`` and ``health`` at once, then ``game_started``,
 ``game_ended``, ``standings`` and ``health`` as they happen (``protocol.messages.LiveMessage``).
-It sends nothing; frames it sends are ignored. Each message is encoded once for all viewers and queued per viewer; a
-viewer too slow to read ``send_queue_max`` frames is dropped rather than holding memory.
+It sends nothing; frames it sends are ignored. Each message is encoded once for all viewers
+and sent through each viewer's :class:`~server.outbox.Outbox`; a viewer too slow to read
+``send_queue_max`` frames is dropped rather than holding memory.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
-
-from aiohttp import web
 
 from protocol.messages import LiveGameEnded, LiveGameStarted, LiveHealth
 
 from .connection import encode
 from .games import GameRoom
+from .outbox import CLOSE_GOING_AWAY, Outbox
 from .recorder import GameRecorder
 from .summary import game_summary
 
 log = logging.getLogger(__name__)
 
-class Viewer:
-    def __init__(self, ws: web.WebSocketResponse, queue_max: int) -> None:
-        self.ws = ws
-        self.queue: asyncio.Queue[str] = asyncio.Queue()
-        self.queue_max = queue_max
-        self.writer = asyncio.get_running_loop().create_task(self._write())
-
-    def send(self, frame: str) -> bool:
-        """Queue a frame; False if the viewer is too far behind (and is being dropped)."""
-        if self.queue.qsize() >= self.queue_max:
-            self.writer.cancel()
-            return False
-        self.queue.put_nowait(frame)
-        return True
-
-    async def _write(self) -> None:
-        try:
-            while True:
-                await self.ws.send_str(await self.queue.get())
-        except (ConnectionError, RuntimeError):
-            pass
-        finally:
-            if not self.ws.closed:
-                await self.ws.close()
-
-
 class LiveHub:
     """The viewers of ``/live``, and the :class:`~server.games.GameEvents` that feed them."""
 
     def __init__(self, queue_max: int, recorder: GameRecorder) -> None:
-        self.viewers: set[Viewer] = set()
+        self.viewers: set[Outbox] = set()
         self.queue_max = queue_max
         self.recorder = recorder
         recorder.listeners.append(lambda: self.publish(self.health()))
@@ -82,7 +55,9 @@ class LiveHub:
         pass
 
     async def close(self) -> None:
-        for viewer in list(self.viewers):
-            viewer.writer.cancel()
-            await viewer.ws.close()
+        viewers = list(self.viewers)
         self.viewers.clear()
+        for viewer in viewers:
+            viewer.close(CLOSE_GOING_AWAY, "server shutting down")
+        for viewer in viewers:
+            await viewer.shutdown()

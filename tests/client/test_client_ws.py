@@ -262,7 +262,7 @@ class DroppingBot(PlainBot):
         if self.calls == 5:
             conn = self.arena.arena.presence.get(self.name)
             assert conn is not None
-            conn._drop()  # aborts the TCP connection: the client sees it end without a close frame
+            conn.outbox.cut()  # aborts the TCP connection: the client sees it end without a close frame
         return self.rng.choice(legal)
 
 
@@ -319,7 +319,7 @@ class LadderBot(PlainBot):
         if len(self.starts) == 1:
             conn = self.arena.arena.presence.get(self.name)
             assert conn is not None
-            conn._drop()
+            conn.outbox.cut()
 
     def on_ladder(self, status: LadderStatus) -> None:
         self.statuses.append(status)

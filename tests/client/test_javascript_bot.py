@@ -184,7 +184,7 @@ async def test_js_bot_reconnects_after_a_dropped_connection(
             conn = arena.arena.presence.get("js-bot")
             assert conn is not None
             dropped.append(update.ply)
-            conn._transport.abort()  # the TCP connection dies: no close frame (the bot sees 1006)
+            conn.outbox.cut()  # the TCP connection dies: no close frame (the bot sees 1006)
 
     overs = await opponent(py, 2, seed=13, on_update=drop_once)
     log = await played(arena, proc, overs, errors_to, unacknowledged=1)
