@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -20,7 +22,23 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--config", type=Path, metavar="FILE", help="TOML file with any setting (flags win over it)")
     p.add_argument("--decision-ms", type=int, metavar="N", help="time per decision in ms (default 5000)")
     p.add_argument("--registration", choices=("open", "admin"), help="who may create bots (default open)")
+    p.add_argument("--log-level", choices=LOG_LEVELS, default=os.environ.get("MANDALA_LOG_LEVEL", "info").lower(),
+                   help="info logs connections, ladder events and faults; debug adds every game's start and end "
+                        "(default $MANDALA_LOG_LEVEL, else info)")
     p.set_defaults(run=run)
+
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+GC_THRESHOLD = (50_000, 20, 20)
+"""The collector's thresholds for a server: every decision allocates views and frames that die
+at once, so young collections are made rarer and the objects made at startup are frozen out
+of the full ones (``make load``: about 5 µs less server CPU per decision)."""
+
+
+def tune_gc() -> None:
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLD)
 
 
 def banner(url: str, admin_token: str, generated: bool, registration: str, prog: str = "mandala") -> str:
@@ -77,11 +95,15 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as e:
         print(f"mandala serve: {e}", file=sys.stderr)
         return 2
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.log_level not in LOG_LEVELS:
+        print(f"mandala serve: --log-level is one of {', '.join(LOG_LEVELS)}, not {args.log_level!r}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     loop, loop_name = event_loop()
     logging.getLogger("mandala.serve").info("event loop: %s", loop_name)
     asyncio.set_event_loop(loop)
     app = create_app(settings)
+    tune_gc()
     arena = app[ARENA]
     url = f"http://{settings.host}:{settings.port}"
     prog = sys.argv[0] if Path(sys.argv[0]).name == "mandala" else "mandala"  # e.g. .venv/bin/mandala
