@@ -24,10 +24,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
 import aiohttp
+import msgspec
+
+from mandala_cli.serve_cmd import event_loop
 
 SERVE = "import sys; from mandala_cli.main import main; sys.exit(main(sys.argv[1:]))"
 CEILING = """
@@ -77,36 +81,52 @@ class Stats:
         self.to_decision: list[float] = []
 
 
+class Frame(msgspec.Struct):
+    """The fields of a server frame the load's bots read (the rest is skipped unparsed)."""
+
+    type: str
+    game_id: str | None = None
+    request_id: int | None = None
+    challenge_id: str | None = None
+    legal: list[msgspec.Raw] | None = None
+
+
+_frame = msgspec.json.Decoder(Frame)
+_MOVE = '{"type":"move","game_id":"%s","request_id":%d,"move":%s}'
+
+
 async def bot(http: aiohttp.ClientSession, url: str, token: str, opponent: str | None, think: float,
               stats: Stats) -> None:
-    """One bot: the challenger challenges again after each game; the other accepts."""
+    """One bot: the challenger challenges again after each game; the other accepts. It reads
+    only what it needs so that one load core can drive more than one server core."""
     sent: float | None = None
+    challenge = json.dumps({"type": "challenge", "opponent": opponent})
     async with http.ws_connect(url.replace("http", "ws", 1) + "/ws", max_msg_size=1 << 20) as ws:
         await ws.send_json({"type": "hello", "protocol": 1, "token": token, "max_games": 1})
         if opponent:
-            await ws.send_json({"type": "challenge", "opponent": opponent})
-        async for frame in ws:
+            await ws.send_str(challenge)
+        async for message in ws:
             now = time.perf_counter()
-            msg: dict[str, Any] = json.loads(frame.data)
-            kind = msg["type"]
+            msg = _frame.decode(message.data)
+            kind = msg.type
             if kind == "decision":
                 if sent is not None and stats.measuring:
                     stats.to_decision.append(now - sent)
                 if think:
                     await asyncio.sleep(think)
+                assert msg.legal is not None
                 sent = time.perf_counter()
-                await ws.send_json({"type": "move", "game_id": msg["game_id"], "request_id": msg["request_id"],
-                                    "move": msg["legal"][0]})
+                await ws.send_str(_MOVE % (msg.game_id, msg.request_id, bytes(msg.legal[0]).decode()))
             elif kind == "move_accepted":
                 if stats.measuring and sent is not None:
                     stats.decisions += 1
                     stats.to_accepted.append(now - sent)
             elif kind == "challenged":
-                await ws.send_json({"type": "accept", "challenge_id": msg["challenge_id"]})
+                await ws.send_json({"type": "accept", "challenge_id": msg.challenge_id})
             elif opponent and kind in ("game_over", "challenge_declined"):
                 sent = None
                 stats.games += stats.measuring and kind == "game_over"
-                await ws.send_json({"type": "challenge", "opponent": opponent})
+                await ws.send_str(challenge)
             elif kind == "game_over":
                 sent = None
 
@@ -234,16 +254,22 @@ def arguments(description: str, pairs: int, port: int) -> argparse.Namespace:
     return args
 
 
+def run(coro: Coroutine[Any, Any, dict[str, Any]]) -> dict[str, Any]:
+    """Run the load on the loop the server uses too (uvloop where installed)."""
+    with asyncio.Runner(loop_factory=lambda: event_loop()[0]) as runner:
+        return runner.run(coro)
+
+
 def arena_run(args: argparse.Namespace) -> dict[str, Any]:
     """The arena's figures, on a database in a temporary folder."""
     with tempfile.TemporaryDirectory() as tmp:
-        return asyncio.run(run_arena(args, Path(tmp)))
+        return run(run_arena(args, Path(tmp)))
 
 
 def main() -> None:
     args = arguments(__doc__.split("\n\n")[0], pairs=100, port=8120)
     arena = arena_run(args)
-    ceiling = asyncio.run(run_ceiling(args))
+    ceiling = run(run_ceiling(args))
     ratio = round(arena["cpu_us"] / ceiling["cpu_us"], 2) if ceiling["cpu_us"] else None
     line = {"pairs": args.pairs, "seconds": args.seconds, "think": args.think, "repo": str(args.repo.resolve()),
             "arena": arena, "ceiling": ceiling, "cpu_ratio": ratio}
