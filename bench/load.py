@@ -20,6 +20,7 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import subprocess
 import sys
 import tempfile
@@ -104,6 +105,8 @@ async def bot(http: aiohttp.ClientSession, url: str, token: str, opponent: str |
     async with http.ws_connect(url.replace("http", "ws", 1) + "/ws", max_msg_size=1 << 20) as ws:
         await ws.send_json({"type": "hello", "protocol": 1, "token": token, "max_games": 1})
         if opponent:
+            if think:  # games start spread over one think time, as real bots' would, not in step
+                await asyncio.sleep(random.uniform(0, think))
             await ws.send_str(challenge)
         async for message in ws:
             now = time.perf_counter()

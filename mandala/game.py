@@ -30,6 +30,7 @@ from .moves import (
     MAX_DISCARD,
     MAX_FIELD,
     MOUNTAIN,
+    MOVE_COUNT,
     MOVE_PARTS,
     MOVES,
     PASS,
@@ -70,6 +71,8 @@ _DISCARD_RUNS = tuple(
     for c in range(6)
 )
 _BITS = tuple(1 << c for c in range(6))
+_PLIES = tuple(tuple((p, code) for code in range(MOVE_COUNT)) for p in (0, 1))
+"""Every ``(seat, code)`` history entry, made once: a game's history holds shared tuples."""
 _PASS_ONLY = (PASS_CODE,)
 _MOUNTAIN_RUNS = tuple(
     tuple(tuple(m * 6 + c for c in range(6) if allowed >> c & 1) for allowed in range(64)) for m in range(2)
@@ -296,6 +299,11 @@ class Game:
         self._views: list[View | None] | None = None
         """What :func:`mandala.view` built at this position (seat 0, seat 1, spectator)."""
 
+    def forget_views(self) -> None:
+        """Drop the views kept for this position (:func:`mandala.view` builds them again if
+        asked): a server that has encoded them keeps the bytes, not the structs."""
+        self._views = None
+
     def _forget_derived(self) -> None:
         """Drop what is cached about the position (legal moves, views) after changing it
         other than by :meth:`push`."""
@@ -438,11 +446,11 @@ class Game:
         self._views = None
         kind, m, c, k = MOVE_PARTS[code]
         if kind == CLAIM:
-            self.history.append((self.to_move, code))  # type: ignore[arg-type]
+            self.history.append(_PLIES[self.to_move][code])  # type: ignore[index]
             self._claim(c)
             return
         p = self.current
-        self.history.append((p, code))
+        self.history.append(_PLIES[p][code])
         self.turns += 1
         if kind == PASS:
             self._begin_turn(1 - p)

@@ -11,6 +11,7 @@ starting cups).
 
 from __future__ import annotations
 
+from operator import sub
 from typing import TYPE_CHECKING, Literal
 
 import msgspec
@@ -144,8 +145,7 @@ def _public_view(game: Game) -> View:
     """The spectator's view: everything both seats see. Written out pile by pile, without
     loops over seats or mandalas: it is built at every position of every game served."""
     (cup0, cup1), (start0, start1), (river0, river1) = game.cups, game.starting_cups, game.rivers
-    claimed0 = [n - k for n, k in zip(cup0, start0, strict=True)]
-    claimed1 = [n - k for n, k in zip(cup1, start1, strict=True)]
+    claimed0, claimed1 = list(map(sub, cup0, start0)), list(map(sub, cup1, start1))
     (mountain0, mountain1), ((field00, field01), (field10, field11)) = game.mountains, game.fields
     unseen = [
         CARDS_PER_COLOR - (a + b + c + d + e + f + g + h + i)

@@ -52,15 +52,14 @@ Deliver = Callable[[str, Any], None]
 
 
 class Pending:
-    """The decision the game waits for, and the timer that ends the game if it never comes."""
+    """The decision the game waits for: whose it is, its request id, and when it was asked."""
 
-    __slots__ = ("seat", "request_id", "sent_at", "timer")
+    __slots__ = ("seat", "request_id", "sent_at")
 
-    def __init__(self, seat: int, request_id: int, sent_at: float, timer: asyncio.TimerHandle) -> None:
+    def __init__(self, seat: int, request_id: int, sent_at: float) -> None:
         self.seat = seat
         self.request_id = request_id
         self.sent_at = sent_at
-        self.timer = timer
 
 
 class GameRoom:
@@ -98,6 +97,7 @@ class GameRoom:
         self._deliver = deliver
         self._on_end = on_end
         self._loop = asyncio.get_running_loop()
+        self._clock: asyncio.TimerHandle | None = None
         self._encoded_at = -1
         self._encoded: list[msgspec.Raw | None] = [None, None, None]
 
@@ -205,26 +205,23 @@ class GameRoom:
 
     def begin(self) -> None:
         """Tell both seats the game starts, show them the deal, ask the first decision."""
-        self._safely(self._begin)
-
-    def _begin(self) -> None:
-        for seat in (0, 1):
-            self._deliver(self.players[seat], self._game_start(seat, resumed=False))
-        self._broadcast_update(None)
-        self._ask()
-
-    def _safely(self, step: Callable[[], None]) -> None:
-        """Run a step that messages the seats and restarts the clock. Should it fail (a bug),
-        abort the game rather than leave it waiting for a decision nobody was asked."""
         try:
-            step()
+            for seat in (0, 1):
+                self._deliver(self.players[seat], self._game_start(seat, resumed=False))
+            self._broadcast_update(None)
+            self._ask()
         except Exception:
-            log.exception("game %s failed: aborting it", self.id)
-            if not self.over:
-                try:
-                    self.abort()
-                except Exception:
-                    log.exception("aborting game %s failed too", self.id)
+            self._failed()
+
+    def _failed(self) -> None:
+        """A step that messages the seats and restarts the clock failed (a bug): abort the
+        game rather than leave it waiting for a decision nobody was asked."""
+        log.exception("game %s failed: aborting it", self.id)
+        if not self.over:
+            try:
+                self.abort()
+            except Exception:
+                log.exception("aborting game %s failed too", self.id)
 
     def _ask(self) -> None:
         """Ask the player to move for a decision and start its clock (or end a finished game)."""
@@ -234,10 +231,32 @@ class GameRoom:
             self._end(GameResult(res.winner, res.end_reason, list(res.scores), list(res.cup_sizes)), "finished")
             return
         seat: int = self.game.to_move  # type: ignore[assignment]
-        request_id = self.ply
-        timer = self._loop.call_later(self.decision_ms / 1000, self._on_timeout, request_id)
-        self.pending = Pending(seat, request_id, self._loop.time(), timer)
+        now = self._loop.time()
+        self.pending = Pending(seat, self.ply, now)
+        if self._clock is None:
+            self._clock = self._loop.call_at(now + self.decision_ms / 1000, self._clock_rang)
         self._send_decision(self.decision_ms)
+        self._release_views()
+
+    def _release_views(self) -> None:
+        """The position's frames are sent: drop its views, built again only for a resume or a
+        new spectator (a game waiting for a thinking bot holds no view)."""
+        self._encoded = [None, None, None]
+        self.game.forget_views()
+
+    def _clock_rang(self) -> None:
+        """The game's one timer. Deadlines only grow (each decision is asked after the last),
+        so instead of a timer per decision there is one, set for the oldest deadline; when it
+        rings for a decision already answered it is set again for the pending one."""
+        self._clock = None
+        p = self.pending
+        if p is None or self.over:
+            return
+        deadline = p.sent_at + self.decision_ms / 1000
+        if self._loop.time() < deadline:
+            self._clock = self._loop.call_at(deadline, self._clock_rang)
+            return
+        self._on_timeout(p.request_id)
 
     def _on_timeout(self, request_id: int) -> None:
         try:
@@ -254,9 +273,10 @@ class GameRoom:
 
     def _end(self, outcome: GameResult, status: GameStatus) -> None:
         """Stop the clock and hand the room back; the manager stores it, then announces it."""
-        if self.pending is not None:
-            self.pending.timer.cancel()
-            self.pending = None
+        if self._clock is not None:
+            self._clock.cancel()
+            self._clock = None
+        self.pending = None
         self.outcome = outcome
         self.status = status
         self.ended = utc_now()
@@ -272,6 +292,7 @@ class GameRoom:
             conn.send(frame)
             conn.watching.discard(self.id)
         self.spectators.clear()
+        self._release_views()
 
     # ------------------------------------------------------------------ what bots do
 
@@ -298,15 +319,13 @@ class GameRoom:
             self.game.push(move)
         except IllegalMove as e:
             raise self._refuse("illegal_move", e.message, request_id, e.rule) from None
-        p.timer.cancel()
         self.pending = None
-        self._safely(lambda: self._moved(seat, request_id, move, elapsed))
-
-    def _moved(self, seat: int, request_id: int, move: Move, elapsed: float) -> None:
-        """A move was applied: confirm it, show it to everyone, ask the next decision."""
-        self._deliver(self.players[seat], MoveAccepted(self.id, request_id, round(elapsed * 1000, 3)))
-        self._broadcast_update(played(self.game))
-        self._ask()
+        try:
+            self._deliver(self.players[seat], MoveAccepted(self.id, request_id, round(elapsed * 1000, 3)))
+            self._broadcast_update(played(self.game))
+            self._ask()
+        except Exception:
+            self._failed()
 
     def _probe(self, move: Move) -> bool:
         """Try ``move`` on a copy while explicit reshuffles are pending: the engine checks a given
@@ -345,6 +364,7 @@ class GameRoom:
         if seat in self.away:
             self.away.discard(seat)
             self._deliver(self.players[1 - seat], OpponentBack(self.id, seat))  # type: ignore[arg-type]
+        self._release_views()
 
     def went_away(self, seat: int) -> None:
         """The bot in ``seat`` lost its connection: its clock runs on; tell the opponent."""

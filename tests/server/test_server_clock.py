@@ -21,6 +21,38 @@ from protocol.messages import (
 )
 
 
+async def test_each_decision_gets_its_full_time_however_long_the_game_has_run(make_arena) -> None:
+    # A game keeps one timer, set for the oldest deadline and set again when it rings for a
+    # decision already answered: answers spread over more than one decision's time must not
+    # end the game early, and the decision left unanswered still gets all of its time.
+    arena: Harness = await make_arena(decision_ms=500)
+    a = await arena.bot("alice")
+    b = await arena.bot("bob")
+    await arena.start_game(["alice", "bob"])
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    seats = {0: a, 1: b}
+
+    async def next_decision() -> Decision:
+        to_move = (await a.until(Update)).view.to_move  # alice sees every position
+        assert to_move is not None
+        return await seats[to_move].until(Decision)
+
+    plies = 0
+    while loop.time() - started < 1.2:  # more than two decisions' time, answered 150 ms apart
+        d = await next_decision()
+        await asyncio.sleep(0.15)  # a bot that takes its time, well within the clock
+        await seats[d.seat].send_move(d, d.legal[0])
+        plies += 1
+    d = await next_decision()  # this one is never answered
+    asked = loop.time()
+    over = await seats[d.seat].until(GameOver, timeout=3)
+    waited = loop.time() - asked
+    assert (over.result.end_reason, over.result.winner) == ("timeout", 1 - d.seat)
+    assert len(over.record.moves) == plies == d.request_id
+    assert 0.45 <= waited < 1.5
+
+
 async def test_a_bot_that_does_not_answer_loses_on_time(make_arena, db_path) -> None:
     arena: Harness = await make_arena(decision_ms=400)
     a = await arena.bot("alice")
