@@ -20,7 +20,7 @@ from typing import Any, Protocol, cast
 import msgspec
 
 import mandala
-from mandala import Game, IllegalMove, RecordError, record_dict
+from mandala import Game, IllegalMove, Record, RecordError
 from mandala.moves import Move
 from mandala.record import PlayedMove, played
 from protocol.messages import (
@@ -98,6 +98,7 @@ class GameRoom:
         self._on_end = on_end
         self._loop = asyncio.get_running_loop()
         self._clock: asyncio.TimerHandle | None = None
+        self._record: Record | None = None
         self._encoded_at = -1
         self._encoded: list[msgspec.Raw | None] = [None, None, None]
 
@@ -143,6 +144,14 @@ class GameRoom:
             return None
         return max(0, int(self.decision_ms - (self._loop.time() - p.sent_at) * 1000))
 
+    def record(self) -> Record:
+        """The game's R23 record; built once when the game is over (stored and announced)."""
+        if self.outcome is None:
+            return mandala.record_of(self.game)
+        if self._record is None:
+            self._record = mandala.record_of(self.game)
+        return self._record
+
     def to_row(self, record: bool = True) -> GameRow:
         """The game as storage keeps it; without the record (which is built from the whole
         game) when ``record`` is false, for lists and summaries."""
@@ -160,7 +169,7 @@ class GameRoom:
             ended=self.ended,
             end_reason=self.outcome.end_reason if self.outcome else None,
             result=msgspec.to_builtins(self.outcome) if self.outcome else None,
-            record=record_dict(self.game) if done else None,
+            record=msgspec.to_builtins(self.record()) if done else None,
         )
 
     # ------------------------------------------------------------------ messages to seats
@@ -285,7 +294,7 @@ class GameRoom:
     def announce(self) -> None:
         """Send ``game_over`` with the result and the record to both seats and the spectators."""
         assert self.outcome is not None
-        frame = encode(GameOver(self.id, self.outcome, mandala.record_of(self.game)))
+        frame = encode(GameOver(self.id, self.outcome, self.record()))
         for name in self.players:
             self._deliver(name, frame)
         for conn in self.spectators:

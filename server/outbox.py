@@ -35,12 +35,13 @@ RETRY_S = 0.05
 """How often an outbox waiting for its peer to read tries again."""
 
 _TEXT_FIN = 0x81
+_SHORT_HEADERS = tuple(bytes((_TEXT_FIN, length)) for length in range(126))
 
 
 def text_frame_header(length: int) -> bytes:
     """The header of an unmasked, final text frame carrying ``length`` bytes."""
     if length < 126:
-        return bytes((_TEXT_FIN, length))
+        return _SHORT_HEADERS[length]
     if length < 65536:
         return struct.pack("!BBH", _TEXT_FIN, 126, length)
     return struct.pack("!BBQ", _TEXT_FIN, 127, length)
@@ -58,6 +59,7 @@ class Outbox:
         self._transport = cast("asyncio.Transport | None", transport)
         self._loop = asyncio.get_running_loop()
         self._frames: list[bytes] = []
+        """Each waiting frame as two items: its header, then its payload."""
         self._scheduled = False
         self._closing = False
         self._close: tuple[int, str] | None = None
@@ -72,18 +74,20 @@ class Outbox:
     @property
     def waiting(self) -> int:
         """Frames not yet handed to the transport."""
-        return len(self._frames)
+        return len(self._frames) // 2
 
     def send(self, frame: bytes) -> bool:
         """Queue a frame's payload (UTF-8 JSON); False if it is dropped (closing, or the peer
         was cut for not reading)."""
-        if self.closing:
-            return False
-        if len(self._frames) >= self.limit:
-            log.warning("%s does not read its frames (%d waiting): dropping it", self.name, len(self._frames))
+        if self._closing:
+            return False  # a peer that closed is found out at the flush
+        frames = self._frames
+        if len(frames) >= 2 * self.limit:
+            log.warning("%s does not read its frames (%d waiting): dropping it", self.name, self.waiting)
             self.cut()
             return False
-        self._frames.append(frame)
+        frames.append(text_frame_header(len(frame)))
+        frames.append(frame)
         if not self._scheduled:
             self._scheduled = True
             self._loop.call_soon(self._flush)
@@ -111,12 +115,8 @@ class Outbox:
                 self._scheduled = True
                 self._loop.call_later(RETRY_S, self._flush)
                 return
-            parts: list[bytes] = []
-            for frame in self._frames:
-                parts.append(text_frame_header(len(frame)))
-                parts.append(frame)
+            transport.write(b"".join(self._frames))
             self._frames.clear()
-            transport.write(b"".join(parts))
         if self._close is not None and self._closer is None:
             code, reason = self._close
             self._closer = self._loop.create_task(self._send_close(code, reason), name=f"close-{self.name}")
