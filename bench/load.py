@@ -80,6 +80,9 @@ class Stats:
         self.games = 0
         self.to_accepted: list[float] = []
         self.to_decision: list[float] = []
+        self.errors: dict[str, int] = {}
+        self.playing: set[str] = set()
+        """Games that asked a decision while measuring."""
 
 
 class Frame(msgspec.Struct):
@@ -89,6 +92,7 @@ class Frame(msgspec.Struct):
     game_id: str | None = None
     request_id: int | None = None
     challenge_id: str | None = None
+    code: str | None = None
     legal: list[msgspec.Raw] | None = None
 
 
@@ -97,9 +101,10 @@ _MOVE = '{"type":"move","game_id":"%s","request_id":%d,"move":%s}'
 
 
 async def bot(http: aiohttp.ClientSession, url: str, token: str, opponent: str | None, think: float,
-              stats: Stats) -> None:
-    """One bot: the challenger challenges again after each game; the other accepts. It reads
-    only what it needs so that one load core can drive more than one server core."""
+              stats: Stats, welcomed: asyncio.Event | None = None) -> None:
+    """One bot: the challenger challenges again after each game; the other accepts (and sets
+    ``welcomed`` once the server said welcome). It reads only what it needs so that one load
+    core can drive more than one server core."""
     sent: float | None = None
     challenge = json.dumps({"type": "challenge", "opponent": opponent})
     async with http.ws_connect(url.replace("http", "ws", 1) + "/ws", max_msg_size=1 << 20) as ws:
@@ -113,6 +118,8 @@ async def bot(http: aiohttp.ClientSession, url: str, token: str, opponent: str |
             msg = _frame.decode(message.data)
             kind = msg.type
             if kind == "decision":
+                if stats.measuring:
+                    stats.playing.add(msg.game_id or "")
                 if sent is not None and stats.measuring:
                     stats.to_decision.append(now - sent)
                 if think:
@@ -124,6 +131,8 @@ async def bot(http: aiohttp.ClientSession, url: str, token: str, opponent: str |
                 if stats.measuring and sent is not None:
                     stats.decisions += 1
                     stats.to_accepted.append(now - sent)
+            elif kind == "welcome" and welcomed is not None:
+                welcomed.set()
             elif kind == "challenged":
                 await ws.send_json({"type": "accept", "challenge_id": msg.challenge_id})
             elif opponent and kind in ("game_over", "challenge_declined"):
@@ -132,6 +141,8 @@ async def bot(http: aiohttp.ClientSession, url: str, token: str, opponent: str |
                 await ws.send_str(challenge)
             elif kind == "game_over":
                 sent = None
+            elif kind == "error":
+                stats.errors[msg.code or "?"] = stats.errors.get(msg.code or "?", 0) + 1
 
 
 async def echo_client(http: aiohttp.ClientSession, url: str, stats: Stats) -> None:
@@ -182,6 +193,8 @@ async def drive(url: str, pid: int, tasks_for: Any, seconds: float, live_games: 
     return {
         "per_s": round(stats.decisions / elapsed, 1),
         "games_per_s": round(stats.games / elapsed, 1),
+        "games_playing": len(stats.playing),
+        "errors": stats.errors,
         "cpu_us": round(cpu / n * 1e6, 1),
         "p50_ms": round(pct(stats.to_accepted, 0.50) * 1000, 2),
         "p99_ms": round(pct(stats.to_accepted, 0.99) * 1000, 2),
@@ -212,9 +225,10 @@ async def run_arena(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             async with http.post(url + "/api/bots", json={"name": f"b{i}"},
                                  headers={"Authorization": f"Bearer {ADMIN}"}) as resp:
                 tokens.append((await resp.json())["token"])
-        tasks = [asyncio.create_task(bot(http, url, tokens[2 * i + 1], None, args.think, stats))
+        welcomed = [asyncio.Event() for _ in range(args.pairs)]
+        tasks = [asyncio.create_task(bot(http, url, tokens[2 * i + 1], None, args.think, stats, welcomed[i]))
                  for i in range(args.pairs)]
-        await asyncio.sleep(0.5)
+        await asyncio.wait_for(asyncio.gather(*(e.wait() for e in welcomed)), 120)  # challenged bots are there
         tasks += [asyncio.create_task(bot(http, url, tokens[2 * i], f"b{2 * i + 1}", args.think, stats))
                   for i in range(args.pairs)]
         return tasks

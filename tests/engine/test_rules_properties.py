@@ -178,3 +178,19 @@ def test_r23_copy_continues_like_the_original(plan: tuple[int, int, list[int]], 
     for seat in (0, 1, None):
         assert view(twin, seat) == view(rest, seat)
     assert twin.history == rest.history and twin.reshuffles == rest.reshuffles
+
+
+def test_r7_r8a_build_move_tables_covers_every_hand_once() -> None:
+    # A server builds every table at start: one per hand of 1–8 cards (R7), each listing the
+    # discards that hand allows (R8a: 1 to all of a held color); a second build adds nothing.
+    from mandala.game import _HAND_MOVES, build_move_tables
+
+    build_move_tables()
+    assert build_move_tables() == 0
+    hands = {key for key in _HAND_MOVES}
+    assert len(hands) == 3002 and all(1 <= sum(h) <= 8 and len(h) == 6 for h in hands)
+    for hand in hands:
+        listed = [MOVES[code] for code in _HAND_MOVES[hand].discard]
+        expected = [(color, n) for color, held in zip(Cards.__struct_fields__, hand, strict=True)
+                    for n in range(1, held + 1)]
+        assert sorted((m.color, m.count) for m in listed) == sorted(expected)  # type: ignore[union-attr]
