@@ -112,7 +112,8 @@ def view(game: Game, seat: int | None = None) -> View:
 
     Views are immutable and kept with the game until its next move, so asking again at the
     same position (a seat's ``update`` and its ``decision``, many spectators) builds nothing;
-    a seat's view is the spectator's with that seat's hand, cup and unseen cards added.
+    a seat's view is the spectator's with that seat's hand, cup and unseen cards added. Views
+    are therefore shared, lists included: read them, do not change them.
     """
     if seat not in (None, 0, 1):
         raise ValueError(f"seat is 0, 1 or None, not {seat!r}")

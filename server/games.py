@@ -329,7 +329,7 @@ class GameRoom:
         except IllegalMove as e:
             raise self._refuse("illegal_move", e.message, request_id, e.rule) from None
         self.pending = None
-        try:
+        try:  # confirm the move, show it to everyone, ask the next decision
             self._deliver(self.players[seat], MoveAccepted(self.id, request_id, round(elapsed * 1000, 3)))
             self._broadcast_update(played(self.game))
             self._ask()
