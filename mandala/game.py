@@ -385,6 +385,12 @@ class Game:
         Raises :class:`IllegalMove`, naming the rule, and leaves the game
         untouched when the move is not legal now.
         """
+        legal = self._legal
+        if legal is not None and type(move) in _KINDS:  # a listed legal move needs no checking
+            code = code_of(move)
+            if code is not None and code in legal:
+                self.push_code(code)
+                return
         self.push_code(self._check(move))
 
     def _check(self, move: Move) -> int:

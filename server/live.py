@@ -46,10 +46,12 @@ class LiveHub:
                 self.viewers.discard(viewer)
 
     def game_started(self, room: GameRoom) -> None:
-        self.publish(LiveGameStarted(game_summary(room.to_row(record=False))))
+        if self.viewers:
+            self.publish(LiveGameStarted(game_summary(room.to_row(record=False))))
 
     def game_ended(self, room: GameRoom) -> None:
-        self.publish(LiveGameEnded(game_summary(room.to_row(record=False))))
+        if self.viewers:
+            self.publish(LiveGameEnded(game_summary(room.to_row(record=False))))
 
     def rated_game_stored(self, room: GameRoom) -> None:
         pass
