@@ -20,16 +20,20 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(VENV)/bin/mandala serve --host $(HOST) --port $(PORT) --db $(DB)
 
-# A throwaway PostgreSQL (scripts/test-postgres.sh) for the storage tests' PostgreSQL leg; if it
-# cannot start, that leg is skipped loudly. It is stopped whatever pytest's outcome, and pytest's
-# exit status is kept. Debian's chromium (scripts/install-chromium.sh) for the browser tests.
+# A throwaway PostgreSQL (scripts/test-postgres.sh) for the storage tests' PostgreSQL leg and a
+# throwaway Redis (scripts/test-redis.sh) for the cluster tests; if one cannot start, its tests
+# are skipped loudly (they fail under CI=true). Both are stopped whatever pytest's outcome, and
+# pytest's exit status is kept. Debian's chromium (scripts/install-chromium.sh) for the browser tests.
 test: $(STAMP) lint
 	@scripts/install-chromium.sh || echo "make test: chromium is missing; the browser tests will be skipped" >&2; \
 	url=$$(scripts/test-postgres.sh start) || url=; \
 	if [ -n "$$url" ]; then export MANDALA_TEST_DATABASE_URL="$$url"; \
 	else echo "make test: PostgreSQL did not start; the PostgreSQL storage tests will be skipped" >&2; fi; \
+	redis=$$(scripts/test-redis.sh start) || redis=; \
+	if [ -n "$$redis" ]; then export MANDALA_TEST_REDIS_URL="$$redis"; \
+	else echo "make test: Redis did not start; the cluster tests will be skipped" >&2; fi; \
 	$(PY) -m pytest -q; status=$$?; \
-	scripts/test-postgres.sh stop; \
+	scripts/test-postgres.sh stop; scripts/test-redis.sh stop; \
 	exit $$status
 
 # ruff over the whole tree; mypy over the packages, strict for mandala and protocol (pyproject.toml).

@@ -1,0 +1,1 @@
+"""Several arena nodes as one arena: what they tell each other over Redis (``bus``)."""

@@ -1,0 +1,212 @@
+"""What arena nodes tell each other, over Redis pub/sub.
+
+Every node subscribes to its own channel (``mandala:node:NAME``: frames for the bots it holds,
+moves for the games it hosts) and to one channel all nodes share (``mandala:all``: ladder and
+live events). Pub/sub, not streams: these messages are worth something only now — a frame
+for a connection, a move for a clock that is running — and the node that hosts a game keeps
+its whole state, so what a restart or an outage loses is asked again (a resume, a decision
+sent anew) rather than replayed from a log. It is also what lila-ws does between lichess's
+nodes.
+
+A message is one msgspec struct of the union the bus was made with, sent as JSON inside an
+:class:`Envelope` that names its sender. A payload that does not decode is logged (once per
+sender and reason, then counted) and dropped: nothing on Redis can crash a node.
+
+Each node also keeps a key ``mandala:alive:NAME`` that expires unless refreshed, so every node
+knows which nodes are alive (:meth:`ClusterBus.nodes`) without asking them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+import msgspec
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+
+log = logging.getLogger(__name__)
+
+PREFIX = "mandala"
+ALL = f"{PREFIX}:all"
+ALIVE_S = 3.0
+"""A node that has not refreshed its key for this long counts as gone."""
+
+RETRY_MIN_S = 0.05
+RETRY_MAX_S = 1.0
+"""Resubscribing after Redis was lost backs off from 50 ms, doubling up to this."""
+
+M = TypeVar("M")
+
+
+def node_channel(node: str) -> str:
+    return f"{PREFIX}:node:{node}"
+
+
+def alive_key(node: str) -> str:
+    return f"{PREFIX}:alive:{node}"
+
+
+class ClusterUnavailable(Exception):
+    """Redis cannot be reached (at start, or while running)."""
+
+
+class Envelope(msgspec.Struct, Generic[M], frozen=True):
+    """One message on Redis: who sent it, and what."""
+
+    sender: str
+    body: M
+
+
+class ClusterBus(Generic[M]):
+    """One node's end of the bus. ``messages`` is the tagged union of structs it carries."""
+
+    def __init__(self, url: str, node: str, messages: Any, alive_s: float = ALIVE_S) -> None:
+        self.url = url
+        self.node = node
+        self.alive_s = alive_s
+        self._redis = aioredis.Redis.from_url(url, socket_connect_timeout=5, socket_timeout=5)
+        self._decoder: msgspec.json.Decoder[Envelope[M]] = msgspec.json.Decoder(Envelope[messages])  # type: ignore[valid-type]
+        self._encoder = msgspec.json.Encoder()
+        self._handlers: list[Callable[[str, M], None]] = []
+        self._dropped: Counter[str] = Counter()
+        self._tasks: list[asyncio.Task[None]] = []
+        self.healthy = False
+        """Whether this node hears the others now."""
+        self.health_listeners: list[Callable[[bool], None]] = []
+
+    def subscribe(self, handler: Callable[[str, M], None]) -> None:
+        """Call ``handler(sender, message)`` for every message this node receives."""
+        self._handlers.append(handler)
+
+    async def open(self) -> None:
+        """Connect, announce this node alive and start listening; raises
+        :class:`ClusterUnavailable` naming the URL if Redis does not answer."""
+        try:
+            await self._redis.ping()
+            await self._refresh()
+        except (RedisError, OSError) as e:
+            await self._redis.aclose()
+            raise ClusterUnavailable(f"cannot reach Redis at {self.url}: {e}") from None
+        pubsub = await self._subscribed()
+        self.healthy = True
+        loop = asyncio.get_running_loop()
+        self._tasks = [
+            loop.create_task(self._listen(pubsub), name=f"bus-listen-{self.node}"),
+            loop.create_task(self._keep_alive(), name=f"bus-alive-{self.node}"),
+        ]
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+        try:
+            await self._redis.delete(alive_key(self.node))
+        except (RedisError, OSError):
+            pass  # it expires by itself
+        await self._redis.aclose()
+        self.healthy = False
+
+    # ------------------------------------------------------------------ sending
+
+    async def send(self, node: str, message: M) -> None:
+        """Publish ``message`` to one node (itself included)."""
+        await self._publish(node_channel(node), message)
+
+    async def broadcast(self, message: M) -> None:
+        """Publish ``message`` to every node, this one included."""
+        await self._publish(ALL, message)
+
+    async def _publish(self, channel: str, message: M) -> None:
+        try:
+            await self._redis.publish(channel, self._encoder.encode(Envelope(self.node, message)))
+        except (RedisError, OSError) as e:
+            raise ClusterUnavailable(f"Redis at {self.url}: {e}") from None
+
+    # ------------------------------------------------------------------ membership
+
+    async def nodes(self) -> list[str]:
+        """The nodes alive now (their key has not expired), sorted by name."""
+        names = [key.decode().rsplit(":", 1)[1] async for key in self._redis.scan_iter(alive_key("*"))]
+        return sorted(names)
+
+    async def _refresh(self) -> None:
+        await self._redis.set(alive_key(self.node), b"1", px=int(self.alive_s * 1000))
+
+    async def _keep_alive(self) -> None:
+        while True:
+            await asyncio.sleep(self.alive_s / 3)
+            try:
+                await self._refresh()
+            except (RedisError, OSError) as e:
+                log.warning("node %s could not refresh its liveness on Redis: %s", self.node, e)
+
+    # ------------------------------------------------------------------ receiving
+
+    async def _subscribed(self) -> Any:
+        pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
+        await pubsub.subscribe(node_channel(self.node), ALL)
+        return pubsub
+
+    async def _listen(self, pubsub: Any) -> None:
+        """Hand every message to the handlers; while Redis is lost, say so (``healthy``,
+        ``health_listeners``) and subscribe again with backoff until it is back."""
+        backoff = RETRY_MIN_S
+        while True:
+            try:
+                if pubsub is None:
+                    pubsub = await self._subscribed()
+                    log.warning("node %s: Redis at %s is back", self.node, self.url)
+                    self._set_healthy(True)
+                    backoff = RETRY_MIN_S
+                async for item in pubsub.listen():
+                    if item.get("type") == "message":
+                        self.deliver(item["data"])
+            except (RedisError, OSError) as e:
+                if self.healthy:
+                    log.error("node %s lost Redis at %s: %s", self.node, self.url, e)
+                    self._set_healthy(False)
+                if pubsub is not None:
+                    try:
+                        await pubsub.aclose()
+                    except (RedisError, OSError):
+                        pass
+                pubsub = None
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, RETRY_MAX_S)
+
+    def _set_healthy(self, healthy: bool) -> None:
+        self.healthy = healthy
+        for listener in list(self.health_listeners):
+            try:
+                listener(healthy)
+            except Exception:
+                log.exception("a cluster health listener failed")
+
+    def deliver(self, payload: bytes) -> None:
+        """Decode one payload and hand it to the handlers; drop (and log) what does not decode."""
+        try:
+            envelope = self._decoder.decode(payload)
+        except (msgspec.DecodeError, RecursionError) as e:
+            self._drop("undecodable", f"{e} in {payload[:120]!r}")
+            return
+        for handler in self._handlers:
+            try:
+                handler(envelope.sender, envelope.body)
+            except Exception:
+                log.exception("node %s: a handler failed on a message from %s", self.node, envelope.sender)
+
+    def _drop(self, reason: str, detail: str) -> None:
+        if not self._dropped[reason]:
+            log.warning("node %s dropped a message on Redis (%s): %s; further ones are counted", self.node, reason,
+                        detail)
+        self._dropped[reason] += 1
+
+    @property
+    def dropped(self) -> int:
+        """Messages dropped because they did not decode."""
+        return sum(self._dropped.values())
