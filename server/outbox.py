@@ -72,6 +72,11 @@ class Outbox:
         return self._closing or self.ws.closed
 
     @property
+    def transport(self) -> asyncio.Transport | None:
+        """The peer's TCP transport (tests constrain its socket to make a slow network)."""
+        return self._transport
+
+    @property
     def waiting(self) -> int:
         """Frames not yet handed to the transport."""
         return len(self._frames) // 2

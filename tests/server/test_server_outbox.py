@@ -1,0 +1,78 @@
+"""The outbox (``server/outbox.py``): frames for a peer that does not read wait, then the peer
+is cut, and nobody else notices — the games it watched play on and end as usual."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+import os
+import socket
+from typing import Any
+
+import pytest
+
+from arena_testkit import Harness, gather, play_out, random_policy, wait_until
+from protocol.messages import PROTOCOL_VERSION
+
+GAMES = 8
+
+
+class StuckSpectator:
+    """A WebSocket client written by hand on a socket that takes 4 KB at a time, which sends
+    and never reads: a spectator whose machine hangs. asyncio stops reading for it once
+    128 KB wait unread, so the server's frames back up."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+
+    @classmethod
+    async def connect(cls, host: str, port: int) -> StuckSpectator:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.setblocking(False)
+        await asyncio.get_running_loop().sock_connect(sock, (host, port))
+        reader, writer = await asyncio.open_connection(sock=sock)
+        key = base64.b64encode(os.urandom(16)).decode()
+        writer.write(f"GET /ws HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                     f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n".encode())
+        head = await reader.readuntil(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 101"), head
+        return cls(reader, writer)
+
+    def send(self, obj: Any) -> None:
+        payload = json.dumps(obj).encode()
+        assert len(payload) < 126
+        mask = os.urandom(4)
+        self.writer.write(bytes((0x81, 0x80 | len(payload))) + mask
+                          + bytes(b ^ mask[i % 4] for i, b in enumerate(payload)))
+
+
+async def test_a_spectator_that_stops_reading_is_cut_and_the_games_play_on(
+        make_arena: Any, caplog: pytest.LogCaptureFixture) -> None:
+    # No heartbeat within the test: the spectator is cut for not reading, not for not answering pings.
+    arena: Harness = await make_arena(send_queue_max=20, messages_per_second=1000.0, burst=1000, heartbeat_s=60.0)
+    alice, bob = await arena.bot("alice", max_games=GAMES), await arena.bot("bob", max_games=GAMES)
+    server = arena.arena
+    stuck = await StuckSpectator.connect(str(arena.client.host), int(arena.client.port))  # type: ignore[arg-type]
+    stuck.send({"type": "hello", "protocol": PROTOCOL_VERSION, "token": None})
+    spectator = await wait_until(lambda: [c for c in server.presence.connections if c.authenticated and c.bot is None],
+                                 5, "the spectator's hello was not taken")
+    conn = spectator[0]
+    assert conn.outbox.transport is not None
+    conn.outbox.transport.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+    with caplog.at_level(logging.WARNING, logger="server.outbox"):
+        games = [await arena.start_game(["alice", "bob"]) for _ in range(GAMES)]
+        for game_id in games:
+            stuck.send({"type": "watch", "game_id": game_id})
+        overs = await gather(play_out(alice, random_policy(1), GAMES), play_out(bob, random_policy(2), GAMES),
+                             timeout=60)
+        await wait_until(lambda: conn not in server.presence.connections, 10,
+                         "the spectator that stopped reading was never cut")
+    assert sorted(o.game_id for o in overs[0]) == sorted(games) == sorted(o.game_id for o in overs[1])
+    assert all(o.result.end_reason != "aborted" for o in overs[0])
+    cut = [r.getMessage() for r in caplog.records if "does not read its frames" in r.getMessage()]
+    assert len(cut) == 1 and f"connection {conn.id} " in cut[0]
+    assert all(conn not in room.spectators for room in server.manager.running.values())
+    stuck.writer.close()
