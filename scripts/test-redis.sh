@@ -51,10 +51,11 @@ start() {
 }
 
 stop() {
-    if [ -f "$DIR/redis.pid" ]; then
-        kill "$(cat "$DIR/redis.pid")" 2>/dev/null || true
+    local pid
+    if pid=$(cat "$DIR/redis.pid" 2>/dev/null); then
+        kill "$pid" 2>/dev/null || true
         for _ in $(seq 1 100); do
-            kill -0 "$(cat "$DIR/redis.pid")" 2>/dev/null || break
+            kill -0 "$pid" 2>/dev/null || break
             sleep 0.05
         done
     fi
