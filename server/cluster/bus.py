@@ -78,6 +78,11 @@ class ClusterBus(Generic[M]):
         """Whether this node hears the others now."""
         self.health_listeners: list[Callable[[bool], None]] = []
 
+    @property
+    def redis(self) -> aioredis.Redis:
+        """The node's Redis client, for the keys other cluster pieces keep."""
+        return self._redis
+
     def subscribe(self, handler: Callable[[str, M], None]) -> None:
         """Call ``handler(sender, message)`` for every message this node receives."""
         self._handlers.append(handler)
