@@ -6,6 +6,7 @@ one more implementation of :class:`Storage`, nothing else.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -119,12 +120,13 @@ def encode_json(value: Any) -> str | None:
     return None if value is None else msgspec.json.encode(value).decode("utf-8")
 
 
-class OneGameWrites:
+class OneGameWrites(ABC):
     """:meth:`Storage.save_game` and :meth:`Storage.finish_game` as the one-row case of the
     backend's :meth:`Storage.write_games`, so one transaction body serves all three."""
 
+    @abstractmethod
     async def write_games(self, writes: Sequence[GameWrite]) -> None:
-        raise NotImplementedError
+        """See :meth:`Storage.write_games`."""
 
     async def save_game(self, row: GameRow) -> None:
         await self.write_games([GameWrite(row)])

@@ -8,7 +8,7 @@ the stored rated games; ``/health`` said ``degraded`` during the fault; no game 
 it; the spool is empty afterwards; each distinct failure was logged once; and, without the kill,
 the same process served throughout.
 
-The disks are real: a tmpfs of a few MiB and an ext4 image on a loop device, mounted by the test
+The disks are real: a tmpfs of 64 MiB and an ext4 image on a loop device, mounted by the test
 (root only; otherwise the full disk is a file-size limit set on the server with ``prlimit``, and
 the read-only disk is skipped, saying so).
 """
@@ -94,7 +94,7 @@ class FullDisk(Fault):
     def __init__(self, tmp: Path) -> None:
         self.dir = tmp / "disk"
         self.dir.mkdir()
-        self.tmpfs = ROOT and run("mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(self.dir)).returncode == 0
+        self.tmpfs = ROOT and run("mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(self.dir)).returncode == 0
         self.db = str(self.dir / "arena.db")
         self.filler = self.dir / "filler"
         self.full = False
