@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .callbacks import call_safely
 from .clock import utc_now
 from .config import Settings
 from .ladder import elo
@@ -254,8 +255,8 @@ class GameRecorder:
             for _ in batch:
                 self._queue.popleft()
             for write in batch:
-                self._call(write.durable)
-                self._call(write.stored)
+                call_safely(write.durable, "a game recorder callback")
+                call_safely(write.stored, "a game recorder callback")
             if not self._queue:
                 self._drained.set()
                 if self.failing is not None:
@@ -327,7 +328,7 @@ class GameRecorder:
             self.spool_failing = None
             for w in waiting:
                 w.spooled = True
-                self._call(w.durable)
+                call_safely(w.durable, "a game recorder callback")
                 w.durable = None
 
     async def _clear_spool(self) -> None:
@@ -366,16 +367,4 @@ class GameRecorder:
     def _notify(self) -> None:
         self._told_pending = self.pending
         for listener in list(self.listeners):
-            try:
-                listener()
-            except Exception:
-                log.exception("a storage health listener failed")
-
-    @staticmethod
-    def _call(callback: Callable[[], None] | None) -> None:
-        if callback is None:
-            return
-        try:
-            callback()
-        except Exception:
-            log.exception("a game recorder callback failed")
+            call_safely(listener, "a storage health listener")

@@ -28,6 +28,8 @@ import msgspec
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
+from ..callbacks import call_safely
+
 log = logging.getLogger(__name__)
 
 PREFIX = "mandala"
@@ -187,10 +189,7 @@ class ClusterBus(Generic[M]):
     def _set_healthy(self, healthy: bool) -> None:
         self.healthy = healthy
         for listener in list(self.health_listeners):
-            try:
-                listener(healthy)
-            except Exception:
-                log.exception("a cluster health listener failed")
+            call_safely(listener, "a cluster health listener", healthy)
 
     def deliver(self, payload: bytes) -> None:
         """Decode one payload and hand it to the handlers; drop (and log) what does not decode."""

@@ -17,6 +17,7 @@ from collections.abc import Callable
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
+from ..callbacks import call_safely
 from .bus import PREFIX
 
 log = logging.getLogger(__name__)
@@ -91,7 +92,7 @@ class Lease:
             if not self.held:
                 self.held = True
                 log.warning("node %s holds %s", self.node, self.role)
-                self._call(self._gained)
+                call_safely(self._gained, f"the callback on gaining {self.role}")
         elif self.held:
             self._drop("another node holds it")
 
@@ -102,13 +103,4 @@ class Lease:
     def _drop(self, why: str) -> None:
         self.held = False
         log.warning("node %s gave up %s: %s", self.node, self.role, why)
-        self._call(self._lost)
-
-    @staticmethod
-    def _call(callback: Callable[[], None] | None) -> None:
-        if callback is None:
-            return
-        try:
-            callback()
-        except Exception:
-            log.exception("a lease callback failed")
+        call_safely(self._lost, f"the callback on losing {self.role}")

@@ -50,6 +50,20 @@ ADMIN = "admin-secret-token"
 RECV_TIMEOUT = 5.0
 
 
+def required_url(env: str, what: str, started_by: str) -> str:
+    """The URL of a server some tests need, from ``$env``; without it they are skipped with a
+    message nobody can miss, or fail when ``CI=true`` (CI must run every leg)."""
+    import pytest
+
+    url = os.environ.get(env)
+    if not url:
+        why = f"{what} DID NOT RUN: ${env} is not set (run `make test`, which starts {started_by}, or point it at a server)"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(why + "; CI=true requires it", pytrace=False)
+        pytest.skip(why)
+    return url
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 free right now, for servers the tests start as processes."""
     with socket.socket() as s:

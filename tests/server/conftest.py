@@ -3,7 +3,6 @@ an open storage of each backend (SQLite, PostgreSQL) for the tests of the interf
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -11,6 +10,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
+from arena_testkit import required_url
 from server.storage import Storage
 from server.storage.sqlite import SqliteStorage
 
@@ -30,13 +30,7 @@ async def storage(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
         finally:
             await store.close()
         return
-    url = os.environ.get(PG_URL_ENV)
-    if not url:
-        why = (f"POSTGRESQL LEG DID NOT RUN: ${PG_URL_ENV} is not set (run `make test`, which starts a "
-               "throwaway PostgreSQL via scripts/test-postgres.sh, or point it at a server)")
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(why + "; CI=true requires it", pytrace=False)
-        pytest.skip(why)
+    url = required_url(PG_URL_ENV, "POSTGRESQL LEG", "a throwaway PostgreSQL via scripts/test-postgres.sh")
     from server.storage.postgres import PostgresStorage
 
     schema = f"test_{uuid.uuid4().hex[:16]}"
