@@ -19,6 +19,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--spool", metavar="FILE",
                    help="where finished games wait while the database fails; put it on another disk "
                         "(default $MANDALA_SPOOL, else beside a SQLite file)")
+    p.add_argument("--redis", metavar="URL",
+                   help="redis:// URL: run as one node of a cluster; needs --db postgresql://… "
+                        "(default $REDIS_URL; without it, one node)")
+    p.add_argument("--node", metavar="NAME",
+                   help="this node's name, unique in the cluster (default $MANDALA_NODE, else host-port)")
     p.add_argument("--config", type=Path, metavar="FILE", help="TOML file with any setting (flags win over it)")
     p.add_argument("--decision-ms", type=int, metavar="N", help="time per decision in ms (default 5000)")
     p.add_argument("--registration", choices=("open", "admin"), help="who may create bots (default open)")
@@ -82,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
 
     from server.app import create_app
     from server.arena import ARENA
+    from server.cluster.bus import ClusterUnavailable
     from server.config import ConfigError, load_settings
     from server.spool import SpoolError
 
@@ -92,6 +98,8 @@ def run(args: argparse.Namespace) -> int:
                 "host": args.host,
                 "port": args.port,
                 "db": args.db,
+                "redis": args.redis,
+                "node": args.node,
                 "spool_path": args.spool,
                 "decision_ms": args.decision_ms,
                 "registration": args.registration,
@@ -104,6 +112,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"mandala serve: --log-level is one of {', '.join(LOG_LEVELS)}, not {args.log_level!r}", file=sys.stderr)
         return 2
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if settings.redis is not None:
+        fault = asyncio.run(cluster_services_fault(settings.db, settings.redis))
+        if fault is not None:
+            print(f"mandala serve: {fault}", file=sys.stderr)
+            return 1
     loop, loop_name = event_loop()
     logging.getLogger("mandala.serve").info("event loop: %s", loop_name)
     asyncio.set_event_loop(loop)
@@ -118,4 +131,40 @@ def run(args: argparse.Namespace) -> int:
     except SpoolError as e:
         print(f"mandala serve: {e}", file=sys.stderr)
         return 2
+    except ClusterUnavailable as e:
+        print(f"mandala serve: {e}", file=sys.stderr)
+        return 1
     return 0
+
+
+PROBE_TIMEOUT_S = 5.0
+
+
+async def cluster_services_fault(db: str, redis_url: str) -> str | None:
+    """Before a cluster node starts: what keeps it from reaching PostgreSQL or Redis, if anything."""
+    import asyncpg
+    import redis.asyncio as aioredis
+
+    try:
+        conn = await asyncpg.connect(db, timeout=PROBE_TIMEOUT_S)
+        await conn.close()
+    except Exception as e:
+        return f"cannot reach PostgreSQL at {_safe(db)}: {e}"
+    client = aioredis.Redis.from_url(redis_url, socket_connect_timeout=PROBE_TIMEOUT_S, socket_timeout=PROBE_TIMEOUT_S)
+    try:
+        await client.ping()
+    except Exception as e:
+        return f"cannot reach Redis at {_safe(redis_url)}: {e}"
+    finally:
+        await client.aclose()
+    return None
+
+
+def _safe(url: str) -> str:
+    """A URL without its password, for messages."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    return url.replace(f":{parts.password}@", ":***@", 1)

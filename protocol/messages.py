@@ -273,6 +273,7 @@ ErrorCode = Literal[
     "rate_limited",
     "removed",
     "storage_unavailable",
+    "cluster_unavailable",
     "flood",
     "internal_error",
 ]
@@ -329,6 +330,7 @@ CLOSE_UNSUPPORTED_VERSION = 4002
 CLOSE_HELLO_TIMEOUT = 4003
 CLOSE_FLOOD = 4008
 CLOSE_REPLACED = 4009
+CLOSE_GAME_HOST_LOST = 4010
 
 
 # --------------------------------------------------------------------------- /live -> viewers

@@ -4,12 +4,18 @@ Startup opens storage, stores the games a previous server left in the spool (wai
 storage fails), and marks games left running by it as aborted; shutdown aborts running games
 (their bots get ``game_over``), closes every connection, and lets the last game writes drain
 (what storage will not take stays in the spool) before closing storage.
+
+With ``settings.redis`` the server is one node of a cluster (:mod:`server.cluster.node`): it
+joins before it serves (an unreachable Redis stops the start with
+:class:`~server.cluster.bus.ClusterUnavailable`), marks aborted only the running games no living
+node hosts, and leaves the cluster after its games are aborted and announced.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 
 from aiohttp import web
 
@@ -17,6 +23,7 @@ from .arena import ARENA, Arena
 from .auth import new_token
 from .challenges import ChallengeBook
 from .clock import utc_now
+from .cluster.node import ClusterNode
 from .config import Settings
 from .games import GameManager
 from .http_api import json_errors
@@ -62,6 +69,11 @@ def create_app(settings: Settings, storage: Storage | None = None) -> web.Applic
         ladder=Ladder(settings, storage, presence, manager, live.publish),
         live=live,
     )
+    if settings.redis is not None:
+        node = settings.node or f"{socket.gethostname()}-{settings.port}"
+        cluster = ClusterNode(settings.redis, node)
+        cluster.bind(app[ARENA])
+        app[ARENA].cluster = cluster
     app.router.add_get("/ws", websocket_handler)
     setup_api(app)
     setup_ladder_api(app)
@@ -75,11 +87,20 @@ def create_app(settings: Settings, storage: Storage | None = None) -> web.Applic
 
 async def _startup(app: web.Application) -> None:
     arena = app[ARENA]
+    cluster = arena.cluster
+    if cluster is not None:
+        await cluster.open()
     await arena.manager.recorder.open()
-    aborted = await arena.storage.abort_running(utc_now())
+    if cluster is None:
+        aborted = await arena.storage.abort_running(utc_now())
+    else:
+        running = [row.game_id for row in await arena.storage.list_games("running", 1 << 20)]
+        aborted = await arena.storage.abort_running(utc_now(), await cluster.stale_games(running))
     if aborted:
-        log.warning("%d game(s) left running by the previous server marked aborted", aborted)
-    await arena.ladder.start()
+        log.warning("%d game(s) left running by a server that stopped marked aborted", aborted)
+    await arena.ladder.start(lead=cluster is None)
+    if cluster is not None:
+        cluster.run()
 
 
 async def _shutdown(app: web.Application) -> None:
@@ -93,6 +114,8 @@ async def _shutdown(app: web.Application) -> None:
         conn.close(CLOSE_GOING_AWAY, "server shutting down")
     if conns:
         await asyncio.wait([asyncio.ensure_future(c.shutdown()) for c in conns], timeout=5)
+    if arena.cluster is not None:
+        await arena.cluster.close()
 
 
 async def _cleanup(app: web.Application) -> None:

@@ -7,6 +7,7 @@ several servers (e.g. in tests) can run in one process.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 
@@ -21,6 +22,9 @@ from .presence import Presence
 from .ratelimit import WindowLimiter
 from .storage import Storage
 
+if TYPE_CHECKING:
+    from .cluster.node import ClusterNode
+
 
 @dataclass
 class Arena:
@@ -33,6 +37,8 @@ class Arena:
     registrations: WindowLimiter
     ladder: Ladder
     live: LiveHub
+    cluster: ClusterNode | None = None
+    """This node's part in a cluster (``--redis``); ``None`` on one node."""
 
     @property
     def limits(self) -> Limits:

@@ -1,7 +1,8 @@
 """Challenges between connected bots: offer, accept, decline, expire.
 
 A challenge lives until it is answered, expires (one ``call_later`` timer each), or one of
-its bots leaves. Accepted challenges start an unrated game through ``GameManager.start_game``
+its bots leaves. It is kept on the challenger's node, where its game starts; in a cluster an
+opponent connected to another node answers it through that node (``forward``). Accepted challenges start an unrated game through ``GameManager.start_game``
 with a random seat assignment. While storage fails, challenges are refused and an accepted
 one is declined (``storage_unavailable``): no game starts that could not be recorded.
 """
@@ -12,9 +13,10 @@ import asyncio
 import logging
 import random
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from protocol.messages import Challenged, ChallengeDeclined, ChallengeSent
+from protocol.messages import Accept, Challenged, ChallengeDeclined, ChallengeSent, ClientMessage, Decline
 
 from .config import Settings
 from .games import GameManager
@@ -44,6 +46,10 @@ class ChallengeBook:
         self.presence = presence
         self.manager = manager
         self.pending: dict[str, PendingChallenge] = {}
+        self.held_elsewhere: Callable[[str], str | None] = lambda challenge_id: None
+        """In a cluster: the node holding a challenge offered to a bot here from another node."""
+        self.forward: Callable[[str, str, ClientMessage], None] | None = None
+        """In a cluster: ``forward(node, bot, message)`` hands a bot's answer to that node."""
 
     def _tell(self, bot: str, msg: object) -> None:
         conn = self.presence.get(bot)
@@ -69,6 +75,8 @@ class ChallengeBook:
         conn = self.presence.get(name)
         if conn is None:
             raise Refusal("bot_offline", f"{name} is not connected")
+        if not conn.reachable:
+            raise Refusal("cluster_unavailable", f"{name} is connected to another node, which cannot be reached now")
         self._check_open_limit(challenger)
         challenge_id = secrets.token_urlsafe(8)
         if self.manager.running_count(name) >= conn.max_games:
@@ -102,7 +110,17 @@ class ChallengeBook:
         ch.timer.cancel()
         return ch
 
+    def _elsewhere(self, bot: str, challenge_id: str, answer: ClientMessage) -> bool:
+        """Hand the answer to the node holding the challenge, if another node does."""
+        node = None if challenge_id in self.pending else self.held_elsewhere(challenge_id)
+        if node is None or self.forward is None:
+            return False
+        self.forward(node, bot, answer)
+        return True
+
     def accept(self, bot: str, challenge_id: str) -> None:
+        if self._elsewhere(bot, challenge_id, Accept(challenge_id)):
+            return
         ch = self._take(bot, challenge_id)
         if not self.presence.is_connected(ch.challenger):
             raise Refusal("bot_offline", f"{ch.challenger} is not connected any more")
@@ -116,6 +134,8 @@ class ChallengeBook:
             raise
 
     def decline(self, bot: str, challenge_id: str) -> None:
+        if self._elsewhere(bot, challenge_id, Decline(challenge_id)):
+            return
         ch = self._take(bot, challenge_id)
         self._tell(ch.challenger, ChallengeDeclined(ch.id, "declined"))
 

@@ -8,6 +8,7 @@ sleeping, and so ``welcome`` can tell bots the exact numbers.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -32,6 +33,11 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     port: int = 8080
     db: str = "mandala.db"
     """A SQLite file, or a ``postgresql://`` URL for PostgreSQL (env ``DATABASE_URL`` sets it too)."""
+    redis: str | None = None
+    """A ``redis://`` URL: run as one node of a cluster (needs PostgreSQL; env ``REDIS_URL``)."""
+    node: str | None = None
+    """This node's name in the cluster, unique among its nodes (env ``MANDALA_NODE``; default
+    the host name and port)."""
     decision_ms: int = 5000
     """Time a bot has for one decision, measured by the server from sending ``decision``."""
     registration: Registration = "open"
@@ -112,6 +118,11 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
 ENV_ADMIN_TOKEN = "MANDALA_ADMIN_TOKEN"
 ENV_DATABASE_URL = "DATABASE_URL"
 ENV_SPOOL = "MANDALA_SPOOL"
+ENV_REDIS_URL = "REDIS_URL"
+ENV_NODE = "MANDALA_NODE"
+
+
+_NODE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,40}")
 
 
 class ConfigError(ValueError):
@@ -123,9 +134,8 @@ def load_settings(
     overrides: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> Settings:
-    """Merge defaults < TOML file < ``MANDALA_ADMIN_TOKEN``, ``DATABASE_URL`` and
-    ``MANDALA_SPOOL`` < ``overrides``
-    (``None`` values skipped)."""
+    """Merge defaults < TOML file < ``MANDALA_ADMIN_TOKEN``, ``DATABASE_URL``, ``MANDALA_SPOOL``,
+    ``REDIS_URL`` and ``MANDALA_NODE`` < ``overrides`` (``None`` values skipped)."""
     values: dict[str, Any] = {}
     if config is not None:
         try:
@@ -139,8 +149,20 @@ def load_settings(
         values["db"] = env[ENV_DATABASE_URL]
     if env.get(ENV_SPOOL):
         values["spool_path"] = env[ENV_SPOOL]
+    if env.get(ENV_REDIS_URL):
+        values["redis"] = env[ENV_REDIS_URL]
+    if env.get(ENV_NODE):
+        values["node"] = env[ENV_NODE]
     values.update({k: v for k, v in (overrides or {}).items() if v is not None})
     try:
-        return msgspec.convert(values, Settings)
+        settings = msgspec.convert(values, Settings)
     except msgspec.ValidationError as e:
         raise ConfigError(f"bad setting: {e}") from None
+    if settings.redis is not None:
+        if not settings.db.startswith(("postgresql://", "postgres://")):
+            raise ConfigError("a cluster node (--redis) stores its games in PostgreSQL: give --db postgresql://…")
+        if not settings.redis.startswith(("redis://", "rediss://", "unix://")):
+            raise ConfigError(f"--redis is a redis:// URL, not {settings.redis!r}")
+        if settings.node is not None and not _NODE_NAME.fullmatch(settings.node):
+            raise ConfigError(f"--node is 1-40 letters, digits, '-', '_' or '.', not {settings.node!r}")
+    return settings

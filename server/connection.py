@@ -37,6 +37,9 @@ def encode(msg: Any) -> bytes:
 class Connection:
     """A client session on ``/ws``; ``bot`` is set once a ``hello`` with a token succeeded."""
 
+    reachable = True
+    """A connection to this node is always reachable (one on another node may not be)."""
+
     def __init__(self, ws: web.WebSocketResponse, settings: Settings, request: web.Request) -> None:
         self.id = next(_ids)
         self.ws = ws
@@ -46,6 +49,8 @@ class Connection:
         self.bot: str | None = None
         self.max_games = 1
         self.watching: set[str] = set()
+        self.place: Any = None
+        """In a cluster, the bot's attachment recorded on Redis (to remove it at the close)."""
         loop = asyncio.get_running_loop()
         self._loop = loop
         self._bucket = TokenBucket(settings.messages_per_second, settings.burst, loop.time())

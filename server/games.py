@@ -24,6 +24,7 @@ from mandala import Game, IllegalMove, Record, RecordError
 from mandala.moves import Move
 from mandala.record import PlayedMove, played
 from protocol.messages import (
+    ClientMessage,
     Decision,
     GameKind,
     GameOver,
@@ -33,6 +34,8 @@ from protocol.messages import (
     OpponentAway,
     OpponentBack,
     Player,
+    PlayMove,
+    Resign,
     Update,
 )
 
@@ -49,6 +52,33 @@ log = logging.getLogger(__name__)
 
 Deliver = Callable[[str, Any], None]
 """Send a message (struct or encoded frame) to a bot by name, if it is connected."""
+
+
+class Spectator(Protocol):
+    """A connection watching games: here, or on another node of a cluster."""
+
+    watching: set[str]
+
+    def send(self, msg: Any) -> None: ...
+
+
+class GamesElsewhere(Protocol):
+    """The games other nodes of a cluster host (:class:`~server.cluster.node.ClusterNode`)."""
+
+    @property
+    def healthy(self) -> bool: ...
+
+    def host_of(self, game_id: str) -> str | None: ...
+
+    def forward(self, host: str, bot: str, message: ClientMessage) -> None: ...
+
+    def awaits(self, bot: str, game_id: str, request_id: int) -> bool: ...
+
+    def running_count(self, bot: str) -> int: ...
+
+    def game_ids(self, bot: str) -> list[str]: ...
+
+    def watch(self, conn: Connection, game_id: str, host: str, on: bool) -> None: ...
 
 
 class Pending:
@@ -90,7 +120,7 @@ class GameRoom:
         self.ended: str | None = None
         self.status: GameStatus = "running"
         self.outcome: GameResult | None = None
-        self.spectators: set[Connection] = set()
+        self.spectators: set[Spectator] = set()
         self.pending: Pending | None = None
         self.away: set[int] = set()
         self._explicit_reshuffles = explicit_reshuffles
@@ -381,12 +411,12 @@ class GameRoom:
         grace = self.remaining_ms() if self.pending is not None and self.pending.seat == seat else None
         self._deliver(self.players[1 - seat], OpponentAway(self.id, seat, grace))  # type: ignore[arg-type]
 
-    def watch(self, conn: Connection) -> None:
+    def watch(self, conn: Spectator) -> None:
         self.spectators.add(conn)
         conn.watching.add(self.id)
         conn.send(Update(self.id, self.ply, None, self._view(None)))
 
-    def unwatch(self, conn: Connection) -> None:
+    def unwatch(self, conn: Spectator) -> None:
         self.spectators.discard(conn)
         conn.watching.discard(self.id)
 
@@ -418,6 +448,7 @@ class GameManager:
         self._by_bot: dict[str, dict[str, GameRoom]] = {}
         self.house: dict[str, Any] = {}
         self.listeners: list[GameEvents] = []
+        self.elsewhere: GamesElsewhere | None = None
 
     # ------------------------------------------------------------------ starting and ending
 
@@ -435,6 +466,10 @@ class GameManager:
         if players[0] == players[1]:
             raise ValueError("a bot cannot play itself")
         self.recorder.check()
+        for name in players:
+            seat = self.presence.get(name)
+            if seat is not None and not seat.reachable:
+                raise Refusal("cluster_unavailable", f"{name} is connected to another node, which cannot be reached now")
         deal = deal or Deal()
         game = build_game(deal)
         game_id = secrets.token_urlsafe(6)
@@ -523,8 +558,21 @@ class GameManager:
         return [room for room in self._by_bot.get(bot, {}).values() if not room.over]
 
     def running_count(self, bot: str) -> int:
-        """The bot's games not yet announced over (a game being stored still takes its slot)."""
-        return len(self._by_bot.get(bot, ()))
+        """The bot's games not yet announced over (a game being stored still takes its slot),
+        in the whole cluster."""
+        here = len(self._by_bot.get(bot, ()))
+        return here if self.elsewhere is None else here + self.elsewhere.running_count(bot)
+
+    def game_ids_of(self, bot: str) -> list[str]:
+        """The ids of the bot's running games, here and on other nodes."""
+        here = [room.id for room in self.games_of(bot)]
+        return here if self.elsewhere is None else here + self.elsewhere.game_ids(bot)
+
+    def _host_elsewhere(self, game_id: str) -> str | None:
+        """The node hosting ``game_id`` if another node does (and this one does not know it)."""
+        if self.elsewhere is None or game_id in self.running or game_id in self.finished:
+            return None
+        return self.elsewhere.host_of(game_id)
 
     def _room_for(self, bot: str, game_id: str, request_id: int | None = None) -> tuple[GameRoom, int]:
         room = self.lookup(game_id)
@@ -540,19 +588,33 @@ class GameManager:
     def awaits(self, bot: str, game_id: str, request_id: int) -> bool:
         """Whether ``bot`` owes the pending decision ``request_id`` of ``game_id``."""
         room = self.running.get(game_id)
+        if room is None and self.elsewhere is not None:
+            return self.elsewhere.awaits(bot, game_id, request_id)
         if room is None or room.pending is None:
             return False
         return room.pending.request_id == request_id and room.players[room.pending.seat] == bot
 
     def play(self, bot: str, game_id: str, request_id: int, move: Move) -> None:
+        """Answer a decision; a game hosted by another node gets the move there."""
+        if self.elsewhere is not None and (host := self._host_elsewhere(game_id)) is not None:
+            self.elsewhere.forward(host, bot, PlayMove(game_id, request_id, move))
+            return
         room, seat = self._room_for(bot, game_id, request_id)
         room.play(seat, request_id, move)
 
     def resign(self, bot: str, game_id: str) -> None:
+        if self.elsewhere is not None and (host := self._host_elsewhere(game_id)) is not None:
+            self.elsewhere.forward(host, bot, Resign(game_id))
+            return
         room, seat = self._room_for(bot, game_id)
         room.resign(seat)
 
-    def watch(self, conn: Connection, game_id: str) -> None:
+    def watch(self, conn: Spectator, game_id: str) -> None:
+        """Start sending ``conn`` the game's updates (a game another node hosts: from there)."""
+        if self.elsewhere is not None and isinstance(conn, Connection) and (host := self._host_elsewhere(game_id)):
+            self.elsewhere.watch(conn, game_id, host, True)
+            conn.watching.add(game_id)
+            return
         room = self.lookup(game_id)
         if room is None:
             raise Refusal("unknown_game", f"no running game {game_id!r}", game_id=game_id)
@@ -568,6 +630,8 @@ class GameManager:
             raise Refusal("unknown_game", f"no game {game_id!r}", game_id=game_id)
         if room is not None:
             room.unwatch(conn)
+        elif self.elsewhere is not None and (host := self.elsewhere.host_of(game_id)) is not None:
+            self.elsewhere.watch(conn, game_id, host, False)
         conn.watching.discard(game_id)
 
     # ------------------------------------------------------------------ presence
@@ -592,4 +656,6 @@ class GameManager:
             room = self.lookup(game_id)
             if room is not None:
                 room.unwatch(conn)
+            elif self.elsewhere is not None and (host := self.elsewhere.host_of(game_id)) is not None:
+                self.elsewhere.watch(conn, game_id, host, False)
         conn.watching.clear()

@@ -17,7 +17,7 @@ from aiohttp import web
 
 import mandala
 from mandala import RecordError, SetupError
-from protocol.messages import BotName
+from protocol.messages import BotName, GameSummary
 
 from .arena import ARENA, Arena
 from .auth import check_admin, hash_token, new_token
@@ -201,13 +201,21 @@ async def list_games(request: web.Request) -> web.Response:
     if status not in (None, "running", "finished", "aborted"):
         raise ApiError(400, "invalid_request", "status is running, finished or aborted")
     limit = _limit(request)
-    rows: list[GameRow] = []
+    games: list[GameSummary] = []
     if status in (None, "running"):
-        rooms = sorted(arena.manager.running.values(), key=lambda r: r.started, reverse=True)
-        rows += [room.to_row(record=False) for room in rooms[:limit]]
-    if status != "running" and len(rows) < limit:
-        rows += (await ended_games(arena, status, limit))[: limit - len(rows)]  # type: ignore[arg-type]
-    return json_response([game_summary(r) for r in rows])
+        games += running_games(arena)[:limit]
+    if status != "running" and len(games) < limit:
+        rows = (await ended_games(arena, status, limit))[: limit - len(games)]  # type: ignore[arg-type]
+        games += [game_summary(r) for r in rows]
+    return json_response(games)
+
+
+def running_games(arena: Arena) -> list[GameSummary]:
+    """The running games of the whole cluster (of this server, on one node), newest first."""
+    games = [game_summary(r.to_row(record=False)) for r in arena.manager.running.values()]
+    if arena.cluster is not None:
+        games += arena.cluster.summaries()
+    return sorted(games, key=lambda g: g.started, reverse=True)
 
 
 async def ended_games(arena: Arena, status: GameStatus | None, limit: int) -> list[GameRow]:

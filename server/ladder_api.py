@@ -8,14 +8,17 @@ and ``POST /api/ladder/bots/{name}/restore``.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 
 from aiohttp import WSMsgType, web
 
-from protocol.messages import GameSummary, LiveGames
+from protocol.messages import LiveGames
 
 from .arena import ARENA, Arena
+from .cluster.bus import ClusterUnavailable
+from .cluster.messages import LadderOp
 from .connection import encode
-from .http_api import ApiError, ended_games, json_response, require_admin
+from .http_api import ApiError, ended_games, json_response, require_admin, running_games
 from .outbox import Outbox
 from .storage import BotRow
 from .summary import game_summary
@@ -71,65 +74,83 @@ async def profile(request: web.Request) -> web.Response:
     })
 
 
-async def pause(request: web.Request) -> web.Response:
-    arena = request.app[ARENA]
-    require_admin(request, arena)
+Body = dict[str, object]
+
+
+async def _pause(arena: Arena, bot: str | None) -> Body:
     await arena.ladder.set_paused(True)
     log.info("ladder paused")
-    return json_response({"paused": True})
+    return {"paused": True}
 
 
-async def resume(request: web.Request) -> web.Response:
-    arena = request.app[ARENA]
-    require_admin(request, arena)
+async def _resume(arena: Arena, bot: str | None) -> Body:
     await arena.ladder.set_paused(False)
     arena.ladder.wake()
     log.info("ladder resumed")
-    return json_response({"paused": False})
+    return {"paused": False}
 
 
-async def reset(request: web.Request) -> web.Response:
+async def _reset(arena: Arena, bot: str | None) -> Body:
     """Every bot back to the start rating; the games played so far count no more."""
-    arena = request.app[ARENA]
-    require_admin(request, arena)
     await arena.ladder.reset_ratings()
     await arena.ladder.refresh_standings()  # the next GET /api/ladder shows the reset
     log.info("ladder ratings reset")
-    return json_response({"reset": True, "rating": arena.settings.elo_initial})
+    return {"reset": True, "rating": arena.settings.elo_initial}
 
 
-async def _organizer_bot(request: web.Request) -> tuple[Arena, BotRow]:
-    """The admin-checked arena and the ladder bot named in the path."""
-    arena = request.app[ARENA]
-    require_admin(request, arena)
-    return arena, await _ladder_bot(arena, request.match_info["name"])
-
-
-async def remove(request: web.Request) -> web.Response:
+async def _remove(arena: Arena, bot: str | None) -> Body:
     """Off the ladder: no more seeking or new ladder games; running games finish as usual."""
-    arena, row = await _organizer_bot(request)
+    row = await _ladder_bot(arena, bot or "")
     if arena.ladder.place(row.name) == "removed":
         raise ApiError(409, "already_removed", f"{row.name} is removed already")
     await arena.ladder.remove(row.name)
     await arena.ladder.refresh_standings()
     log.info("bot %s removed from the ladder", row.name)
-    return json_response({"bot": row.name, "state": "removed"})
+    return {"bot": row.name, "state": "removed"}
 
 
-async def restore(request: web.Request) -> web.Response:
-    arena, row = await _organizer_bot(request)
+async def _restore(arena: Arena, bot: str | None) -> Body:
+    row = await _ladder_bot(arena, bot or "")
     if arena.ladder.place(row.name) != "removed":
         raise ApiError(409, "not_removed", f"{row.name} is not removed (it is {arena.ladder.state(row.name)})")
     await arena.ladder.restore(row.name)
     await arena.ladder.refresh_standings()
     log.info("bot %s restored to the ladder (qualifies again)", row.name)
-    return json_response({"bot": row.name, "state": arena.ladder.state(row.name)})
+    return {"bot": row.name, "state": arena.ladder.state(row.name)}
 
 
-def running_games(request: web.Request) -> list[GameSummary]:
-    """The running games, newest first."""
-    rooms = sorted(request.app[ARENA].manager.running.values(), key=lambda r: r.started, reverse=True)
-    return [game_summary(r.to_row(record=False)) for r in rooms]
+CONTROLS: dict[LadderOp, Callable[[Arena, str | None], Awaitable[Body]]] = {
+    "pause": _pause, "resume": _resume, "reset": _reset, "remove": _remove, "restore": _restore,
+}
+
+
+async def carry_out(arena: Arena, op: LadderOp, bot: str | None) -> tuple[int, Body]:
+    """Carry out an organizer's control on the leading ladder: the HTTP status and body."""
+    try:
+        return 200, await CONTROLS[op](arena, bot)
+    except ApiError as e:
+        return e.status, {"error": e.code, "message": e.message}
+
+
+def _control(op: LadderOp, with_bot: bool = False) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """The handler of one control: carried out here, or by the cluster's pairing leader."""
+
+    async def handler(request: web.Request) -> web.Response:
+        arena = request.app[ARENA]
+        require_admin(request, arena)
+        bot = request.match_info["name"] if with_bot else None
+        cluster = arena.cluster
+        if cluster is None or cluster.leading:
+            return json_response(await CONTROLS[op](arena, bot))
+        try:
+            answer = await cluster.call_leader(op, bot)
+        except ClusterUnavailable as e:
+            raise ApiError(503, "cluster_unavailable", str(e)) from None
+        if answer.status != 200:
+            raise ApiError(answer.status, str(answer.body.get("error")), str(answer.body.get("message")))
+        return json_response(answer.body)
+
+    return handler
 
 
 async def live_handler(request: web.Request) -> web.WebSocketResponse:
@@ -145,7 +166,7 @@ async def live_handler(request: web.Request) -> web.WebSocketResponse:
     # From here to joining the hub nothing awaits, so no start or end falls in between.
     viewer = Outbox(ws, request.transport, arena.settings.send_queue_max, f"/live viewer {request.remote}")
     viewer.send(encode(arena.ladder.table))
-    viewer.send(encode(LiveGames(running_games(request), recent)))
+    viewer.send(encode(LiveGames(running_games(arena), recent)))
     viewer.send(encode(arena.live.health()))
     arena.live.viewers.add(viewer)
     try:
@@ -162,8 +183,8 @@ def setup(app: web.Application) -> None:
     app.router.add_get("/live", live_handler)
     app.router.add_get("/api/ladder", standings)
     app.router.add_get("/api/bots/{name}", profile)
-    app.router.add_post("/api/ladder/pause", pause)
-    app.router.add_post("/api/ladder/resume", resume)
-    app.router.add_post("/api/ladder/reset", reset)
-    app.router.add_delete("/api/ladder/bots/{name}", remove)
-    app.router.add_post("/api/ladder/bots/{name}/restore", restore)
+    app.router.add_post("/api/ladder/pause", _control("pause"))
+    app.router.add_post("/api/ladder/resume", _control("resume"))
+    app.router.add_post("/api/ladder/reset", _control("reset"))
+    app.router.add_delete("/api/ladder/bots/{name}", _control("remove", with_bot=True))
+    app.router.add_post("/api/ladder/bots/{name}/restore", _control("restore", with_bot=True))

@@ -2,11 +2,36 @@
 
 Games and challenges address bots by name and look the connection up here at send time,
 so a bot that reconnects, or is replaced by a new connection, keeps receiving its frames.
+In a cluster, a bot connected to another node is found through ``elsewhere``
+(:class:`~server.cluster.node.ClusterNode`), as a seat that sends its frames there.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any, Protocol
+
 from .connection import Connection
+
+
+class Seat(Protocol):
+    """Where a bot's frames go: its connection here, or on another node."""
+
+    @property
+    def max_games(self) -> int: ...
+
+    @property
+    def reachable(self) -> bool: ...
+
+    def send(self, msg: Any) -> None: ...
+
+
+class Elsewhere(Protocol):
+    """The bots connected to other nodes of the cluster."""
+
+    def get(self, bot: str) -> Seat | None: ...
+
+    def count(self) -> int: ...
 
 
 class Presence:
@@ -15,6 +40,16 @@ class Presence:
     def __init__(self) -> None:
         self._bots: dict[str, Connection] = {}
         self.connections: set[Connection] = set()
+        self.by_id: dict[int, Connection] = {}
+        self.elsewhere: Elsewhere | None = None
+
+    def opened(self, conn: Connection) -> None:
+        self.connections.add(conn)
+        self.by_id[conn.id] = conn
+
+    def closed(self, conn: Connection) -> None:
+        self.connections.discard(conn)
+        self.by_id.pop(conn.id, None)
 
     def attach(self, name: str, conn: Connection) -> Connection | None:
         """Make ``conn`` the bot's connection; returns the connection it replaces, if any."""
@@ -29,12 +64,23 @@ class Presence:
             return True
         return False
 
-    def get(self, name: str) -> Connection | None:
+    def get(self, name: str) -> Seat | None:
+        """The bot's seat: its connection here, else (in a cluster) on another node."""
+        conn = self._bots.get(name)
+        if conn is None and self.elsewhere is not None:
+            return self.elsewhere.get(name)
+        return conn
+
+    def get_local(self, name: str) -> Connection | None:
+        """The bot's connection to this node."""
         return self._bots.get(name)
 
+    def local_bots(self) -> Iterator[tuple[str, Connection]]:
+        return iter(list(self._bots.items()))
+
     def is_connected(self, name: str) -> bool:
-        return name in self._bots
+        return self.get(name) is not None
 
     @property
     def bot_count(self) -> int:
-        return len(self._bots)
+        return len(self._bots) + (self.elsewhere.count() if self.elsewhere is not None else 0)

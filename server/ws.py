@@ -144,6 +144,8 @@ class Session:
             self.conn.send(r.to_error())
         if self.conn.bot is not None:
             self.arena.ladder.refused(self.conn.bot, r)
+            if self.arena.cluster is not None:
+                self.arena.cluster.refused(self.conn.bot, r)
 
     def read(self, msg: WSMessage) -> ClientMessage | None:
         """The message in a frame (``None`` for control frames); raises :class:`Refusal`."""
@@ -188,13 +190,23 @@ class Session:
             arena.manager.resign(conn.bot, m.game_id)
         elif isinstance(m, SetCapacity):
             conn.max_games = min(m.max_games, arena.settings.max_games)
+            if arena.cluster is not None:
+                arena.cluster.capacity_changed(conn.bot, conn.max_games)
             arena.ladder.wake()
-        elif isinstance(m, Seek):
-            arena.ladder.seek(conn.bot)
-        elif isinstance(m, Unseek):
-            arena.ladder.unseek(conn.bot)
+        elif isinstance(m, (Seek, Unseek)):
+            self.seek(conn.bot, isinstance(m, Seek))
         else:  # pragma: no cover - every ClientMessage is handled above
             raise Refusal("unknown_type", f"unhandled message {m!r}")
+
+    def seek(self, bot: str, seeking: bool) -> None:
+        """The ladder hears a seek where it runs: here, or on the cluster's pairing leader."""
+        arena = self.arena
+        if arena.cluster is not None and not arena.cluster.leading:
+            arena.cluster.seek(bot, seeking)
+        elif seeking:
+            arena.ladder.seek(bot)
+        else:
+            arena.ladder.unseek(bot)
 
     async def hello(self, m: Hello) -> None:
         conn, arena = self.conn, self.arena
@@ -219,8 +231,11 @@ class Session:
         old = arena.presence.attach(row.name, conn)
         if old is not None:
             old.close(CLOSE_REPLACED, "replaced by a new connection")
-        games = arena.manager.games_of(row.name)
-        conn.send(Welcome(PROTOCOL_VERSION, row.name, arena.limits, [g.id for g in games]))
+        if arena.cluster is not None:
+            conn.place = await arena.cluster.attached(row.name, conn)
+            if arena.presence.get_local(row.name) is not conn:
+                return  # replaced while it was recorded
+        conn.send(Welcome(PROTOCOL_VERSION, row.name, arena.limits, arena.manager.game_ids_of(row.name)))
         log.info("bot %s connected (%s, client %r)", row.name, conn.peer, m.client)
         arena.manager.bot_arrived(row.name)
         arena.ladder.bot_arrived(row.name)
@@ -236,10 +251,12 @@ class Session:
         if self.hello_timer is not None:
             self.hello_timer.cancel()
         arena, conn = self.arena, self.conn
-        arena.presence.connections.discard(conn)
+        arena.presence.closed(conn)
         arena.manager.connection_closed(conn)
         if conn.bot is not None and arena.presence.detach(conn.bot, conn):
             log.info("bot %s disconnected", conn.bot)
+            if arena.cluster is not None and arena.cluster.detached(conn.bot, conn.place):
+                return  # it is connected to another node now
             arena.manager.bot_left(conn.bot)
             arena.challenges.bot_left(conn.bot)
             arena.ladder.bot_left(conn.bot)
@@ -252,7 +269,7 @@ async def websocket_handler(request: web.Request) -> web.WebSocketResponse:
     ws = web.WebSocketResponse(heartbeat=settings.heartbeat_s, max_msg_size=HARD_FRAME_CAP, compress=False)
     await ws.prepare(request)
     conn = Connection(ws, settings, request)
-    arena.presence.connections.add(conn)
+    arena.presence.opened(conn)
     session = Session(arena, conn)
     session.hello_timer = asyncio.get_running_loop().call_later(settings.hello_timeout_s, session.hello_timeout)
     try:

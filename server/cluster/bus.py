@@ -9,7 +9,10 @@ sent anew) rather than replayed from a log. It is also what lila-ws does between
 nodes.
 
 A message is one msgspec struct of the union the bus was made with, sent as JSON inside an
-:class:`Envelope` that names its sender. A payload that does not decode is logged (once per
+:class:`Envelope` that names its sender. Game code posts without waiting (:meth:`ClusterBus.post`):
+one task publishes what was posted, in the order it was posted, in one pipelined round trip
+per batch, so a node's messages reach each other node in order (Redis delivers one
+connection's publishes in order, across channels too). A payload that does not decode is logged (once per
 sender and reason, then counted) and dropped: nothing on Redis can crash a node.
 
 Each node also keeps a key ``mandala:alive:NAME`` that expires unless refreshed, so every node
@@ -42,6 +45,11 @@ RETRY_MAX_S = 1.0
 """Resubscribing after Redis was lost backs off from 50 ms, doubling up to this."""
 
 M = TypeVar("M")
+
+Command = Callable[[Any], object]
+"""A Redis command to run in order with the posted messages: called with the pipeline."""
+
+Outgoing = tuple[str, bytes] | Command
 
 
 def node_channel(node: str) -> str:
@@ -76,6 +84,13 @@ class ClusterBus(Generic[M]):
         self._handlers: list[Callable[[str, M], None]] = []
         self._dropped: Counter[str] = Counter()
         self._tasks: list[asyncio.Task[None]] = []
+        self._outgoing: list[Outgoing] = []
+        self._posted = 0
+        self._sent = 0
+        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self._kick = asyncio.Event()
+        self.lost = 0
+        """Posted messages that Redis did not take (it failed while they were sent)."""
         self.healthy = False
         """Whether this node hears the others now."""
         self.health_listeners: list[Callable[[bool], None]] = []
@@ -104,6 +119,7 @@ class ClusterBus(Generic[M]):
         self._tasks = [
             loop.create_task(self._listen(pubsub), name=f"bus-listen-{self.node}"),
             loop.create_task(self._keep_alive(), name=f"bus-alive-{self.node}"),
+            loop.create_task(self._send_posted(), name=f"bus-send-{self.node}"),
         ]
 
     async def close(self) -> None:
@@ -111,6 +127,8 @@ class ClusterBus(Generic[M]):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
+        self._sent = self._posted
+        self._wake_waiters(ClusterUnavailable(f"node {self.node} left the cluster"))
         try:
             await self._redis.delete(alive_key(self.node))
         except (RedisError, OSError):
@@ -120,19 +138,74 @@ class ClusterBus(Generic[M]):
 
     # ------------------------------------------------------------------ sending
 
+    def post(self, node: str | None, message: M) -> None:
+        """Queue ``message`` for one node (``None``: every node, this one included); it leaves
+        in order with everything posted before it, without the caller waiting."""
+        channel = ALL if node is None else node_channel(node)
+        self._queue((channel, self._encoder.encode(Envelope(self.node, message))))
+
+    def post_command(self, command: Command) -> None:
+        """Queue a Redis command (``command(pipeline)``) to run in order with the messages."""
+        self._queue(command)
+
     async def send(self, node: str, message: M) -> None:
-        """Publish ``message`` to one node (itself included)."""
-        await self._publish(node_channel(node), message)
+        """Publish ``message`` to one node (itself included) and wait until Redis took it;
+        raises :class:`ClusterUnavailable` if it did not."""
+        self.post(node, message)
+        await self.sent()
 
     async def broadcast(self, message: M) -> None:
-        """Publish ``message`` to every node, this one included."""
-        await self._publish(ALL, message)
+        """Publish ``message`` to every node, this one included, and wait until Redis took it."""
+        self.post(None, message)
+        await self.sent()
 
-    async def _publish(self, channel: str, message: M) -> None:
-        try:
-            await self._redis.publish(channel, self._encoder.encode(Envelope(self.node, message)))
-        except (RedisError, OSError) as e:
-            raise ClusterUnavailable(f"Redis at {self.url}: {e}") from None
+    async def sent(self) -> None:
+        """Wait until everything posted so far is published."""
+        if self._sent >= self._posted:
+            return
+        future = asyncio.get_running_loop().create_future()
+        self._waiters.append((self._posted, future))
+        await future
+
+    def _queue(self, item: Outgoing) -> None:
+        self._outgoing.append(item)
+        self._posted += 1
+        self._kick.set()
+
+    async def _send_posted(self) -> None:
+        """Publish what was posted, a batch per round trip, in order. A batch Redis fails on is
+        lost (counted, logged; those waiting for it get :class:`ClusterUnavailable`): these
+        messages are worth something only now, and the nodes recover by themselves."""
+        while True:
+            await self._kick.wait()
+            self._kick.clear()
+            while self._outgoing:
+                batch, self._outgoing = self._outgoing, []
+                pipe = self._redis.pipeline(transaction=False)
+                for item in batch:
+                    if isinstance(item, tuple):
+                        pipe.publish(*item)
+                    else:
+                        item(pipe)
+                error: ClusterUnavailable | None = None
+                try:
+                    await pipe.execute()
+                except (RedisError, OSError) as e:
+                    self.lost += len(batch)
+                    log.warning("node %s: Redis did not take %d message(s): %s", self.node, len(batch), e)
+                    error = ClusterUnavailable(f"Redis at {self.url}: {e}")
+                self._sent += len(batch)
+                self._wake_waiters(error)
+
+    def _wake_waiters(self, error: ClusterUnavailable | None) -> None:
+        done = [w for w in self._waiters if w[0] <= self._sent]
+        self._waiters = [w for w in self._waiters if w[0] > self._sent]
+        for _, future in done:
+            if not future.done():
+                if error is None:
+                    future.set_result(None)
+                else:
+                    future.set_exception(error)
 
     # ------------------------------------------------------------------ membership
 

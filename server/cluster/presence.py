@@ -78,28 +78,52 @@ class Place(msgspec.Struct, frozen=True):
         return cls(int(seq), node, int(conn))
 
 
-def _text(value: bytes | str) -> str:
+def text_of(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
+
+
+def _ignore(*_: Any) -> None:
+    pass
 
 
 class ClusterPresence:
     """This node's view of where every bot is connected. ``replaced(bot, conn)`` is called when
-    a newer attachment elsewhere (or here) supersedes connection ``conn`` of this node."""
+    a newer attachment elsewhere (or here) supersedes connection ``conn`` of this node;
+    ``arrived(bot)`` when a bot is now connected to another node, ``left(bot)`` when a bot
+    that was connected to another node is connected nowhere."""
 
-    def __init__(self, bus: ClusterBus[Any], replaced: Callable[[str, int], None]) -> None:
+    def __init__(self, bus: ClusterBus[Any], replaced: Callable[[str, int], None],
+                 arrived: Callable[[str], None] = _ignore, left: Callable[[str], None] = _ignore) -> None:
         self.bus = bus
         self.node = bus.node
         self._redis = bus.redis
         self._replaced = replaced
+        self._arrived = arrived
+        self._left = left
         self._places: dict[str, Place] = {}
         self._attach = self._redis.register_script(_ATTACH)
         self._detach = self._redis.register_script(_DETACH)
         bus.subscribe(self._heard)
 
     async def load(self) -> None:
-        """Read the whole map once (at start); broadcasts keep it up to date after that."""
+        """Read the whole map (at start, and after Redis was lost); broadcasts keep it up to
+        date after that."""
         for bot, text in (await self._redis.hgetall(WHERE)).items():
-            self._learn(_text(bot), Place.decode(_text(text)))
+            self._learn(text_of(bot), Place.decode(text_of(text)))
+
+    def elsewhere(self) -> dict[str, Place]:
+        """The bots connected to other nodes, and where."""
+        return {bot: place for bot, place in self._places.items() if place.node != self.node}
+
+    def place(self, bot: str) -> Place | None:
+        return self._places.get(bot)
+
+    def forget_node(self, node: str) -> list[str]:
+        """Forget the bots connected to ``node`` (it is gone), here only; returns them."""
+        gone = [bot for bot, place in self._places.items() if place.node == node]
+        for bot in gone:
+            del self._places[bot]
+        return gone
 
     def where(self, bot: str) -> str | None:
         """The node holding ``bot``'s live connection, as far as this node has heard."""
@@ -132,7 +156,7 @@ class ClusterPresence:
         alive = set(await self.bus.nodes())
         gone: list[str] = []
         for key, text in (await self._redis.hgetall(WHERE)).items():
-            bot, place = _text(key), Place.decode(_text(text))
+            bot, place = text_of(key), Place.decode(text_of(text))
             if place.node not in alive:
                 await self._detach(keys=[WHERE], args=[bot, text])
                 self._forget(bot, place.seq)
@@ -143,21 +167,28 @@ class ClusterPresence:
 
     def _heard(self, sender: str, message: Any) -> None:
         if isinstance(message, Attached):
-            self._learn(message.bot, Place(message.seq, message.node, message.conn))
-        elif isinstance(message, Detached):
-            self._forget(message.bot, message.seq)
+            if self._learn(message.bot, Place(message.seq, message.node, message.conn)) and message.node != self.node:
+                self._arrived(message.bot)
+        elif (isinstance(message, Detached) and self._forget(message.bot, message.seq)
+              and message.node != self.node):
+            self._left(message.bot)
 
-    def _learn(self, bot: str, place: Place) -> None:
+    def _learn(self, bot: str, place: Place) -> bool:
+        """Record ``place`` if it is newer than what is known; whether it was."""
         known = self._places.get(bot)
         if known is not None and known.seq >= place.seq:
             if known.seq > place.seq and place.node == self.node:
                 self._replaced(bot, place.conn)  # ours arrived late: a newer one is elsewhere
-            return
+            return False
         self._places[bot] = place
         if known is not None and known.node == self.node and known.conn != place.conn:
             self._replaced(bot, known.conn)
+        return True
 
-    def _forget(self, bot: str, seq: int) -> None:
+    def _forget(self, bot: str, seq: int) -> bool:
+        """Forget the bot's attachment ``seq`` if it is still the known one; whether it was."""
         known = self._places.get(bot)
         if known is not None and known.seq == seq:
             del self._places[bot]
+            return True
+        return False

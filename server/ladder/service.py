@@ -16,6 +16,12 @@ inside another game's step.
 - **Standings.** Listed bots, by Elo, with W/D/L and a Bradley–Terry fit over every rated game
   since the last ratings reset; recomputed (coalesced) after each change and pushed to the
   live stream.
+- **Leading.** On one node the ladder always leads. In a cluster only the node holding the
+  pairing lease does (:meth:`Ladder.lead`): it loads the ladder from storage, pairs, hosts the
+  ladder's games and computes the standings; the others (:meth:`Ladder.follow`) keep the
+  standings it broadcasts. A new leader starts from what is stored: pairs whose return game
+  was still to come are not continued, and qualification starts again for a bot in the middle
+  of it.
 """
 
 from __future__ import annotations
@@ -97,7 +103,10 @@ class Ladder:
         self.storage = storage
         self.presence = presence
         self.manager = manager
-        self._publish = publish
+        self.publish = publish
+        self.leading = False
+        self.may_act: Callable[[], bool] = lambda: True
+        """Checked before each pairing: in a cluster, whether this node's lease still holds."""
         self.paused = False
         self.places: dict[str, LadderStanding] = {}
         self.seeking: set[str] = set()
@@ -130,18 +139,45 @@ class Ladder:
 
     # ------------------------------------------------------------------ lifecycle
 
-    async def start(self) -> None:
-        """Load the ladder's state from storage, seat the house bot, start pairing."""
+    async def start(self, lead: bool = True) -> None:
+        """Seat the house bot and listen to games; then lead (one node), or wait to be told."""
         await self._reserve_house_name()
         self.manager.house[self.house.name] = self.house
         self.manager.listeners.append(self)
         self.manager.recorder.listeners.append(self._storage_changed)
+        if lead:
+            await self.lead()
+
+    async def lead(self) -> None:
+        """Load the ladder's state from storage and start pairing."""
+        self.follow()
+        self.leading = True
+        self._stopped = False
         self.places = {b.name: b.ladder for b in await self.storage.list_bots()}
         self.paused = await self.storage.get_setting("paused") == "1"
         self.results = await self.storage.rated_results()
         self._count_meetings()
+        if not self.leading:  # the lead was lost meanwhile
+            return
         await self.refresh_standings()
         self._loop_task = asyncio.get_running_loop().create_task(self._pairing_loop(), name="ladder-pairing")
+        log.info("this node leads the ladder")
+
+    def follow(self) -> None:
+        """Stop pairing (another node leads): forget what only the leader keeps. Games
+        running here play on; their ends change nothing the leader counts on."""
+        self.leading = False
+        if self._wait_timer is not None:
+            self._wait_timer.cancel()
+            self._wait_timer = None
+        if self._loop_task is not None:
+            self._loop_task.cancel()
+            self._loop_task = None
+        self.seeking.clear()
+        self.qualifying.clear()
+        self.pairs.clear()
+        self.returns.clear()
+        self.free_since.clear()
 
     async def _reserve_house_name(self) -> None:
         name = self.settings.house_bot
@@ -278,7 +314,7 @@ class Ladder:
         await self.storage.put_setting("paused", "1" if paused else "0")
         self.paused = paused
         self.table = LiveStandings(paused, self.table.standings)
-        self._publish(self.table)
+        self.publish(self.table)
         for bot in self.seeking | set(self.qualifying):
             self._tell(bot)
 
@@ -451,7 +487,7 @@ class Ladder:
     def pair_now(self) -> None:
         """Start what can start: return games first, then (unless paused) qualification
         games and new ladder pairs. Nothing starts while storage fails."""
-        if self.manager.recorder.failing is not None:
+        if self.manager.recorder.failing is not None or not self.leading or not self.may_act():
             return
         now = asyncio.get_running_loop().time()
         left: dict[str, int] = {}
@@ -533,7 +569,7 @@ class Ladder:
 
     def changed(self) -> None:
         """Something the standings show changed: recompute and push them, coalesced."""
-        if self._stopped:
+        if self._stopped or not self.leading:
             return
         self._dirty = True
         if self._refresh is None or self._refresh.done():
@@ -587,5 +623,5 @@ class Ladder:
             for i, r in enumerate(listed)
         ]
         self.table = LiveStandings(paused=self.paused, standings=table)
-        self._publish(self.table)
+        self.publish(self.table)
         return self.table

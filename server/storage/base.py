@@ -181,8 +181,9 @@ class Storage(Protocol):
     async def list_games(self, status: GameStatus | None, limit: int) -> list[GameRow]:
         """Most recently started first."""
 
-    async def abort_running(self, ended: str) -> int:
-        """Mark every ``running`` game ``aborted`` (they died with the last server); returns how many."""
+    async def abort_running(self, ended: str, game_ids: Sequence[str] | None = None) -> int:
+        """Mark every ``running`` game (or those of ``game_ids`` still running) ``aborted``:
+        they died with the server that ran them. Returns how many."""
 
     async def write_games(self, writes: Sequence[GameWrite]) -> None:
         """Store game rows in order, in one transaction (all or none; one commit for many

@@ -253,10 +253,12 @@ class PostgresStorage(OneGameWrites):
             )
         return [_game_row(r) for r in rows]
 
-    async def abort_running(self, ended: str) -> int:
-        tag = await self._p().execute(
-            "UPDATE games SET status = 'aborted', end_reason = 'aborted', ended = $1 WHERE status = 'running'", ended
-        )
+    async def abort_running(self, ended: str, game_ids: Sequence[str] | None = None) -> int:
+        sql = "UPDATE games SET status = 'aborted', end_reason = 'aborted', ended = $1 WHERE status = 'running'"
+        if game_ids is None:
+            tag = await self._p().execute(sql, ended)
+        else:
+            tag = await self._p().execute(sql + " AND id = ANY($2::text[])", ended, list(game_ids))
         return int(tag.split()[-1])
 
     # ------------------------------------------------------------------ ratings

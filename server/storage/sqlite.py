@@ -274,11 +274,11 @@ class SqliteStorage(OneGameWrites):
             args = (status, limit)  # type: ignore[assignment]
         return [_game_row(r) for r in self._conn().execute(sql, args).fetchall()]
 
-    def _abort_running(self, ended: str) -> int:
-        cur = self._conn().execute(
-            "UPDATE games SET status = 'aborted', end_reason = 'aborted', ended = ? WHERE status = 'running'", (ended,)
-        )
-        return cur.rowcount
+    def _abort_running(self, ended: str, game_ids: Sequence[str] | None) -> int:
+        sql = "UPDATE games SET status = 'aborted', end_reason = 'aborted', ended = ? WHERE status = 'running'"
+        if game_ids is None:
+            return self._conn().execute(sql, (ended,)).rowcount
+        return sum(self._conn().execute(sql + " AND id = ?", (ended, g)).rowcount for g in game_ids)
 
     def _between_game_and_ratings(self) -> None:
         """Does nothing; tests replace it to fail a :meth:`finish_game` half-way."""
@@ -419,8 +419,8 @@ class SqliteStorage(OneGameWrites):
     async def list_games(self, status: GameStatus | None, limit: int) -> list[GameRow]:
         return await self._run(self._list_games, status, limit)
 
-    async def abort_running(self, ended: str) -> int:
-        return await self._run(self._abort_running, ended)
+    async def abort_running(self, ended: str, game_ids: Sequence[str] | None = None) -> int:
+        return await self._run(self._abort_running, ended, game_ids)
 
     async def standings(self) -> list[Standing]:
         return await self._run(self._standings)

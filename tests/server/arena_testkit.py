@@ -71,7 +71,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def settings_for(db: Path, **overrides: Any) -> Settings:
+def settings_for(db: Path | str, **overrides: Any) -> Settings:
     """Test settings: a known admin token, and a rate limit out of the way (these bots answer
     as fast as the loop runs; the default 20 messages/s would throttle them)."""
     values: dict[str, Any] = {"db": str(db), "admin_token": ADMIN, "heartbeat_s": 5.0,

@@ -1,0 +1,121 @@
+"""Every message arena nodes put on Redis, besides presence (``presence.py``).
+
+Frames for bots and spectators travel as the bytes the hosting node encoded (``msgspec.Raw``
+inside the envelope's JSON), so a frame is encoded once, on the node that hosts its game, and
+the node that holds the connection writes it as it came.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from protocol.messages import ClientMessage, GameSummary, LiveStandings
+
+from .presence import Attached, Detached
+
+
+class ToBot(msgspec.Struct, tag="to_bot", frozen=True, omit_defaults=True):
+    """A frame for ``bot``, to the node holding its connection. A ``decision`` names its game
+    and request (the node lets the answer past the rate limit, as for a local game); a
+    ``challenged`` names its challenge (an ``accept`` or ``decline`` goes back to the sender)."""
+
+    bot: str
+    frame: msgspec.Raw
+    game_id: str | None = None
+    request_id: int | None = None
+    challenge_id: str | None = None
+
+
+class ToConn(msgspec.Struct, tag="to_conn", frozen=True):
+    """A frame for connection ``conn`` of the receiving node (a spectator)."""
+
+    conn: int
+    frame: msgspec.Raw
+
+
+class FromBot(msgspec.Struct, tag="from_bot", frozen=True):
+    """What ``bot`` sent, for the node that acts on it: a move or a resignation to the game's
+    host, an answer to a challenge to the node holding it, a seek to the pairing leader."""
+
+    bot: str
+    message: ClientMessage
+
+
+class Watching(msgspec.Struct, tag="watching", frozen=True):
+    """Connection ``conn`` of the sending node starts (``on``) or stops watching a game."""
+
+    conn: int
+    game_id: str
+    on: bool
+
+
+class Capacity(msgspec.Struct, tag="capacity", frozen=True):
+    """``bot`` now plays at most ``max_games`` games at a time."""
+
+    bot: str
+    max_games: int
+
+
+class GameBegan(msgspec.Struct, tag="game_began", frozen=True):
+    """A game started on ``host`` (every node: where to send its moves, the bots' slots, /live)."""
+
+    host: str
+    game: GameSummary
+
+
+class GameEnded(msgspec.Struct, tag="game_ended", frozen=True):
+    """A game of ``host`` is over and announced (``game`` as it ended)."""
+
+    host: str
+    game: GameSummary
+
+
+class LeaderIs(msgspec.Struct, tag="leader_is", frozen=True):
+    """``node`` holds the pairing lease (said when it takes it, then every second)."""
+
+    node: str
+
+
+class Standings(msgspec.Struct, tag="standings", frozen=True):
+    """The leader's standings: every node answers ``GET /api/ladder`` and ``/live`` with them."""
+
+    table: LiveStandings
+    places: dict[str, str]
+    """Every bot's place that is not ``new`` (``listed``, ``removed``)."""
+    seeking: list[str]
+
+
+class Refused(msgspec.Struct, tag="refused", frozen=True):
+    """``bot`` drew a protocol error on its node (the leader fails a qualifying bot for it)."""
+
+    bot: str
+    code: str
+    message: str
+    game_id: str | None
+
+
+LadderOp = Literal["pause", "resume", "reset", "remove", "restore"]
+
+
+class LadderCall(msgspec.Struct, tag="ladder_call", frozen=True):
+    """An organizer's ladder control, for the leader to carry out; answered by :class:`LadderAnswer`."""
+
+    call: int
+    op: LadderOp
+    bot: str | None = None
+
+
+class LadderAnswer(msgspec.Struct, tag="ladder_answer", frozen=True):
+    """The leader's answer to the sender's call ``call``: the HTTP status and body."""
+
+    call: int
+    status: int
+    body: dict[str, object]
+
+
+ClusterMessage = (
+    Attached | Detached | Capacity | ToBot | ToConn | FromBot | Watching | GameBegan | GameEnded | LeaderIs
+    | Standings | Refused | LadderCall | LadderAnswer
+)

@@ -1,0 +1,635 @@
+"""This node's part in a cluster: where games and bots are, and what goes between nodes.
+
+A game runs on the node that started it (its *host*), with its clock, its request ids and its
+record, exactly as on one node. Its seats may be connected anywhere: the host sends a seat's
+frames to the node that holds the connection (:class:`RemoteBot`), which writes them as they
+came; that node sends what the bot says about the game back to the host (:class:`FromBot`).
+Every node knows every running game's host from ``game_began`` and ``game_ended`` broadcasts
+(and the hash ``mandala:games``, read at start), every bot's node from presence, and the
+pairing leader from ``leader_is``. The ladder runs on the node holding the pairing lease; the
+others pass it their bots' seeks and the organizer's controls, and answer ``GET /api/ladder``
+and ``/live`` with the standings it broadcasts.
+
+Faults: Redis lost — games whose seats this node holds both go on; a game with a seat on
+another node is aborted by its host, and a bot here whose game another node hosts is closed
+with 4010 (its game is gone from here; on reconnecting, ``welcome`` lists what still runs);
+no game or challenge across nodes starts (``cluster_unavailable``). When Redis is back the
+node announces its bots and games again. A node that dies: its bots count as gone, its games
+are aborted, and their seats elsewhere are closed with 4010 the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+from redis.exceptions import RedisError
+
+from protocol.messages import (
+    CLOSE_GAME_HOST_LOST,
+    CLOSE_REPLACED,
+    Accept,
+    Challenged,
+    ClientMessage,
+    Decision,
+    Decline,
+    LiveGameEnded,
+    LiveGameStarted,
+    LiveStandings,
+    PlayMove,
+    Resign,
+    Seek,
+    Unseek,
+)
+
+from ..clock import utc_now
+from ..connection import Connection, encode
+from ..refusal import Refusal
+from ..summary import game_summary
+from .bus import PREFIX, ClusterBus, ClusterUnavailable
+from .lease import Lease
+from .messages import (
+    Capacity,
+    ClusterMessage,
+    FromBot,
+    GameBegan,
+    GameEnded,
+    LadderAnswer,
+    LadderCall,
+    LadderOp,
+    LeaderIs,
+    Refused,
+    Standings,
+    ToBot,
+    ToConn,
+    Watching,
+)
+from .presence import ClusterPresence, Place, text_of
+
+if TYPE_CHECKING:
+    from ..arena import Arena
+    from ..games import GameRoom
+
+log = logging.getLogger(__name__)
+
+GAMES = f"{PREFIX}:games"
+"""Hash: the running games of the cluster, game id → ``game_began`` as JSON."""
+CAPACITY = f"{PREFIX}:capacity"
+"""Hash: each connected bot's ``max_games``."""
+PAIRING = "pairing"
+TICK_S = 1.0
+"""How often the leader says it leads and each node looks for nodes that died."""
+CALL_TIMEOUT_S = 10.0
+ENDED_KEPT = 1024
+"""Games of other nodes remembered after their end, so a late move still reaches the host
+(which answers ``game_over``) rather than getting ``unknown_game``."""
+
+_began = msgspec.json.Decoder(GameBegan)
+_encoder = msgspec.json.Encoder()
+
+
+class RemoteBot:
+    """A bot connected to another node: game code sends it frames as to a connection."""
+
+    __slots__ = ("name", "node", "_cluster")
+
+    def __init__(self, name: str, node: str, cluster: ClusterNode) -> None:
+        self.name = name
+        self.node = node
+        self._cluster = cluster
+
+    @property
+    def max_games(self) -> int:
+        return self._cluster.capacity.get(self.name, 1)
+
+    @property
+    def reachable(self) -> bool:
+        return self._cluster.bus.healthy
+
+    def send(self, msg: Any) -> None:
+        if isinstance(msg, bytes):
+            out = ToBot(self.name, msgspec.Raw(msg))
+        elif type(msg) is Decision:
+            out = ToBot(self.name, msgspec.Raw(encode(msg)), msg.game_id, msg.request_id)
+        elif type(msg) is Challenged:
+            out = ToBot(self.name, msgspec.Raw(encode(msg)), challenge_id=msg.challenge_id)
+        else:
+            out = ToBot(self.name, msgspec.Raw(encode(msg)))
+        self._cluster.bus.post(self.node, out)
+
+
+class RemoteSpectator:
+    """A connection of another node watching a game hosted here."""
+
+    __slots__ = ("node", "conn", "watching", "_bus")
+
+    def __init__(self, node: str, conn: int, bus: ClusterBus[Any]) -> None:
+        self.node = node
+        self.conn = conn
+        self.watching: set[str] = set()
+        self._bus = bus
+
+    def send(self, msg: Any) -> None:
+        self._bus.post(self.node, ToConn(self.conn, msgspec.Raw(msg if isinstance(msg, bytes) else encode(msg))))
+
+
+class ClusterNode:
+    """The cluster as this node sees it; ``bind(arena)`` hooks it into the server."""
+
+    def __init__(self, url: str, node: str) -> None:
+        self.node = node
+        self.bus: ClusterBus[Any] = ClusterBus(url, node, ClusterMessage)
+        self.presence = ClusterPresence(self.bus, self._replaced, self._arrived, self._left)
+        self.lease = Lease(self.bus.redis, PAIRING, node, gained=self._gained, lost=self._lost)
+        self.games: dict[str, GameBegan] = {}
+        """Running games hosted by other nodes."""
+        self.ended: OrderedDict[str, str] = OrderedDict()
+        self.capacity: dict[str, int] = {}
+        self.leader: str | None = None
+        self.seeking: set[str] = set()
+        """Bots connected here that seek ladder games (sent again to a new leader)."""
+        self._awaited: dict[tuple[str, str], int] = {}
+        self._challenges: dict[str, str] = {}
+        """Challenges to bots here, offered on other nodes: challenge id → that node."""
+        self._spectators: dict[tuple[str, int], RemoteSpectator] = {}
+        self._calls: dict[int, asyncio.Future[LadderAnswer]] = {}
+        self._call_ids = itertools.count(1)
+        self._tasks: list[asyncio.Task[None]] = []
+        self._spawned: set[asyncio.Task[Any]] = set()
+        self._table: LiveStandings | None = None
+        self._arena: Arena | None = None
+        self._handlers: dict[type, Callable[[str, Any], None]] = {
+            Capacity: self._on_capacity, ToBot: self._on_to_bot, ToConn: self._on_to_conn,
+            FromBot: self._on_from_bot, Watching: self._on_watching, GameBegan: self._on_game_began,
+            GameEnded: self._on_game_ended, LeaderIs: self._on_leader_is, Standings: self._on_standings,
+            Refused: self._on_refused, LadderCall: self._on_ladder_call, LadderAnswer: self._on_ladder_answer,
+        }
+        self.bus.subscribe(self._heard)
+        self.bus.health_listeners.append(self._health_changed)
+
+    @property
+    def arena(self) -> Arena:
+        assert self._arena is not None, "bind(arena) first"
+        return self._arena
+
+    @property
+    def healthy(self) -> bool:
+        return self.bus.healthy
+
+    @property
+    def leading(self) -> bool:
+        return self.lease.valid()
+
+    def bind(self, arena: Arena) -> None:
+        """Hook into the server: presence falls back to bots elsewhere, the manager to games
+        elsewhere, the ladder publishes through the cluster."""
+        self._arena = arena
+        arena.presence.elsewhere = self
+        arena.manager.elsewhere = self
+        arena.manager.listeners.append(self)
+        arena.ladder.publish = self._publish_standings
+        arena.ladder.may_act = self.lease.valid
+        arena.challenges.held_elsewhere = self.challenge_node
+        arena.challenges.forward = self.forward
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def open(self) -> None:
+        """Join: connect to Redis (raises :class:`ClusterUnavailable`), learn where bots and
+        games are."""
+        await self.bus.open()
+        try:
+            await self._load()
+        except (RedisError, OSError) as e:
+            await self.bus.close()
+            raise ClusterUnavailable(f"Redis at {self.bus.url}: {e}") from None
+
+    def run(self) -> None:
+        """Once the server is ready: compete for the pairing lease, watch for nodes that die."""
+        loop = asyncio.get_running_loop()
+        self._tasks = [
+            loop.create_task(self.lease.run(), name=f"lease-{self.node}"),
+            loop.create_task(self._tick(), name=f"cluster-tick-{self.node}"),
+        ]
+
+    async def _load(self) -> None:
+        await self.presence.load()
+        self.capacity = {text_of(k): int(v) for k, v in (await self.bus.redis.hgetall(CAPACITY)).items()}
+        alive = set(await self.bus.nodes())
+        self.games = {}
+        for key, value in (await self.bus.redis.hgetall(GAMES)).items():
+            try:
+                began = _began.decode(value)
+            except msgspec.DecodeError:
+                log.warning("node %s: undecodable entry %r in %s dropped", self.node, key, GAMES)
+                continue
+            if began.host != self.node and began.host in alive:
+                self.games[began.game.game_id] = began
+
+    async def stale_games(self, running: list[str]) -> list[str]:
+        """Of the games storage lists as running, those no living node hosts (this node's
+        before a restart, or a dead node's): to be marked aborted at start."""
+        stale = [game_id for game_id in running if game_id not in self.games]
+        for i in range(0, len(stale), 1000):
+            await self.bus.redis.hdel(GAMES, *stale[i:i + 1000])
+        return stale
+
+    async def close(self) -> None:
+        """Leave: the last frames (the aborted games' ``game_over``) go out first."""
+        try:
+            await asyncio.wait_for(self.bus.sent(), 2.0)
+        except (TimeoutError, ClusterUnavailable):
+            pass
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        for task in list(self._spawned):
+            task.cancel()
+        self._tasks = []
+        await self.bus.close()
+
+    def _spawn(self, coro: Any, what: str) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._spawned.add(task)
+
+        def done(t: asyncio.Task[Any]) -> None:
+            self._spawned.discard(t)
+            if not t.cancelled() and t.exception() is not None:
+                log.warning("node %s: %s failed: %s", self.node, what, t.exception())
+
+        task.add_done_callback(done)
+
+    async def _tick(self) -> None:
+        """Every second: the leader says it leads (and what the standings are, for nodes that
+        joined since); every node looks for nodes that died."""
+        while True:
+            await asyncio.sleep(TICK_S)
+            try:
+                if self.leading:
+                    self.bus.post(None, LeaderIs(self.node))
+                    self._publish_standings(self.arena.ladder.table)
+                if self.healthy:
+                    await self._sweep()
+            except (RedisError, OSError, ClusterUnavailable) as e:
+                log.debug("node %s: cluster tick failed: %s", self.node, e)
+            except Exception:
+                log.exception("node %s: cluster tick failed", self.node)
+
+    async def _sweep(self) -> None:
+        """Nodes that stopped refreshing their liveness are gone: forget their bots, end
+        their games (the leader marks them aborted in storage)."""
+        alive = set(await self.bus.nodes())
+        known = {p.node for p in self.presence.elsewhere().values()} | {g.host for g in self.games.values()}
+        for node in sorted(known - alive - {self.node}):
+            log.warning("node %s: node %s is gone", self.node, node)
+            for bot in self.presence.forget_node(node):
+                self._left(bot)
+            lost = [g for g in self.games.values() if g.host == node]
+            for began in lost:
+                self._host_lost(began, f"the node hosting game {began.game.game_id} stopped")
+            if self.leading:
+                await self.presence.sweep()
+                if lost:
+                    ids = [b.game.game_id for b in lost]
+                    await self.arena.storage.abort_running(utc_now(), ids)
+                    await self.bus.redis.hdel(GAMES, *ids)
+                self.arena.ladder.wake()
+
+    # ------------------------------------------------------------------ this node's bots
+
+    async def attached(self, bot: str, conn: Connection) -> Place | None:
+        """A bot said hello here: record it for the cluster (an older connection anywhere is
+        closed). Without Redis it plays here only (``None``)."""
+        try:
+            self._post_capacity(bot, conn.max_games)
+            return await self.presence.attach(bot, conn.id)
+        except ClusterUnavailable as e:
+            log.warning("node %s: bot %s is known here only: %s", self.node, bot, e)
+            return None
+
+    def detached(self, bot: str, place: Place | None) -> bool:
+        """A bot's connection here closed. Whether the bot is still connected (elsewhere)."""
+        self.seeking.discard(bot)
+        if place is not None:
+            self._spawn(self.presence.detach(bot, place), f"detaching bot {bot}")
+        now = self.presence.place(bot)
+        return now is not None and now.node != self.node
+
+    def capacity_changed(self, bot: str, max_games: int) -> None:
+        self._post_capacity(bot, max_games)
+
+    def _post_capacity(self, bot: str, max_games: int) -> None:
+        self.capacity[bot] = max_games
+        self.bus.post_command(lambda pipe: pipe.hset(CAPACITY, bot, max_games))
+        self.bus.post(None, Capacity(bot, max_games))
+
+    def seek(self, bot: str, seeking: bool) -> None:
+        """A bot here seeks (or stops): the leader hears it (now, or once one is known)."""
+        if seeking:
+            self.seeking.add(bot)
+        else:
+            self.seeking.discard(bot)
+        if not self.healthy:
+            raise Refusal("cluster_unavailable", "the ladder's leader cannot be reached now; seek again later")
+        if self.leader is not None:
+            self.bus.post(self.leader, FromBot(bot, Seek() if seeking else Unseek()))
+
+    def refused(self, bot: str, refusal: Refusal) -> None:
+        """A protocol error drawn here, for the leader (it fails a qualifying bot)."""
+        if self.leader is not None and self.leader != self.node and self.healthy:
+            self.bus.post(self.leader, Refused(bot, refusal.code, refusal.message, refusal.game_id))
+
+    # ------------------------------------------------------------------ Presence.elsewhere
+
+    def get(self, bot: str) -> RemoteBot | None:
+        place = self.presence.place(bot)
+        if place is None or place.node == self.node:
+            return None
+        return RemoteBot(bot, place.node, self)
+
+    def count(self) -> int:
+        return len(self.presence.elsewhere())
+
+    # ------------------------------------------------------------------ GameManager.elsewhere
+
+    def host_of(self, game_id: str) -> str | None:
+        began = self.games.get(game_id)
+        return began.host if began is not None else self.ended.get(game_id)
+
+    def forward(self, host: str, bot: str, message: ClientMessage) -> None:
+        if not self.healthy:
+            raise Refusal("cluster_unavailable", "the node hosting this game cannot be reached now",
+                          game_id=getattr(message, "game_id", None), request_id=getattr(message, "request_id", None))
+        self.bus.post(host, FromBot(bot, message))
+
+    def awaits(self, bot: str, game_id: str, request_id: int) -> bool:
+        return self._awaited.get((bot, game_id)) == request_id
+
+    def running_count(self, bot: str) -> int:
+        return sum(1 for g in self.games.values() if bot in g.game.players)
+
+    def game_ids(self, bot: str) -> list[str]:
+        return [game_id for game_id, g in self.games.items() if bot in g.game.players]
+
+    def summaries(self) -> list[Any]:
+        return [g.game for g in self.games.values()]
+
+    def watch(self, conn: Connection, game_id: str, host: str, on: bool) -> None:
+        if on and not self.healthy:
+            raise Refusal("cluster_unavailable", "the node hosting this game cannot be reached now", game_id=game_id)
+        self.bus.post(host, Watching(conn.id, game_id, on))
+
+    def challenge_node(self, challenge_id: str) -> str | None:
+        return self._challenges.get(challenge_id)
+
+    # ------------------------------------------------------------------ GameEvents (games hosted here)
+
+    def game_started(self, room: GameRoom) -> None:
+        began = GameBegan(self.node, game_summary(room.to_row(record=False)))
+        payload = _encoder.encode(began)
+        self.bus.post_command(lambda pipe: pipe.hset(GAMES, room.id, payload))
+        self.bus.post(None, began)
+
+    def game_ended(self, room: GameRoom) -> None:
+        self.bus.post_command(lambda pipe: pipe.hdel(GAMES, room.id))
+        self.bus.post(None, GameEnded(self.node, game_summary(room.to_row(record=False))))
+        for spectator in room.spectators:
+            if isinstance(spectator, RemoteSpectator):
+                self._spectators.pop((spectator.node, spectator.conn), None)
+
+    def rated_game_stored(self, room: GameRoom) -> None:
+        pass
+
+    # ------------------------------------------------------------------ presence
+
+    def _replaced(self, bot: str, conn_id: int) -> None:
+        """A newer connection of ``bot`` elsewhere: close ours (4009), as on one node."""
+        conn = self.arena.presence.get_local(bot)
+        if conn is not None and conn.id == conn_id:
+            self.arena.presence.detach(bot, conn)
+            self.seeking.discard(bot)
+            conn.close(CLOSE_REPLACED, "replaced by a new connection")
+
+    def _arrived(self, bot: str) -> None:
+        arena = self.arena
+        arena.manager.bot_arrived(bot)
+        arena.ladder.bot_arrived(bot)
+
+    def _left(self, bot: str) -> None:
+        arena = self.arena
+        arena.manager.bot_left(bot)
+        arena.challenges.bot_left(bot)
+        arena.ladder.bot_left(bot)
+
+    # ------------------------------------------------------------------ what the bus brings
+
+    def _heard(self, sender: str, message: Any) -> None:
+        handler = self._handlers.get(type(message))
+        if handler is not None:
+            handler(sender, message)
+
+    def _on_capacity(self, sender: str, m: Capacity) -> None:
+        self.capacity[m.bot] = m.max_games
+        if self.leading:
+            self.arena.ladder.wake()
+
+    def _on_to_bot(self, sender: str, m: ToBot) -> None:
+        conn = self.arena.presence.get_local(m.bot)
+        if conn is None:
+            return
+        if m.request_id is not None and m.game_id is not None:
+            self._awaited[(m.bot, m.game_id)] = m.request_id
+        elif m.challenge_id is not None:
+            self._challenges[m.challenge_id] = sender
+        conn.send(bytes(m.frame))
+
+    def _on_to_conn(self, sender: str, m: ToConn) -> None:
+        conn = self.arena.presence.by_id.get(m.conn)
+        if conn is not None:
+            conn.send(bytes(m.frame))
+
+    def _on_from_bot(self, sender: str, m: FromBot) -> None:
+        arena, bot, msg = self.arena, m.bot, m.message
+        try:
+            if isinstance(msg, PlayMove):
+                arena.manager.play(bot, msg.game_id, msg.request_id, msg.move)
+            elif isinstance(msg, Resign):
+                arena.manager.resign(bot, msg.game_id)
+            elif isinstance(msg, Accept):
+                arena.challenges.accept(bot, msg.challenge_id)
+            elif isinstance(msg, Decline):
+                arena.challenges.decline(bot, msg.challenge_id)
+            elif isinstance(msg, Seek):
+                arena.ladder.seek(bot)
+            elif isinstance(msg, Unseek):
+                arena.ladder.unseek(bot)
+            else:
+                log.warning("node %s: %s forwarded %s for bot %s: ignored", self.node, sender, type(msg).__name__, bot)
+        except Refusal as r:
+            seat = arena.presence.get(bot)
+            if seat is not None:
+                seat.send(r.to_error())
+            arena.ladder.refused(bot, r)
+
+    def _on_watching(self, sender: str, m: Watching) -> None:
+        key = (sender, m.conn)
+        spectator = self._spectators.get(key)
+        if m.on:
+            if spectator is None:
+                spectator = self._spectators[key] = RemoteSpectator(sender, m.conn, self.bus)
+            try:
+                self.arena.manager.watch(spectator, m.game_id)
+            except Refusal as r:
+                spectator.send(r.to_error())
+        elif spectator is not None:
+            room = self.arena.manager.lookup(m.game_id)
+            if room is not None:
+                room.unwatch(spectator)
+            if not spectator.watching:
+                del self._spectators[key]
+
+    def _on_game_began(self, sender: str, m: GameBegan) -> None:
+        if m.host == self.node:
+            return
+        self.games[m.game.game_id] = m
+        self.arena.live.publish(LiveGameStarted(m.game))
+
+    def _on_game_ended(self, sender: str, m: GameEnded) -> None:
+        if m.host == self.node:
+            return
+        game_id = m.game.game_id
+        if self.games.pop(game_id, None) is None:
+            return
+        self.ended[game_id] = m.host
+        while len(self.ended) > ENDED_KEPT:
+            self.ended.popitem(last=False)
+        for bot in m.game.players:
+            self._awaited.pop((bot, game_id), None)
+        for conn in self.arena.presence.connections:
+            conn.watching.discard(game_id)
+        self.arena.live.publish(LiveGameEnded(m.game))
+        if self.leading:
+            self.arena.ladder.wake()
+
+    def _host_lost(self, began: GameBegan, why: str) -> None:
+        """A game hosted elsewhere cannot go on: its host died or cannot be reached. Its
+        seats here are closed (4010): on reconnecting, ``welcome`` lists what still runs."""
+        game = began.game
+        self.games.pop(game.game_id, None)
+        for bot in game.players:
+            self._awaited.pop((bot, game.game_id), None)
+            conn = self.arena.presence.get_local(bot)
+            if conn is not None:
+                log.warning("node %s: closing bot %s: %s", self.node, bot, why)
+                conn.close(CLOSE_GAME_HOST_LOST, why[:120])
+        for conn in self.arena.presence.connections:
+            conn.watching.discard(game.game_id)
+
+    # ------------------------------------------------------------------ the ladder's leader
+
+    def _gained(self) -> None:
+        self.leader = self.node
+        self.bus.post(None, LeaderIs(self.node))
+        self._spawn(self.arena.ladder.lead(), "taking the ladder's lead")
+
+    def _lost(self) -> None:
+        if self.leader == self.node:
+            self.leader = None
+        self.arena.ladder.follow()
+
+    def _on_leader_is(self, sender: str, m: LeaderIs) -> None:
+        if m.node == self.leader:
+            return
+        self.leader = m.node
+        if m.node == self.node:
+            return
+        for bot in sorted(self.seeking):  # a new leader learns who seeks from the nodes
+            self.bus.post(m.node, FromBot(bot, Seek()))
+
+    def _publish_standings(self, table: LiveStandings) -> None:
+        ladder = self.arena.ladder
+        if self.healthy:
+            places: dict[str, str] = {bot: place for bot, place in ladder.places.items() if place != "new"}
+            self.bus.post(None, Standings(table, places, sorted(ladder.seeking)))
+        else:
+            self.arena.live.publish(table)
+
+    def _on_standings(self, sender: str, m: Standings) -> None:
+        if sender != self.node:
+            if self.leading:
+                return  # a leader that lost its lease late: this node's table wins
+            ladder = self.arena.ladder
+            ladder.table = m.table
+            ladder.places = {bot: place for bot, place in m.places.items() if place in ("listed", "removed")}  # type: ignore[misc]
+            ladder.seeking = set(m.seeking)
+        if m.table != self._table:
+            self._table = m.table
+            self.arena.live.publish(m.table)
+
+    def _on_refused(self, sender: str, m: Refused) -> None:
+        if self.leading:
+            self.arena.ladder.refused(m.bot, Refusal(m.code, m.message, game_id=m.game_id))  # type: ignore[arg-type]
+
+    async def call_leader(self, op: LadderOp, bot: str | None) -> LadderAnswer:
+        """Have the leader carry out an organizer's control; its HTTP answer. Raises
+        :class:`ClusterUnavailable` when there is no leader to answer."""
+        if self.leader is None or not self.healthy:
+            raise ClusterUnavailable("no node leads the ladder now")
+        call = next(self._call_ids)
+        future: asyncio.Future[LadderAnswer] = asyncio.get_running_loop().create_future()
+        self._calls[call] = future
+        try:
+            self.bus.post(self.leader, LadderCall(call, op, bot))
+            return await asyncio.wait_for(future, CALL_TIMEOUT_S)
+        except TimeoutError:
+            raise ClusterUnavailable(f"the ladder's leader ({self.leader}) did not answer") from None
+        finally:
+            self._calls.pop(call, None)
+
+    def _on_ladder_call(self, sender: str, m: LadderCall) -> None:
+        from ..ladder_api import carry_out
+
+        async def answer() -> None:
+            status, body = await carry_out(self.arena, m.op, m.bot)
+            self.bus.post(sender, LadderAnswer(m.call, status, body))
+
+        self._spawn(answer(), f"the organizer's {m.op}")
+
+    def _on_ladder_answer(self, sender: str, m: LadderAnswer) -> None:
+        future = self._calls.get(m.call)
+        if future is not None and not future.done():
+            future.set_result(m)
+
+    # ------------------------------------------------------------------ Redis lost and back
+
+    def _health_changed(self, healthy: bool) -> None:
+        if healthy:
+            self._spawn(self._rejoin(), "rejoining the cluster")
+            return
+        arena = self.arena
+        for room in list(arena.manager.running.values()):
+            if any(self._elsewhere(bot) for bot in room.players):
+                log.warning("node %s: game %s aborted: Redis is lost and a seat is on another node", self.node, room.id)
+                room.abort()
+        for began in list(self.games.values()):
+            self._host_lost(began, "the cluster lost Redis: the node hosting your game cannot be reached")
+
+    def _elsewhere(self, bot: str) -> bool:
+        place = self.presence.place(bot)
+        return place is not None and place.node != self.node and self.arena.presence.get_local(bot) is None
+
+    async def _rejoin(self) -> None:
+        """Redis is back: learn the cluster again, and tell it this node's bots and games."""
+        await self._load()
+        arena = self.arena
+        for bot, conn in list(arena.presence.local_bots()):
+            place = await self.attached(bot, conn)
+            if place is not None:
+                conn.place = place
+        for room in list(arena.manager.running.values()):
+            self.game_started(room)
