@@ -201,7 +201,7 @@ class Session:
     def seek(self, bot: str, seeking: bool) -> None:
         """The ladder hears a seek where it runs: here, or on the cluster's pairing leader."""
         arena = self.arena
-        if arena.cluster is not None and not arena.cluster.leading:
+        if arena.cluster is not None:
             arena.cluster.seek(bot, seeking)
         elif seeking:
             arena.ladder.seek(bot)

@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 
 PREFIX = "mandala"
 ALL = f"{PREFIX}:all"
-ALIVE_S = 3.0
+ALIVE_S = 2.0
 """A node that has not refreshed its key for this long counts as gone."""
 
 RETRY_MIN_S = 0.05

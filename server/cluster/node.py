@@ -82,8 +82,12 @@ GAMES = f"{PREFIX}:games"
 CAPACITY = f"{PREFIX}:capacity"
 """Hash: each connected bot's ``max_games``."""
 PAIRING = "pairing"
-TICK_S = 1.0
-"""How often the leader says it leads and each node looks for nodes that died."""
+LEASE_S = 2.0
+"""The pairing lease's expiry: a leader that dies is replaced within this and one attempt
+(two thirds of a second), so pairing stops for less than 3 s."""
+TICK_S = 0.5
+"""How often the leader says it leads and each node looks for nodes that died (a node is
+gone once its liveness key, refreshed every two thirds of a second, is 2 s old)."""
 CALL_TIMEOUT_S = 10.0
 ENDED_KEPT = 1024
 """Games of other nodes remembered after their end, so a late move still reaches the host
@@ -145,7 +149,7 @@ class ClusterNode:
         self.node = node
         self.bus: ClusterBus[Any] = ClusterBus(url, node, ClusterMessage)
         self.presence = ClusterPresence(self.bus, self._replaced, self._arrived, self._left)
-        self.lease = Lease(self.bus.redis, PAIRING, node, gained=self._gained, lost=self._lost)
+        self.lease = Lease(self.bus.redis, PAIRING, node, LEASE_S, gained=self._gained, lost=self._lost)
         self.games: dict[str, GameBegan] = {}
         """Running games hosted by other nodes."""
         self.ended: OrderedDict[str, str] = OrderedDict()
@@ -219,6 +223,9 @@ class ClusterNode:
 
     async def _load(self) -> None:
         await self.presence.load()
+        holder = await self.bus.redis.get(self.lease.key)
+        if holder is not None and self.leader is None:
+            self.leader = text_of(holder)
         self.capacity = {text_of(k): int(v) for k, v in (await self.bus.redis.hgetall(CAPACITY)).items()}
         alive = set(await self.bus.nodes())
         self.games = {}
@@ -282,9 +289,12 @@ class ClusterNode:
 
     async def _sweep(self) -> None:
         """Nodes that stopped refreshing their liveness are gone: forget their bots, end
-        their games (the leader marks them aborted in storage)."""
+        their games, mark them aborted in storage (every node that notices does, to the same
+        effect)."""
         alive = set(await self.bus.nodes())
         known = {p.node for p in self.presence.elsewhere().values()} | {g.host for g in self.games.values()}
+        if self.leader is not None and self.leader not in alive:
+            self.leader = None  # seeks wait for the next leader rather than go to a dead one
         for node in sorted(known - alive - {self.node}):
             log.warning("node %s: node %s is gone", self.node, node)
             for bot in self.presence.forget_node(node):
@@ -292,13 +302,12 @@ class ClusterNode:
             lost = [g for g in self.games.values() if g.host == node]
             for began in lost:
                 self._host_lost(began, f"the node hosting game {began.game.game_id} stopped")
-            if self.leading:
-                await self.presence.sweep()
-                if lost:
-                    ids = [b.game.game_id for b in lost]
-                    await self.arena.storage.abort_running(utc_now(), ids)
-                    await self.bus.redis.hdel(GAMES, *ids)
-                self.arena.ladder.wake()
+            await self.presence.sweep()
+            if lost:
+                ids = [b.game.game_id for b in lost]
+                await self.arena.storage.abort_running(utc_now(), ids)
+                await self.bus.redis.hdel(GAMES, *ids)
+            self.arena.ladder.wake()
 
     # ------------------------------------------------------------------ this node's bots
 
@@ -329,11 +338,20 @@ class ClusterNode:
         self.bus.post(None, Capacity(bot, max_games))
 
     def seek(self, bot: str, seeking: bool) -> None:
-        """A bot here seeks (or stops): the leader hears it (now, or once one is known)."""
+        """A bot here seeks (or stops): the ladder hears it here if this node leads, else the
+        leader does (now, or once one is known: a new leader hears every seeking bot)."""
         if seeking:
             self.seeking.add(bot)
         else:
             self.seeking.discard(bot)
+        ladder = self.arena.ladder
+        if self.leading:
+            try:
+                ladder.seek(bot) if seeking else ladder.unseek(bot)
+            except Refusal:
+                self.seeking.discard(bot)
+                raise
+            return
         if not self.healthy:
             raise Refusal("cluster_unavailable", "the ladder's leader cannot be reached now; seek again later")
         if self.leader is not None:
@@ -535,7 +553,20 @@ class ClusterNode:
     def _gained(self) -> None:
         self.leader = self.node
         self.bus.post(None, LeaderIs(self.node))
-        self._spawn(self.arena.ladder.lead(), "taking the ladder's lead")
+        self._spawn(self._lead(), "taking the ladder's lead")
+
+    async def _lead(self) -> None:
+        """Lead the ladder from what is stored; this node's seeking bots seek on it at once
+        (the other nodes send theirs when they hear ``leader_is``)."""
+        ladder = self.arena.ladder
+        await ladder.lead()
+        for bot in sorted(self.seeking):
+            if ladder.leading and self.arena.presence.get_local(bot) is not None:
+                try:
+                    ladder.seek(bot)
+                except Refusal as r:
+                    self.seeking.discard(bot)
+                    self.arena.presence.get_local(bot).send(r.to_error())  # type: ignore[union-attr]
 
     def _lost(self) -> None:
         if self.leader == self.node:

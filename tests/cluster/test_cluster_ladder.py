@@ -1,0 +1,85 @@
+"""One ladder for the whole cluster, over a real Redis and PostgreSQL: bots of different speeds
+connected to different nodes qualify and meet each other, every node answers the standings
+alike and they equal an Elo replay of the stored games, and the organizer's controls work from
+any node."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import aiohttp
+
+from arena_testkit import ADMIN, Harness, Seen, assert_ratings_replay, ladder_bot, wait_until
+from conftest import MakeCluster
+
+BOTS = {"alpha": 0, "bravo": 1, "charlie": 2, "delta": 1}
+THINK = {"alpha": 0.0, "bravo": 0.02, "charlie": 0.0, "delta": 0.005}
+
+
+async def ladder(node: Harness) -> dict[str, Any]:
+    return await node.get_json("/api/ladder")
+
+
+async def test_bots_on_three_nodes_share_one_ladder(make_cluster: MakeCluster, pg_url: str, pg_schema: str) -> None:
+    nodes = await make_cluster(3, decision_ms=2000, pairing_wait_s=0.5)
+    leader = nodes[0].arena.cluster
+    assert leader is not None
+    await wait_until(lambda: leader.leading, 10, "n1 never took the pairing lease")
+    await wait_until(lambda: all(n.arena.cluster and n.arena.cluster.leader == "n1" for n in nodes), 5,
+                     "not every node learned who leads")
+    tokens = {name: await nodes[0].create_bot(name) for name in BOTS}
+    seen = Seen()
+    async with aiohttp.ClientSession() as http:
+        tasks = [
+            asyncio.create_task(ladder_bot(http, str(nodes[i].client.make_url("")).rstrip("/"), tokens[name], seed,
+                                           seen, think=THINK[name]))
+            for seed, (name, i) in enumerate(BOTS.items())
+        ]
+
+        async def everyone_met_everyone() -> bool:
+            table = (await ladder(nodes[2]))["standings"]
+            return len(table) == 4 and all(s["opponents"] == 3 for s in table)
+
+        try:
+            await wait_until(everyone_met_everyone, 60, "the bots did not all meet each other", every=0.2)
+            # Every ladder game was hosted by the leader; bots of every node played them.
+            hosts = {game_id for game_id in seen.started}
+            assert hosts and all(g in nodes[0].arena.manager.running or g in nodes[0].arena.manager.finished
+                                 for g in hosts)
+            # The organizer acts from a node that does not lead: the leader carries it out.
+            headers = {"Authorization": f"Bearer {ADMIN}"}
+            resp = await nodes[2].client.delete("/api/ladder/bots/delta", headers=headers)
+            assert resp.status == 200, await resp.text()
+            assert await resp.json() == {"bot": "delta", "state": "removed"}
+            resp = await nodes[1].client.delete("/api/ladder/bots/delta", headers=headers)
+            assert resp.status == 409 and (await resp.json())["error"]["code"] == "already_removed"
+            assert "delta" not in [s["bot"] for s in (await ladder(nodes[0]))["standings"]]
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+    assert not seen.errors, seen.errors
+    # Once the last games are over and stored, every node reads the same standings,
+    # and they equal a replay of the stored games.
+    manager = nodes[0].arena.manager
+    await wait_until(lambda: not manager.running, 15, "the last ladder games did not end")
+    await manager.flush()
+    await nodes[0].arena.ladder.refresh_standings()
+    reference = await ladder(nodes[0])
+
+    async def all_alike() -> bool:
+        return all([await ladder(n) == reference for n in nodes[1:]])
+
+    await wait_until(all_alike, 5, "the nodes' standings differ")
+    assert {s["bot"] for s in reference["standings"]} == {"alpha", "bravo", "charlie"}
+    from server.storage.postgres import PostgresStorage
+
+    store = PostgresStorage(pg_url, schema=pg_schema, max_size=2)
+    await store.open()
+    try:
+        state = await assert_ratings_replay(store, list(BOTS))
+    finally:
+        await store.close()
+    for s in reference["standings"]:
+        assert (s["rating"], s["games"]) == (round(state[s["bot"]][0], 1), state[s["bot"]][1])

@@ -1,0 +1,149 @@
+"""Nodes as processes, over a real Redis and PostgreSQL: ``kill -9`` of the node that leads the
+ladder stops pairing for less than 5 s (another node takes the lease, the bots whose games died
+with it are closed with 4010 and come back), no game a bot saw finish is lost, and the ratings
+equal a replay of the stored games. Also: a node whose Redis or PostgreSQL cannot be reached
+does not start (exit status 1, naming what)."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import asyncpg
+import pytest
+
+from arena_testkit import SERVE, Seen, ServeProcess, assert_ratings_replay, free_port, ladder_bot, wait_until
+from server.storage.postgres import PostgresStorage
+
+BOTS = ["ann", "ben", "cat"]
+
+
+@pytest.fixture
+async def database(pg_url: str) -> AsyncIterator[str]:
+    """A fresh PostgreSQL database (nodes as processes use the default schema), dropped after."""
+    name = f"cluster_{uuid.uuid4().hex[:12]}"
+    conn = await asyncpg.connect(pg_url)
+    try:
+        await conn.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await conn.close()
+    base, _, _ = pg_url.rpartition("/")
+    yield f"{base}/{name}"
+    conn = await asyncpg.connect(pg_url)
+    try:
+        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await conn.close()
+
+
+def node(database: str, redis_url: str, name: str, config: Path, tmp_path: Path) -> ServeProcess:
+    return ServeProcess(database, free_port(), config, tmp_path / f"{name}.log", "--redis", redis_url, "--node", name,
+                        "--spool", str(tmp_path / f"{name}-spool.jsonl"))
+
+
+async def leader(http: aiohttp.ClientSession, server: ServeProcess) -> str | None:
+    got = await server.health(http)
+    return None if got is None else got[1]["cluster"]["leader"]
+
+
+async def test_kill_9_of_the_pairing_leader_stops_pairing_for_less_than_5_s(
+        database: str, redis_url: str, tmp_path: Path) -> None:
+    import redis.asyncio as aioredis
+
+    r = aioredis.Redis.from_url(redis_url)
+    await r.flushdb()
+    await r.aclose()
+    config = tmp_path / "arena.toml"
+    config.write_text("pairing_interval_s = 0.05\nmessages_per_second = 10000.0\nburst = 10000\n"
+                      "decision_ms = 2000\npairing_wait_s = 0.2\n")
+    seen = Seen()
+    async with aiohttp.ClientSession() as http:
+        n1 = node(database, redis_url, "n1", config, tmp_path)
+        n2 = None
+        bots: list[asyncio.Task[None]] = []
+        try:
+            await n1.ready(http)
+            await wait_until(lambda: leader(http, n1), 10, "n1 never led")
+            n2 = node(database, redis_url, "n2", config, tmp_path)
+            await n2.ready(http)
+            await wait_until(lambda: _is(leader(http, n2), "n1"), 5, "n2 did not learn that n1 leads")
+            tokens = await n2.create_bots(http, BOTS)
+            # The bots are connected to n2; the ladder (and its games) runs on n1.
+            bots = [asyncio.create_task(ladder_bot(http, n2.url, tokens[b], i, seen, reconnect=True))
+                    for i, b in enumerate(BOTS)]
+            await wait_until(lambda: n2.rated_games(http), 60, "no rated game was played")
+            await wait_until(lambda: len(seen.started) >= 12, 60, "the ladder did not get busy")
+            n1.kill(signal.SIGKILL)
+            loop = asyncio.get_running_loop()
+            killed_at, before = loop.time(), set(seen.started)
+            await wait_until(lambda: set(seen.started) - before, 10, "pairing never resumed")
+            stopped = loop.time() - killed_at
+            assert stopped < 5.0, f"pairing stopped for {stopped:.2f} s"
+            await wait_until(lambda: _is(leader(http, n2), "n2"), 5, "n2 does not say it leads")
+            # The ladder goes on under its new leader.
+            count = len(seen.over)
+            await wait_until(lambda: len(seen.over) >= count + 6, 30, "the new leader's games did not finish")
+            await _stop(bots)
+            await wait_until(lambda: _none_running(http, n2), 15, "games still running on n2")
+        finally:
+            await _stop(bots)
+            for server in (n1, n2):
+                if server is not None and server.proc.poll() is None:
+                    server.kill(signal.SIGTERM)
+    store = PostgresStorage(database, max_size=2)
+    await store.open()
+    try:
+        rows = {g.game_id: g for g in await store.list_games(None, 10_000)}
+        for game_id, over in seen.over.items():  # every game a bot saw finish is stored as it ended
+            assert rows[game_id].status == "finished" and rows[game_id].result["winner"] == over.result.winner
+        assert not [g for g in rows.values() if g.status == "running"]
+        await assert_ratings_replay(store, BOTS)
+    finally:
+        await store.close()
+    assert {e.code for e in seen.errors} <= {"game_over"}, seen.errors
+
+
+async def _is(value: Any, expected: object) -> bool:
+    return await value == expected
+
+
+async def _stop(tasks: list[asyncio.Task[None]]) -> None:
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _none_running(http: aiohttp.ClientSession, server: ServeProcess) -> bool:
+    async with http.get(server.url + "/api/games?status=running") as resp:
+        return not await resp.json()
+
+
+def serve(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", SERVE, "serve", "--port", str(free_port()), *args],
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_a_node_whose_redis_cannot_be_reached_does_not_start(pg_url: str) -> None:
+    port = free_port()
+    done = serve("--db", pg_url, "--redis", f"redis://127.0.0.1:{port}/0", "--node", "n1")
+    assert done.returncode == 1
+    assert f"cannot reach Redis at redis://127.0.0.1:{port}/0" in done.stderr
+
+
+def test_a_node_whose_postgresql_cannot_be_reached_does_not_start(redis_url: str) -> None:
+    port = free_port()
+    done = serve("--db", f"postgresql://nobody@127.0.0.1:{port}/arena", "--redis", redis_url)
+    assert done.returncode == 1
+    assert f"cannot reach PostgreSQL at postgresql://nobody@127.0.0.1:{port}/arena" in done.stderr
+
+
+def test_a_cluster_node_needs_postgresql(redis_url: str, tmp_path: Path) -> None:
+    done = serve("--db", str(tmp_path / "arena.db"), "--redis", redis_url)
+    assert done.returncode == 2 and "PostgreSQL" in done.stderr
