@@ -9,7 +9,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8080
 DB     ?= mandala.db
 
-.PHONY: run test lint bench load schema demo clean
+.PHONY: run test lint bench load schema demo clean cluster cluster-stop
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -45,6 +45,15 @@ lint: $(STAMP)
 # open http://$(HOST):$(PORT)/ to watch. Ctrl-C stops everything.
 demo: $(STAMP)
 	$(VENV)/bin/mandala demo --host $(HOST) --port $(PORT)
+
+# Three nodes on one PostgreSQL and one Redis behind HAProxy, one address: http://127.0.0.1:8080
+# (scripts/cluster.sh, deploy/haproxy.cfg; state, logs and the admin token in .cluster/).
+# `make cluster-stop` stops them all and keeps the database.
+cluster: $(STAMP)
+	scripts/cluster.sh start
+
+cluster-stop:
+	scripts/cluster.sh stop
 
 bench: $(STAMP)
 	$(PY) bench/engine.py
