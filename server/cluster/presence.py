@@ -106,8 +106,10 @@ class ClusterPresence:
         bus.subscribe(self._heard)
 
     async def load(self) -> None:
-        """Read the whole map (at start, and after Redis was lost); broadcasts keep it up to
-        date after that."""
+        """Read the whole map (at start, and after Redis was lost: what was known before is
+        dropped, since a Redis that restarted numbers attachments afresh); broadcasts keep it
+        up to date after that."""
+        self._places.clear()
         for bot, text in (await self._redis.hgetall(WHERE)).items():
             self._learn(text_of(bot), Place.decode(text_of(text)))
 

@@ -60,8 +60,9 @@ async def make_cluster(pg_schema: str, aiohttp_client: Any, redis_url: str, pg_u
 
     async def make(n: int, **overrides: Any) -> list[Harness]:
         nodes = []
+        redis = overrides.pop("redis", redis_url)
         for i in range(1, n + 1):
-            settings = settings_for(pg_url, redis=redis_url, node=f"n{i}",
+            settings = settings_for(pg_url, redis=redis, node=f"n{i}",
                                     spool_path=str(tmp_path / f"n{i}-spool.jsonl"), **overrides)
             storage = PostgresStorage(pg_url, schema=pg_schema, max_size=4)
             client: TestClient = await aiohttp_client(create_app(settings, storage=storage))

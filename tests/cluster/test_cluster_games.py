@@ -8,16 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import mandala
-from arena_testkit import (
-    Closed,
-    Harness,
-    WsClient,
-    first_legal,
-    gather,
-    play_out,
-    random_policy,
-    wait_until,
-)
+from arena_testkit import Closed, Harness, WsClient, first_legal, gather, play_out, random_policy, wait_until
 from conftest import MakeCluster
 from protocol.messages import (
     CLOSE_REPLACED,
@@ -189,3 +180,33 @@ class Placed:
 
     async def start_game(self, players: list[str], **body: Any) -> str:
         return await self.host.start_game(players, **body)
+
+
+async def test_live_on_any_node_shows_every_game_of_the_cluster(make_cluster: MakeCluster) -> None:
+    import msgspec
+
+    from protocol.messages import LiveGameEnded, LiveGames, LiveGameStarted, LiveMessage
+
+    n1, n2 = await make_cluster(2)
+    bots = await bots_on([n1, n2], {"alice": 0, "bob": 0})
+    first = await n1.start_game(["alice", "bob"])
+    cluster = n2.arena.cluster
+    assert cluster is not None
+    await wait_until(lambda: first in cluster.games, 5, "n2 never heard of the game")
+    live = await n2.client.ws_connect("/live")
+    decode = msgspec.json.Decoder(LiveMessage).decode  # type: ignore[arg-type]
+
+    async def next_of(kind: type[Any]) -> Any:
+        while True:
+            msg = decode((await live.receive(timeout=5)).data)
+            if isinstance(msg, kind):
+                return msg
+
+    games = await next_of(LiveGames)
+    assert [g.game_id for g in games.running] == [first]
+    await gather(play_out(bots["alice"], random_policy(1)), play_out(bots["bob"], random_policy(2)))
+    ended = await next_of(LiveGameEnded)
+    assert ended.game.game_id == first and ended.game.status == "finished"
+    second = await n1.start_game(["alice", "bob"])
+    assert (await next_of(LiveGameStarted)).game.game_id == second
+    await live.close()
