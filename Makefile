@@ -9,7 +9,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8080
 DB     ?= mandala.db
 
-.PHONY: run test lint bench load schema demo clean cluster cluster-stop
+.PHONY: run test lint bench load load-cluster schema demo clean cluster cluster-stop
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -66,6 +66,11 @@ SECONDS ?= 10
 THINK   ?= 0
 load: $(STAMP)
 	$(PY) bench/load.py --pairs $(PAIRS) --seconds $(SECONDS) --think $(THINK)
+
+# The same load on cluster nodes (PostgreSQL and Redis started for it): one node, two nodes with
+# each pair on one node, two nodes with each pair across them (bench/cluster_load.py).
+load-cluster: $(STAMP)
+	$(PY) bench/cluster_load.py --pairs $(PAIRS) --seconds $(SECONDS) --think $(THINK)
 
 schema: $(STAMP)
 	$(PY) -m protocol.schema

@@ -171,21 +171,24 @@ async def wait_healthy(http: aiohttp.ClientSession, url: str) -> None:
     raise RuntimeError(f"{url} did not come up")
 
 
-async def drive(url: str, pid: int, tasks_for: Any, seconds: float, live_games: int) -> dict[str, Any]:
-    """Start the load, warm up, measure for ``seconds``: CPU, counts, latencies, memory."""
+async def drive(url: str, pid: int | list[int], tasks_for: Any, seconds: float, live_games: int) -> dict[str, Any]:
+    """Start the load, warm up, measure for ``seconds``: CPU (of every server process in
+    ``pid``), counts, latencies, memory."""
+    pids = pid if isinstance(pid, list) else [pid]
     stats = Stats()
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(connector=connector) as http:
         await wait_healthy(http, url)
-        idle_rss = rss_bytes(pid)
+        idle_rss = sum(rss_bytes(p) for p in pids)
         tasks = await tasks_for(http, stats)
         await asyncio.sleep(max(2.0, seconds / 5))  # warm up
-        cpu0, t0 = cpu_seconds(pid), time.perf_counter()
+        cpu0, t0 = sum(cpu_seconds(p) for p in pids), time.perf_counter()
         stats.measuring = True
         await asyncio.sleep(seconds)
         stats.measuring = False
-        cpu, elapsed = cpu_seconds(pid) - cpu0, time.perf_counter() - t0
-        rss = rss_bytes(pid)
+        cpu, elapsed = sum(cpu_seconds(p) for p in pids) - cpu0, time.perf_counter() - t0
+        load = os.getloadavg()[0]
+        rss = sum(rss_bytes(p) for p in pids)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -201,6 +204,7 @@ async def drive(url: str, pid: int, tasks_for: Any, seconds: float, live_games: 
         "p50_next_ms": round(pct(stats.to_decision, 0.50) * 1000, 2) if stats.to_decision else None,
         "p99_next_ms": round(pct(stats.to_decision, 0.99) * 1000, 2) if stats.to_decision else None,
         "rss_per_game_kb": round((rss - idle_rss) / live_games / 1024, 1) if live_games else None,
+        "load_1min": round(load, 2),
     }
 
 

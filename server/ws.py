@@ -173,6 +173,8 @@ class Session:
         if isinstance(m, Ping):
             conn.send(Pong(m.data))
         elif isinstance(m, Watch):
+            if arena.cluster is not None and arena.manager.lookup(m.game_id) is None:
+                await arena.cluster.learn_game(m.game_id)  # one started a moment ago elsewhere
             arena.manager.watch(conn, m.game_id)
         elif isinstance(m, Unwatch):
             arena.manager.unwatch(conn, m.game_id)
@@ -231,11 +233,13 @@ class Session:
         old = arena.presence.attach(row.name, conn)
         if old is not None:
             old.close(CLOSE_REPLACED, "replaced by a new connection")
+        conn.send(Welcome(PROTOCOL_VERSION, row.name, arena.limits, arena.manager.game_ids_of(row.name)))
         if arena.cluster is not None:
+            # Recorded for the cluster after ``welcome``: the nodes hosting the bot's games
+            # resume them here as soon as they hear of it.
             conn.place = await arena.cluster.attached(row.name, conn)
             if arena.presence.get_local(row.name) is not conn:
                 return  # replaced while it was recorded
-        conn.send(Welcome(PROTOCOL_VERSION, row.name, arena.limits, arena.manager.game_ids_of(row.name)))
         log.info("bot %s connected (%s, client %r)", row.name, conn.peer, m.client)
         arena.manager.bot_arrived(row.name)
         arena.ladder.bot_arrived(row.name)

@@ -402,6 +402,23 @@ class ClusterNode:
             raise Refusal("cluster_unavailable", "the node hosting this game cannot be reached now", game_id=game_id)
         self.bus.post(host, Watching(conn.id, game_id, on))
 
+    async def learn_game(self, game_id: str) -> None:
+        """Look a game up in ``mandala:games`` if its start was not heard of yet (a spectator
+        may ask for a game that started a moment ago on another node)."""
+        if game_id in self.games or game_id in self.ended or not self.healthy:
+            return
+        try:
+            value = await self.bus.redis.hget(GAMES, game_id)
+        except (RedisError, OSError):
+            return
+        if value is not None:
+            try:
+                began = _began.decode(value)
+            except msgspec.DecodeError:
+                return
+            if began.host != self.node and game_id not in self.ended:
+                self.games.setdefault(game_id, began)
+
     def challenge_node(self, challenge_id: str) -> str | None:
         return self._challenges.get(challenge_id)
 

@@ -1,0 +1,153 @@
+"""``make load-cluster``: the decision path across nodes, in one run.
+
+Starts PostgreSQL and Redis (``scripts/test-postgres.sh``, ``scripts/test-redis.sh``, on ports
+of their own), then for each setting a fresh database and fresh ``mandala serve --redis`` nodes,
+and drives P pairs of bots through the protocol for D seconds (challenge games, each bot answers
+the first legal move at once or after ``--think`` seconds), as ``bench/load.py`` does:
+
+- one node, every pair on it;
+- two nodes, each pair on one node (half the pairs on each);
+- two nodes, each pair across them (the challenger, whose node hosts the game, alternates).
+
+Server CPU counts every node (not PostgreSQL or Redis); each node is pinned to a core of its own
+where there are enough (with two cores, the second node shares this load client's core: read
+the load average beside the figures).
+
+    python bench/cluster_load.py [--pairs 100] [--seconds 10] [--think 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import asyncpg
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from load import ADMIN, SERVE, Stats, arguments, bot, drive, pinned, run
+
+REPO = Path(__file__).resolve().parent.parent
+PG_PORT, REDIS_PORT = 55490, 56490
+
+
+def service(script: str, action: str, tmp: Path) -> str:
+    env = {**os.environ, "MANDALA_PG_DIR": str(tmp / "pg"), "MANDALA_PG_PORT": str(PG_PORT),
+           "MANDALA_REDIS_DIR": str(tmp / "redis"), "MANDALA_REDIS_PORT": str(REDIS_PORT)}
+    done = subprocess.run([str(REPO / "scripts" / script), action], env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{script} {action} failed: {done.stderr}")
+    return done.stdout.strip()
+
+
+async def fresh_database(pg: str) -> str:
+    name = f"load_{uuid.uuid4().hex[:10]}"
+    conn = await asyncpg.connect(pg)
+    try:
+        await conn.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await conn.close()
+    return f"{pg.rpartition('/')[0]}/{name}"
+
+
+async def run_cluster(args: argparse.Namespace, tmp: Path, pg: str, redis: str, nodes: int,
+                      across: bool) -> dict[str, Any]:
+    import redis.asyncio as aioredis
+
+    client = aioredis.Redis.from_url(redis)
+    await client.flushall()
+    await client.aclose()
+    db = await fresh_database(pg)
+    config = tmp / "load.toml"
+    config.write_text(f"messages_per_second = 1000000.0\nburst = 1000000\nregistrations_per_hour = 100000\n"
+                      f"send_queue_max = 100000\ndecision_ms = {max(5000, int(args.think * 1000) + 5000)}\n")
+    env = {**os.environ, "MANDALA_ADMIN_TOKEN": ADMIN, "PYTHONPATH": str(REPO)}
+    urls = [f"http://127.0.0.1:{args.port + i}" for i in range(nodes)]
+    cores = [0, 1] if (os.cpu_count() or 1) <= 3 else [0, 2]
+    servers = [
+        subprocess.Popen(pinned([sys.executable, "-c", SERVE, "serve", "--port", str(args.port + i), "--db", db,
+                                 "--redis", redis, "--node", f"n{i + 1}", "--config", str(config),
+                                 "--spool", str(tmp / f"n{i}.spool")], cores[i]),
+                         env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for i in range(nodes)
+    ]
+
+    async def start(http: aiohttp.ClientSession, stats: Stats) -> list[asyncio.Task[None]]:
+        for url in urls[1:]:
+            for _ in range(600):
+                try:
+                    async with http.get(url + "/health") as resp:
+                        if resp.status == 200:
+                            break
+                except aiohttp.ClientError:
+                    pass
+                await asyncio.sleep(0.05)
+        tokens = []
+        for i in range(2 * args.pairs):
+            async with http.post(urls[0] + "/api/bots", json={"name": f"b{i}"},
+                                 headers={"Authorization": f"Bearer {ADMIN}"}) as resp:
+                tokens.append((await resp.json())["token"])
+        # Pair i's challenger (whose node hosts its games) on node i mod n; its opponent on the
+        # same node, or on the next one when the pairs play across nodes.
+        home = [i % nodes for i in range(args.pairs)]
+        away = [(h + 1) % nodes if across else h for h in home]
+        welcomed = [asyncio.Event() for _ in range(args.pairs)]
+        tasks = [asyncio.create_task(bot(http, urls[away[i]], tokens[2 * i + 1], None, args.think, stats,
+                                         welcomed[i])) for i in range(args.pairs)]
+        await asyncio.wait_for(asyncio.gather(*(e.wait() for e in welcomed)), 120)
+        await asyncio.sleep(1.0)  # every node has heard where the opponents are
+        tasks += [asyncio.create_task(bot(http, urls[home[i]], tokens[2 * i], f"b{2 * i + 1}", args.think, stats))
+                  for i in range(args.pairs)]
+        return tasks
+
+    try:
+        return await drive(urls[0], [s.pid for s in servers], start, args.seconds, args.pairs)
+    finally:
+        for s in servers:
+            s.terminate()
+        for s in servers:
+            s.wait()
+
+
+def main() -> None:
+    args = arguments(__doc__.split("\n\n")[0], pairs=100, port=8140)
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        pg, redis = service("test-postgres.sh", "start", tmp), service("test-redis.sh", "start", tmp)
+        try:
+            runs = {
+                "one node": run(run_cluster(args, tmp, pg, redis, 1, False)),
+                "two nodes, pairs on one node": run(run_cluster(args, tmp, pg, redis, 2, False)),
+                "two nodes, pairs across nodes": run(run_cluster(args, tmp, pg, redis, 2, True)),
+            }
+        finally:
+            service("test-redis.sh", "stop", tmp)
+            service("test-postgres.sh", "stop", tmp)
+    print(json.dumps({"pairs": args.pairs, "seconds": args.seconds, "think": args.think, "runs": runs}), flush=True)
+    rows = [
+        ("decisions/s", "per_s"),
+        ("server CPU µs per decision (all nodes)", "cpu_us"),
+        ("p50 move → move_accepted, ms", "p50_ms"),
+        ("p99 move → move_accepted, ms", "p99_ms"),
+        ("p99 move → next decision, ms", "p99_next_ms"),
+        ("errors", "errors"),
+        ("load average (1 min) at the end", "load_1min"),
+    ]
+    width = max(len(r[0]) for r in rows)
+    names = list(runs)
+    print(f"{'':{width}}  " + "  ".join(f"{n:>30}" for n in names))
+    for label, key in rows:
+        print(f"{label:{width}}  " + "  ".join(f"{runs[n][key]!s:>30}" for n in names))
+
+
+if __name__ == "__main__":
+    main()
