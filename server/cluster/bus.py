@@ -12,7 +12,9 @@ A message is one msgspec struct of the union the bus was made with, sent as JSON
 :class:`Envelope` that names its sender. Game code posts without waiting (:meth:`ClusterBus.post`):
 one task publishes what was posted, in the order it was posted, in one pipelined round trip
 per batch, so a node's messages reach each other node in order (Redis delivers one
-connection's publishes in order, across channels too). A payload that does not decode is logged (once per
+connection's publishes in order, across channels too). Messages posted one after another for
+the same channel travel in one envelope: a node busy with games sends a few envelopes per
+loop iteration rather than one per frame. A payload that does not decode is logged (once per
 sender and reason, then counted) and dropped: nothing on Redis can crash a node.
 
 Each node also keeps a key ``mandala:alive:NAME`` that expires unless refreshed, so every node
@@ -49,7 +51,8 @@ M = TypeVar("M")
 Command = Callable[[Any], object]
 """A Redis command to run in order with the posted messages: called with the pipeline."""
 
-Outgoing = tuple[str, bytes] | Command
+Outgoing = tuple[str, Any] | Command
+"""A message (its channel and itself), or a command."""
 
 
 def node_channel(node: str) -> str:
@@ -65,10 +68,10 @@ class ClusterUnavailable(Exception):
 
 
 class Envelope(msgspec.Struct, Generic[M], frozen=True):
-    """One message on Redis: who sent it, and what."""
+    """One publish on Redis: who sent it, and its messages, in order."""
 
     sender: str
-    body: M
+    body: list[M]
 
 
 class ClusterBus(Generic[M]):
@@ -141,8 +144,7 @@ class ClusterBus(Generic[M]):
     def post(self, node: str | None, message: M) -> None:
         """Queue ``message`` for one node (``None``: every node, this one included); it leaves
         in order with everything posted before it, without the caller waiting."""
-        channel = ALL if node is None else node_channel(node)
-        self._queue((channel, self._encoder.encode(Envelope(self.node, message))))
+        self._queue((ALL if node is None else node_channel(node), message))
 
     def post_command(self, command: Command) -> None:
         """Queue a Redis command (``command(pipeline)``) to run in order with the messages."""
@@ -182,11 +184,21 @@ class ClusterBus(Generic[M]):
             while self._outgoing:
                 batch, self._outgoing = self._outgoing, []
                 pipe = self._redis.pipeline(transaction=False)
+                run: list[Any] = []
+                channel = ""
                 for item in batch:
+                    if isinstance(item, tuple) and item[0] == channel:
+                        run.append(item[1])
+                        continue
+                    if run:
+                        pipe.publish(channel, self._encoder.encode(Envelope(self.node, run)))
+                        run, channel = [], ""
                     if isinstance(item, tuple):
-                        pipe.publish(*item)
+                        channel, run = item[0], [item[1]]
                     else:
                         item(pipe)
+                if run:
+                    pipe.publish(channel, self._encoder.encode(Envelope(self.node, run)))
                 error: ClusterUnavailable | None = None
                 try:
                     await pipe.execute()
@@ -271,11 +283,12 @@ class ClusterBus(Generic[M]):
         except (msgspec.DecodeError, RecursionError) as e:
             self._drop("undecodable", f"{e} in {payload[:120]!r}")
             return
-        for handler in self._handlers:
-            try:
-                handler(envelope.sender, envelope.body)
-            except Exception:
-                log.exception("node %s: a handler failed on a message from %s", self.node, envelope.sender)
+        for message in envelope.body:
+            for handler in self._handlers:
+                try:
+                    handler(envelope.sender, message)
+                except Exception:
+                    log.exception("node %s: a handler failed on a message from %s", self.node, envelope.sender)
 
     def _drop(self, reason: str, detail: str) -> None:
         if not self._dropped[reason]:

@@ -66,7 +66,7 @@ async def test_a_payload_that_does_not_decode_is_logged_dropped_and_the_node_lis
                 for junk in (b"not json", b'{"sender": "x", "body": {"type": "nope"}}', b"[1, 2]",
                              b'{"sender": "x", "body": {"type": "count", "n": "seven"}}', b"\xff\xfe"):
                     await raw.publish(node_channel(b.name), junk)
-                await raw.publish(node_channel(b.name), b'{"sender": "x", "body": {"type": "count", "n": 3}}')
+                await raw.publish(node_channel(b.name), b'{"sender": "x", "body": [{"type": "count", "n": 3}]}')
                 await wait_until(lambda: b.heard, 5, "the good message after the junk never arrived")
         finally:
             await raw.aclose()
