@@ -34,15 +34,16 @@ import asyncpg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from load import ADMIN, SERVE, Stats, arguments, bot, drive, pinned, run
+from load import ADMIN, SERVE, Stats, arguments, bot, create_bots, drive, pinned, run, wait_healthy
 
 REPO = Path(__file__).resolve().parent.parent
 PG_PORT, REDIS_PORT = 55490, 56490
 
 
-def service(script: str, action: str, tmp: Path) -> str:
-    env = {**os.environ, "MANDALA_PG_DIR": str(tmp / "pg"), "MANDALA_PG_PORT": str(PG_PORT),
-           "MANDALA_REDIS_DIR": str(tmp / "redis"), "MANDALA_REDIS_PORT": str(REDIS_PORT)}
+def service(script: str, action: str) -> str:
+    """Start or stop the load's own PostgreSQL or Redis (in folders PostgreSQL's user may enter)."""
+    env = {**os.environ, "MANDALA_PG_DIR": "/tmp/mandala-load-pg", "MANDALA_PG_PORT": str(PG_PORT),
+           "MANDALA_REDIS_DIR": "/tmp/mandala-load-redis", "MANDALA_REDIS_PORT": str(REDIS_PORT)}
     done = subprocess.run([str(REPO / "scripts" / script), action], env=env, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"{script} {action} failed: {done.stderr}")
@@ -83,19 +84,8 @@ async def run_cluster(args: argparse.Namespace, tmp: Path, pg: str, redis: str, 
 
     async def start(http: aiohttp.ClientSession, stats: Stats) -> list[asyncio.Task[None]]:
         for url in urls[1:]:
-            for _ in range(600):
-                try:
-                    async with http.get(url + "/health") as resp:
-                        if resp.status == 200:
-                            break
-                except aiohttp.ClientError:
-                    pass
-                await asyncio.sleep(0.05)
-        tokens = []
-        for i in range(2 * args.pairs):
-            async with http.post(urls[0] + "/api/bots", json={"name": f"b{i}"},
-                                 headers={"Authorization": f"Bearer {ADMIN}"}) as resp:
-                tokens.append((await resp.json())["token"])
+            await wait_healthy(http, url)
+        tokens = await create_bots(http, urls[0], 2 * args.pairs)
         # Pair i's challenger (whose node hosts its games) on node i mod n; its opponent on the
         # same node, or on the next one when the pairs play across nodes.
         home = [i % nodes for i in range(args.pairs)]
@@ -122,7 +112,7 @@ def main() -> None:
     args = arguments(__doc__.split("\n\n")[0], pairs=100, port=8140)
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        pg, redis = service("test-postgres.sh", "start", tmp), service("test-redis.sh", "start", tmp)
+        pg, redis = service("test-postgres.sh", "start"), service("test-redis.sh", "start")
         try:
             runs = {
                 "one node": run(run_cluster(args, tmp, pg, redis, 1, False)),
@@ -130,8 +120,8 @@ def main() -> None:
                 "two nodes, pairs across nodes": run(run_cluster(args, tmp, pg, redis, 2, True)),
             }
         finally:
-            service("test-redis.sh", "stop", tmp)
-            service("test-postgres.sh", "stop", tmp)
+            service("test-redis.sh", "stop")
+            service("test-postgres.sh", "stop")
     print(json.dumps({"pairs": args.pairs, "seconds": args.seconds, "think": args.think, "runs": runs}), flush=True)
     rows = [
         ("decisions/s", "per_s"),

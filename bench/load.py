@@ -171,6 +171,15 @@ async def wait_healthy(http: aiohttp.ClientSession, url: str) -> None:
     raise RuntimeError(f"{url} did not come up")
 
 
+async def create_bots(http: aiohttp.ClientSession, url: str, n: int) -> list[str]:
+    """Bots ``b0`` … ``b{n-1}``; their tokens."""
+    tokens = []
+    for i in range(n):
+        async with http.post(url + "/api/bots", json={"name": f"b{i}"}, headers={"Authorization": f"Bearer {ADMIN}"}) as resp:
+            tokens.append((await resp.json())["token"])
+    return tokens
+
+
 async def drive(url: str, pid: int | list[int], tasks_for: Any, seconds: float, live_games: int) -> dict[str, Any]:
     """Start the load, warm up, measure for ``seconds``: CPU (of every server process in
     ``pid``), counts, latencies, memory."""
@@ -224,11 +233,7 @@ async def run_arena(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     url = f"http://127.0.0.1:{args.port}"
 
     async def start(http: aiohttp.ClientSession, stats: Stats) -> list[asyncio.Task[None]]:
-        tokens = []
-        for i in range(2 * args.pairs):
-            async with http.post(url + "/api/bots", json={"name": f"b{i}"},
-                                 headers={"Authorization": f"Bearer {ADMIN}"}) as resp:
-                tokens.append((await resp.json())["token"])
+        tokens = await create_bots(http, url, 2 * args.pairs)
         welcomed = [asyncio.Event() for _ in range(args.pairs)]
         tasks = [asyncio.create_task(bot(http, url, tokens[2 * i + 1], None, args.think, stats, welcomed[i]))
                  for i in range(args.pairs)]
