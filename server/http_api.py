@@ -69,7 +69,7 @@ async def json_errors(request: web.Request, handler: Callable[[web.Request], Awa
     except Refusal as r:
         if r.code == "storage_unavailable":
             return unavailable(r.message, r.retry_after)
-        return error_response(400, r.code, r.message)
+        return error_response(503 if r.code == "cluster_unavailable" else 400, r.code, r.message)
     except Exception as e:
         recorder = request.app[ARENA].manager.recorder
         if recorder.failing is not None:

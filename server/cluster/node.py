@@ -272,7 +272,7 @@ class ClusterNode:
         task.add_done_callback(done)
 
     async def _tick(self) -> None:
-        """Every second: the leader says it leads (and what the standings are, for nodes that
+        """Every half second: the leader says it leads (and what the standings are, for nodes that
         joined since); every node looks for nodes that died."""
         while True:
             await asyncio.sleep(TICK_S)
@@ -340,11 +340,13 @@ class ClusterNode:
     def seek(self, bot: str, seeking: bool) -> None:
         """A bot here seeks (or stops): the ladder hears it here if this node leads, else the
         leader does (now, or once one is known: a new leader hears every seeking bot)."""
+        ladder = self.arena.ladder
+        if not self.leading and not self.healthy:
+            raise Refusal("cluster_unavailable", "the ladder's leader cannot be reached now; seek again later")
         if seeking:
             self.seeking.add(bot)
         else:
             self.seeking.discard(bot)
-        ladder = self.arena.ladder
         if self.leading:
             try:
                 ladder.seek(bot) if seeking else ladder.unseek(bot)
@@ -352,8 +354,6 @@ class ClusterNode:
                 self.seeking.discard(bot)
                 raise
             return
-        if not self.healthy:
-            raise Refusal("cluster_unavailable", "the ladder's leader cannot be reached now; seek again later")
         if self.leader is not None:
             self.bus.post(self.leader, FromBot(bot, Seek() if seeking else Unseek()))
 
