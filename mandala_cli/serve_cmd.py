@@ -24,6 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         "(default $REDIS_URL; without it, one node)")
     p.add_argument("--node", metavar="NAME",
                    help="this node's name, unique in the cluster (default $MANDALA_NODE, else host-port)")
+    p.add_argument("--trust-forwarded-for", action="store_true", default=None,
+                   help="behind a proxy such as HAProxy: take a client's address from X-Forwarded-For")
     p.add_argument("--config", type=Path, metavar="FILE", help="TOML file with any setting (flags win over it)")
     p.add_argument("--decision-ms", type=int, metavar="N", help="time per decision in ms (default 5000)")
     p.add_argument("--registration", choices=("open", "admin"), help="who may create bots (default open)")
@@ -100,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
                 "db": args.db,
                 "redis": args.redis,
                 "node": args.node,
+                "trust_forwarded_for": args.trust_forwarded_for,
                 "spool_path": args.spool,
                 "decision_ms": args.decision_ms,
                 "registration": args.registration,

@@ -161,7 +161,7 @@ start() {
         # a spool is never shared between nodes. setsid: a Ctrl-C meant for this script (or
         # make) does not reach the nodes; nohup: nor does closing the terminal.
         MANDALA_ADMIN_TOKEN=$token setsid nohup "$MANDALA" serve --db "$db" --redis "$redis_u" --node "$name" \
-            --host 127.0.0.1 --port "$port" --spool "$STATE/$name.spool" </dev/null >"$log" 2>&1 &
+            --host 127.0.0.1 --port "$port" --spool "$STATE/$name.spool" --trust-forwarded-for </dev/null >"$log" 2>&1 &
         echo $! >"$STATE/$name.pid"
     done
     for i in "${!NODES[@]}"; do

@@ -35,6 +35,10 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     """A SQLite file, or a ``postgresql://`` URL for PostgreSQL (env ``DATABASE_URL`` sets it too)."""
     redis: str | None = None
     """A ``redis://`` URL: run as one node of a cluster (needs PostgreSQL; env ``REDIS_URL``)."""
+    trust_forwarded_for: bool = False
+    """Behind a proxy (HAProxy's ``option forwardfor``): a client's address is the last one in
+    its ``X-Forwarded-For`` (for the registration limit and the logs), not the proxy's. Only
+    where nothing but the proxy can reach the server."""
     node: str | None = None
     """This node's name in the cluster, unique among its nodes (env ``MANDALA_NODE``; default
     the host name and port)."""

@@ -20,6 +20,7 @@ from protocol.messages import CLOSE_FLOOD, Error, ErrorCode
 
 from .config import Settings
 from .outbox import Outbox
+from .peers import client_address
 from .ratelimit import TokenBucket
 
 log = logging.getLogger(__name__)
@@ -43,7 +44,7 @@ class Connection:
     def __init__(self, ws: web.WebSocketResponse, settings: Settings, request: web.Request) -> None:
         self.id = next(_ids)
         self.ws = ws
-        self.peer = request.remote
+        self.peer = client_address(request, settings)
         self.settings = settings
         self.authenticated = False
         self.bot: str | None = None

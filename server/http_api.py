@@ -24,6 +24,7 @@ from .auth import check_admin, hash_token, new_token
 from .clock import utc_now
 from .deals import Deal
 from .games import GameRoom
+from .peers import client_address
 from .refusal import Refusal
 from .storage import GameRow, GameStatus, NameTaken
 from .summary import game_summary
@@ -130,7 +131,7 @@ async def create_bot(request: web.Request) -> web.Response:
     if arena.settings.registration == "admin" or request.headers.get("Authorization"):
         require_admin(request, arena)
     else:
-        retry = arena.registrations.hit(request.remote or "?", asyncio.get_running_loop().time())
+        retry = arena.registrations.hit(client_address(request, arena.settings), asyncio.get_running_loop().time())
         if retry is not None:
             seconds = max(1, math.ceil(retry))
             raise ApiError(429, "rate_limited",

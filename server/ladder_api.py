@@ -20,6 +20,7 @@ from .cluster.messages import LadderOp
 from .connection import encode
 from .http_api import ApiError, ended_games, json_response, require_admin, running_games
 from .outbox import Outbox
+from .peers import client_address
 from .storage import BotRow
 from .summary import game_summary
 
@@ -164,7 +165,7 @@ async def live_handler(request: web.Request) -> web.WebSocketResponse:
         recent = [game_summary(room.to_row(record=False)) for room in reversed(arena.manager.finished.values())
                   if room.status == "finished"][:RECENT]
     # From here to joining the hub nothing awaits, so no start or end falls in between.
-    viewer = Outbox(ws, request.transport, arena.settings.send_queue_max, f"/live viewer {request.remote}")
+    viewer = Outbox(ws, request.transport, arena.settings.send_queue_max, f"/live viewer {client_address(request, arena.settings)}")
     viewer.send(encode(arena.ladder.table))
     viewer.send(encode(LiveGames(running_games(arena), recent)))
     viewer.send(encode(arena.live.health()))

@@ -55,6 +55,28 @@ async def test_open_registration(make_arena: Any) -> None:
     assert [(b["name"], b["connected"]) for b in bots] == [("alice", True), ("bob", False)]
 
 
+async def test_behind_a_trusted_proxy_each_forwarded_client_has_its_own_registration_limit(make_arena: Any) -> None:
+    arena: Harness = await make_arena(registrations_per_hour=1, trust_forwarded_for=True)
+    client = arena.client
+
+    def via(address: str) -> dict[str, str]:
+        return {"X-Forwarded-For": f"203.0.113.9, {address}"}  # the proxy appends the client it saw
+
+    assert (await client.post("/api/bots", json={"name": "alice"}, headers=via("198.51.100.1"))).status == 201
+    assert (await client.post("/api/bots", json={"name": "bob"}, headers=via("198.51.100.2"))).status == 201
+    await api_error(await client.post("/api/bots", json={"name": "carol"}, headers=via("198.51.100.1")), 429,
+                    "rate_limited")
+
+
+async def test_without_trust_a_forwarded_address_is_ignored(make_arena: Any) -> None:
+    arena: Harness = await make_arena(registrations_per_hour=1)
+    client = arena.client
+    assert (await client.post("/api/bots", json={"name": "alice"},
+                              headers={"X-Forwarded-For": "198.51.100.1"})).status == 201
+    await api_error(await client.post("/api/bots", json={"name": "bob"}, headers={"X-Forwarded-For": "198.51.100.2"}),
+                    429, "rate_limited")
+
+
 async def test_admin_registration(make_arena: Any) -> None:
     arena = await make_arena(registration="admin")
     client = arena.client
