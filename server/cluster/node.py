@@ -38,6 +38,7 @@ from protocol.messages import (
     ClientMessage,
     Decision,
     Decline,
+    GameSummary,
     LiveGameEnded,
     LiveGameStarted,
     LiveStandings,
@@ -394,7 +395,7 @@ class ClusterNode:
     def game_ids(self, bot: str) -> list[str]:
         return [game_id for game_id, g in self.games.items() if bot in g.game.players]
 
-    def summaries(self) -> list[Any]:
+    def summaries(self) -> list[GameSummary]:
         return [g.game for g in self.games.values()]
 
     def watch(self, conn: Connection, game_id: str, host: str, on: bool) -> None:
