@@ -111,11 +111,10 @@ class FullDisk(Fault):
             self._limit(self.pid)
             return
         chunk = b"\0" * 65536
-        with self.filler.open("wb") as f:
+        with self.filler.open("wb", buffering=0) as f:  # unbuffered: closing it writes nothing more
             try:
-                while True:
-                    f.write(chunk)
-                    f.flush()
+                while f.write(chunk):
+                    pass
             except OSError as e:
                 assert e.errno == errno.ENOSPC, e
 
@@ -232,10 +231,10 @@ async def outage(tmp_path: Path, fault: Fault, kill_during: bool) -> None:
             await wait_until(lambda: server.rated_games(http), 60, "no rated game was played")
             await wait_until(lambda: _rated_at_least(server, http, 12), 60, "the ladder did not get busy")
 
-            told = len(seen.over)
             fault.inject()
             degraded = await wait_until(lambda: _degraded(server, http), 30, "/health never said degraded")
             assert degraded["storage"] and degraded["since"]
+            told = len(seen.over)  # from here on a finished game cannot be stored
             # Games running when storage failed finish meanwhile: their bots are told (spooled).
             await wait_until(lambda: len(seen.over) > told, 30, "no game finished during the outage")
             during = await server.health(http)
