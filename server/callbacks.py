@@ -1,10 +1,12 @@
-"""Calling code that other code registered (listeners, completion callbacks) without letting
-its failure into the caller: it is logged, with its traceback, and the caller goes on."""
+"""Calling code that other code registered (listeners, completion callbacks), or running it in
+a task of its own, without letting its failure into the caller: it is logged, with its
+traceback, and the caller goes on."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -18,3 +20,17 @@ def call_safely(callback: Callable[..., None] | None, what: str, *args: Any) -> 
         callback(*args)
     except Exception:
         log.exception("%s failed", what)
+
+
+def spawn(tasks: set[asyncio.Task[Any]], coro: Coroutine[Any, Any, Any], what: str) -> None:
+    """Run ``coro`` in a task kept in ``tasks`` until it ends (so it can be awaited or
+    cancelled at shutdown); a failure is logged as ``what`` failed."""
+    task = asyncio.get_running_loop().create_task(coro)
+    tasks.add(task)
+
+    def done(t: asyncio.Task[Any]) -> None:
+        tasks.discard(t)
+        if not t.cancelled() and t.exception() is not None:
+            log.error("%s failed", what, exc_info=t.exception())
+
+    task.add_done_callback(done)

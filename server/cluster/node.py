@@ -48,6 +48,7 @@ from protocol.messages import (
     Unseek,
 )
 
+from ..callbacks import spawn
 from ..clock import utc_now
 from ..connection import Connection, encode
 from ..refusal import Refusal
@@ -262,15 +263,7 @@ class ClusterNode:
         await self.bus.close()
 
     def _spawn(self, coro: Any, what: str) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._spawned.add(task)
-
-        def done(t: asyncio.Task[Any]) -> None:
-            self._spawned.discard(t)
-            if not t.cancelled() and t.exception() is not None:
-                log.warning("node %s: %s failed: %s", self.node, what, t.exception())
-
-        task.add_done_callback(done)
+        spawn(self._spawned, coro, f"node {self.node}: {what}")
 
     async def _tick(self) -> None:
         """Every half second: the leader says it leads (and what the standings are, for nodes that
@@ -544,10 +537,7 @@ class ClusterNode:
         self.ended[game_id] = m.host
         while len(self.ended) > ENDED_KEPT:
             self.ended.popitem(last=False)
-        for bot in m.game.players:
-            self._awaited.pop((bot, game_id), None)
-        for conn in self.arena.presence.connections:
-            conn.watching.discard(game_id)
+        self._forget_game(m.game)
         self.arena.live.publish(LiveGameEnded(m.game))
         if self.leading:
             self.arena.ladder.wake()
@@ -557,12 +547,17 @@ class ClusterNode:
         seats here are closed (4010): on reconnecting, ``welcome`` lists what still runs."""
         game = began.game
         self.games.pop(game.game_id, None)
+        self._forget_game(game)
         for bot in game.players:
-            self._awaited.pop((bot, game.game_id), None)
             conn = self.arena.presence.get_local(bot)
             if conn is not None:
                 log.warning("node %s: closing bot %s: %s", self.node, bot, why)
                 conn.close(CLOSE_GAME_HOST_LOST, why[:120])
+
+    def _forget_game(self, game: GameSummary) -> None:
+        """A game hosted elsewhere is over here: no decision of it is awaited, nobody watches it."""
+        for bot in game.players:
+            self._awaited.pop((bot, game.game_id), None)
         for conn in self.arena.presence.connections:
             conn.watching.discard(game.game_id)
 

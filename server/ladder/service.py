@@ -31,12 +31,13 @@ import itertools
 import logging
 import random
 import secrets
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from protocol.messages import Error, GameKind, LadderState, LadderStatus, LiveStandings, Standing
 
+from ..callbacks import spawn
 from ..clock import utc_now
 from ..config import Settings
 from ..deals import Deal
@@ -199,16 +200,6 @@ class Ladder:
                 task.cancel()
         if self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
-
-    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._done)
-
-    def _done(self, task: asyncio.Task[Any]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("ladder task failed", exc_info=task.exception())
 
     # ------------------------------------------------------------------ what bots say
 
@@ -414,7 +405,7 @@ class Ladder:
             self._tell(bot)
             return
         del self.qualifying[bot]
-        self._spawn(self._list(bot))
+        spawn(self._tasks, self._list(bot), f"listing bot {bot}")
 
     async def _list(self, bot: str) -> None:
         """List a bot that passed qualification; while storage fails, keep trying to store it."""
