@@ -159,9 +159,9 @@ class Player(msgspec.Struct):
     seat: Seat
 
 
-GameKind = Literal["challenge", "ladder", "qualification", "admin"]
+GameKind = Literal["challenge", "ladder", "qualification", "admin", "tournament"]
 """Why a game was started: an accepted challenge, the ladder's pairing, a ladder
-qualification game against a house bot, or the organizer's API."""
+qualification game against a house bot, the organizer's API, or a tournament's schedule."""
 
 
 class GameStart(msgspec.Struct, tag="game_start", **_MSG):
@@ -178,6 +178,8 @@ class GameStart(msgspec.Struct, tag="game_start", **_MSG):
     pair_id: str | None = None
     """For ladder games: the duplicate pair this game belongs to. Both games of a pair are
     dealt the same deck and reshuffle seed with the seats swapped."""
+    tournament_id: str | None = None
+    """For tournament games: the tournament (PROTOCOL.md §21)."""
 
 
 class Decision(msgspec.Struct, tag="decision", **_MSG):
@@ -227,12 +229,14 @@ class OpponentBack(msgspec.Struct, tag="opponent_back", **_MSG):
     seat: Seat
 
 
-EndReason = Literal["river", "deck", "no_moves", "turn_limit", "timeout", "resign", "aborted"]
+EndReason = Literal["river", "deck", "no_moves", "turn_limit", "timeout", "resign", "aborted", "forfeit"]
 
 
 class GameResult(msgspec.Struct):
     """How a game ended. The first four reasons are the rules' (R17–R19); ``timeout`` and
-    ``resign`` make ``winner`` the other seat; ``aborted`` games have no winner and are unrated."""
+    ``resign`` make ``winner`` the other seat; ``aborted`` games have no winner and are unrated.
+    ``forfeit`` is a tournament game not played because a bot was away (``winner`` is the
+    other seat; no winner if both were): it is stored, never sent to a bot."""
 
     winner: Seat | None
     end_reason: EndReason
@@ -337,28 +341,33 @@ CLOSE_GAME_HOST_LOST = 4010
 
 
 class Standing(msgspec.Struct, kw_only=True):
-    """One bot's line in the ladder's standings."""
+    """One bot's line in the ladder's standings. ``rank``, ``rating`` and ``low``–``high``
+    are one quantity: the table is ordered by ``rating``, and its interval always contains it.
+    ``elo`` is the live Elo beside it, a different number (PROTOCOL.md §18.4)."""
 
     rank: int
     bot: str
     rating: float
-    """Elo, updated after every rated game."""
+    """Maximum-likelihood Bradley–Terry rating over the ladder's rated games since the last
+    ratings reset, on the Elo scale, centred on the listed bots' mean Elo. The table is
+    ordered by it."""
+    low: float
+    high: float
+    """The 95% interval of ``rating`` (against the pool's average): ``low <= rating <= high``."""
+    elo: float
+    """The live Elo, changed after every rated game (it depends on the order of the games)."""
     games: int
     wins: int
     draws: int
     losses: int
     provisional: bool
-    """Fewer than the provisional number of rated games (K is larger meanwhile)."""
-    bt_rating: float
-    """Maximum-likelihood Bradley–Terry rating over all of the ladder's rated games, centred
-    on the pool's mean Elo."""
-    bt_low: float
-    bt_high: float
-    """The 95% interval of ``bt_rating`` (relative to the pool's average)."""
+    """Fewer than the provisional number of rated games (Elo's K is larger meanwhile)."""
     connected: bool
     seeking: bool
     opponents: int = 0
     """How many distinct bots it has met in rated games since the last ratings reset."""
+    recent_games: int = 0
+    """Ladder games it started in the last hour (what a games-per-hour limit counts)."""
 
 
 class GameSummary(msgspec.Struct, kw_only=True):
@@ -374,6 +383,7 @@ class GameSummary(msgspec.Struct, kw_only=True):
     ended: str | None
     ply: int
     result: GameResult | None
+    tournament_id: str | None = None
 
 
 class LiveStandings(msgspec.Struct, tag="standings", **_MSG):
@@ -409,5 +419,3 @@ class LiveHealth(msgspec.Struct, tag="health", **_MSG):
     pending: int
     """Finished games waiting to be stored."""
 
-
-LiveMessage = LiveStandings | LiveGames | LiveGameStarted | LiveGameEnded | LiveHealth

@@ -28,7 +28,8 @@ from mandala.moves import Move
 from mandala.record import Record
 from mandala.views import View
 
-from .messages import PROTOCOL_VERSION, ClientMessage, LiveMessage, ServerMessage
+from .live import LiveMessage
+from .messages import PROTOCOL_VERSION, ClientMessage, ServerMessage
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "schema"
 DIALECT = "https://json-schema.org/draft/2020-12/schema"

@@ -39,6 +39,8 @@ from .recorder import GameRecorder
 from .replay_api import setup as setup_replay
 from .spool import Spool, default_spool_path
 from .storage import Storage, open_storage
+from .tournaments.api import setup as setup_tournaments
+from .tournaments.director import Director
 from .ws import websocket_handler
 
 log = logging.getLogger(__name__)
@@ -68,6 +70,7 @@ def create_app(settings: Settings, storage: Storage | None = None) -> web.Applic
         registrations=WindowLimiter(settings.registrations_per_hour, 3600.0),
         ladder=Ladder(settings, storage, presence, manager, live.publish),
         live=live,
+        tournaments=Director(storage, manager, live.publish),
     )
     if settings.redis is not None:
         node = settings.node or f"{socket.gethostname()}-{settings.port}"
@@ -78,6 +81,7 @@ def create_app(settings: Settings, storage: Storage | None = None) -> web.Applic
     setup_api(app)
     setup_ladder_api(app)
     setup_replay(app)
+    setup_tournaments(app)
     setup_pages(app)
     app.on_startup.append(_startup)
     app.on_shutdown.append(_shutdown)
@@ -99,12 +103,14 @@ async def _startup(app: web.Application) -> None:
     if aborted:
         log.warning("%d game(s) left running by a server that stopped marked aborted", aborted)
     await arena.ladder.start(lead=cluster is None)
+    await arena.tournaments.start(lead=cluster is None)
     if cluster is not None:
         cluster.run()
 
 
 async def _shutdown(app: web.Application) -> None:
     arena = app[ARENA]
+    await arena.tournaments.stop()
     await arena.ladder.stop()
     await arena.live.close()
     arena.challenges.clear()

@@ -21,6 +21,7 @@ from .live import LiveHub
 from .presence import Presence
 from .ratelimit import WindowLimiter
 from .storage import Storage
+from .tournaments.director import Director
 
 if TYPE_CHECKING:
     from .cluster.node import ClusterNode
@@ -37,6 +38,7 @@ class Arena:
     registrations: WindowLimiter
     ladder: Ladder
     live: LiveHub
+    tournaments: Director
     cluster: ClusterNode | None = None
     """This node's part in a cluster (``--redis``); ``None`` on one node."""
 

@@ -104,6 +104,10 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     must wait for that one (so every two bots meet, whatever their speeds)."""
     return_wait_s: Annotated[float, Meta(ge=0, le=3600)] = 30.0
     """How long the return game of a duplicate pair waits for a bot that left; then it is dropped."""
+    ladder_games_per_hour: Annotated[int, Meta(ge=2, le=100_000)] | None = None
+    """At most this many ladder games a bot starts in any hour (``None``: no limit). A bot at
+    the limit is not paired until its oldest game of the hour is an hour old, so a bot that
+    thinks for seconds is not drowned in the games of instant ones."""
 
     @property
     def flood_limit(self) -> int:

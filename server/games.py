@@ -106,6 +106,7 @@ class GameRoom:
         pair_id: str | None,
         decision_ms: int,
         explicit_reshuffles: int,
+        tournament: tuple[str, int] | None = None,
         deliver: Deliver,
         on_end: Callable[[GameRoom], None],
     ) -> None:
@@ -115,6 +116,8 @@ class GameRoom:
         self.rated = rated
         self.kind: GameKind = kind
         self.pair_id = pair_id
+        self.tournament_id: str | None = tournament[0] if tournament is not None else None
+        self.slot: int | None = tournament[1] if tournament is not None else None
         self.decision_ms = decision_ms
         self.started = utc_now()
         self.ended: str | None = None
@@ -196,6 +199,8 @@ class GameRoom:
             started=self.started,
             kind=self.kind,
             pair_id=self.pair_id,
+            tournament_id=self.tournament_id,
+            slot=self.slot,
             ended=self.ended,
             end_reason=self.outcome.end_reason if self.outcome else None,
             result=msgspec.to_builtins(self.outcome) if self.outcome else None,
@@ -215,6 +220,7 @@ class GameRoom:
             resumed=resumed,
             kind=self.kind,
             pair_id=self.pair_id,
+            tournament_id=self.tournament_id,
         )
 
     def _send_decision(self, deadline_ms: int) -> None:
@@ -460,9 +466,13 @@ class GameManager:
         rated: bool = False,
         kind: GameKind = "challenge",
         pair_id: str | None = None,
+        decision_ms: int | None = None,
+        tournament: tuple[str, int] | None = None,
     ) -> GameRoom:
-        """Deal and begin a game; seat 0 is ``players[0]``. Raises ``SetupError`` for a bad deal,
-        :class:`Refusal` ``storage_unavailable`` while games cannot be recorded."""
+        """Deal and begin a game; seat 0 is ``players[0]``. ``decision_ms`` overrides the
+        server's clock (a tournament's); ``tournament`` is its id and the game's slot. Raises
+        ``SetupError`` for a bad deal, :class:`Refusal` ``storage_unavailable`` while games
+        cannot be recorded."""
         if players[0] == players[1]:
             raise ValueError("a bot cannot play itself")
         self.recorder.check()
@@ -482,8 +492,9 @@ class GameManager:
             rated=rated,
             kind=kind,
             pair_id=pair_id,
-            decision_ms=self.settings.decision_ms,
+            decision_ms=decision_ms or self.settings.decision_ms,
             explicit_reshuffles=len(deal.reshuffles or ()),
+            tournament=tournament,
             deliver=self._deliver,
             on_end=self._on_end,
         )
@@ -562,6 +573,20 @@ class GameManager:
         in the whole cluster."""
         here = len(self._by_bot.get(bot, ()))
         return here if self.elsewhere is None else here + self.elsewhere.running_count(bot)
+
+    def can_play(self, bot: str) -> bool:
+        """Whether the bot can play now: connected (here or elsewhere), or an in-process seat."""
+        return bot in self.house or self.presence.is_connected(bot)
+
+    def open_slots(self, bot: str) -> int:
+        """Games the bot could start now: its connection's ``max_games`` less its running
+        games (an in-process seat has no limit; a bot not connected has none)."""
+        if bot in self.house:
+            return 1 << 30
+        conn = self.presence.get(bot)
+        if conn is None:
+            return 0
+        return conn.max_games - self.running_count(bot)
 
     def game_ids_of(self, bot: str) -> list[str]:
         """The ids of the bot's running games, here and on other nodes."""

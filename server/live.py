@@ -2,7 +2,7 @@
 and for anyone; the handler is in ``ladder_api``).
 
 A viewer gets ``standings``, ``games`` and ``health`` at once, then ``game_started``,
-``game_ended``, ``standings`` and ``health`` as they happen (``protocol.messages.LiveMessage``).
+``game_ended``, ``standings`` and ``health`` as they happen (``protocol.live.LiveMessage``).
 It sends nothing; frames it sends are ignored. Each message is encoded once for all viewers
 and sent through each viewer's :class:`~server.outbox.Outbox`; a viewer too slow to read
 ``send_queue_max`` frames is dropped rather than holding memory.

@@ -21,4 +21,5 @@ def game_summary(row: GameRow) -> GameSummary:
         ended=row.ended,
         ply=row.ply,
         result=msgspec.convert(row.result, GameResult) if row.result is not None else None,
+        tournament_id=row.tournament_id,
     )

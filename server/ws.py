@@ -243,6 +243,7 @@ class Session:
         log.info("bot %s connected (%s, client %r)", row.name, conn.peer, m.client)
         arena.manager.bot_arrived(row.name)
         arena.ladder.bot_arrived(row.name)
+        arena.tournaments.wake()
 
     def _authenticated(self) -> None:
         self.conn.authenticated = True

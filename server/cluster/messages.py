@@ -12,6 +12,7 @@ from typing import Literal
 import msgspec
 
 from protocol.messages import ClientMessage, GameSummary, LiveStandings
+from protocol.tournaments import LiveTournament
 
 from .presence import Attached, Detached
 
@@ -96,6 +97,13 @@ class Refused(msgspec.Struct, tag="refused", frozen=True):
     game_id: str | None
 
 
+class TournamentNews(msgspec.Struct, tag="tournament_news", frozen=True):
+    """A tournament changed on the leader (which runs the tournaments): every node pushes it
+    to its ``/live`` viewers."""
+
+    message: LiveTournament
+
+
 LadderOp = Literal["pause", "resume", "reset", "remove", "restore"]
 
 
@@ -117,5 +125,5 @@ class LadderAnswer(msgspec.Struct, tag="ladder_answer", frozen=True):
 
 ClusterMessage = (
     Attached | Detached | Capacity | ToBot | ToConn | FromBot | Watching | GameBegan | GameEnded | LeaderIs
-    | Standings | Refused | LadderCall | LadderAnswer
+    | Standings | Refused | LadderCall | LadderAnswer | TournamentNews
 )

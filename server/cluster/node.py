@@ -47,6 +47,7 @@ from protocol.messages import (
     Seek,
     Unseek,
 )
+from protocol.tournaments import LiveTournament
 
 from ..callbacks import spawn
 from ..clock import utc_now
@@ -69,6 +70,7 @@ from .messages import (
     Standings,
     ToBot,
     ToConn,
+    TournamentNews,
     Watching,
 )
 from .presence import ClusterPresence, Place, text_of
@@ -173,6 +175,7 @@ class ClusterNode:
             Capacity: self._on_capacity, ToBot: self._on_to_bot, ToConn: self._on_to_conn,
             FromBot: self._on_from_bot, Watching: self._on_watching, GameBegan: self._on_game_began,
             GameEnded: self._on_game_ended, LeaderIs: self._on_leader_is, Standings: self._on_standings,
+            TournamentNews: self._on_tournament_news,
             Refused: self._on_refused, LadderCall: self._on_ladder_call, LadderAnswer: self._on_ladder_answer,
         }
         self.bus.subscribe(self._heard)
@@ -200,6 +203,8 @@ class ClusterNode:
         arena.manager.listeners.append(self)
         arena.ladder.publish = self._publish_standings
         arena.ladder.may_act = self.lease.valid
+        arena.tournaments.publish = self._publish_tournament
+        arena.tournaments.may_act = self.lease.valid
         arena.challenges.held_elsewhere = self.challenge_node
         arena.challenges.forward = self.forward
 
@@ -448,6 +453,7 @@ class ClusterNode:
         arena = self.arena
         arena.manager.bot_arrived(bot)
         arena.ladder.bot_arrived(bot)
+        arena.tournaments.wake()
 
     def _left(self, bot: str) -> None:
         arena = self.arena
@@ -573,6 +579,7 @@ class ClusterNode:
         (the other nodes send theirs when they hear ``leader_is``)."""
         ladder = self.arena.ladder
         await ladder.lead()
+        await self.arena.tournaments.lead()
         for bot in sorted(self.seeking):
             if ladder.leading and self.arena.presence.get_local(bot) is not None:
                 try:
@@ -585,6 +592,7 @@ class ClusterNode:
         if self.leader == self.node:
             self.leader = None
         self.arena.ladder.follow()
+        self.arena.tournaments.follow()
 
     def _on_leader_is(self, sender: str, m: LeaderIs) -> None:
         if m.node == self.leader:
@@ -614,6 +622,15 @@ class ClusterNode:
         if m.table != self._table:
             self._table = m.table
             self.arena.live.publish(m.table)
+
+    def _publish_tournament(self, message: LiveTournament) -> None:
+        if self.healthy:
+            self.bus.post(None, TournamentNews(message))
+        else:
+            self.arena.live.publish(message)
+
+    def _on_tournament_news(self, sender: str, m: TournamentNews) -> None:
+        self.arena.live.publish(m.message)
 
     def _on_refused(self, sender: str, m: Refused) -> None:
         if self.leading:

@@ -29,6 +29,28 @@ class Fit:
     games: int
 
 
+@dataclass(frozen=True)
+class Model:
+    """A whole fit: each bot's :class:`Fit`, and the covariance of the strengths (for how
+    sure the fit is that one bot is stronger than another)."""
+
+    fits: dict[str, Fit]
+    index: dict[str, int]
+    covariance: list[list[float]]
+    """Of the natural-log strengths, in the order of ``index``."""
+
+    def stronger(self, a: str, b: str) -> float:
+        """The likelihood that ``a`` is stronger than ``b``: Φ(d / σ), where d is the fitted
+        strength difference and σ² its variance from the covariance."""
+        i, j = self.index[a], self.index[b]
+        c = self.covariance
+        diff = (self.fits[a].rating - self.fits[b].rating) * LN10_400
+        var = c[i][i] + c[j][j] - 2.0 * c[i][j]
+        if var <= 0.0:
+            return 0.5 if diff == 0.0 else 1.0 if diff > 0.0 else 0.0
+        return 0.5 * math.erfc(-diff / math.sqrt(2.0 * var))
+
+
 def fit(
     results: Iterable[tuple[str, str, float]],
     players: Sequence[str] = (),
@@ -41,6 +63,17 @@ def fit(
     ``players`` lists bots to rate even without games (they get ``center`` and a
     wide interval).
     """
+    return fit_model(results, players, center, prior_draws, iterations).fits
+
+
+def fit_model(
+    results: Iterable[tuple[str, str, float]],
+    players: Sequence[str] = (),
+    center: float = 1500.0,
+    prior_draws: float = 2.0,
+    iterations: int = 50,
+) -> Model:
+    """:func:`fit`, with the covariance kept (:meth:`Model.stronger`)."""
     names: list[str] = list(dict.fromkeys(players))
     index: dict[str, int] = {n: i for i, n in enumerate(names)}
     wins: dict[tuple[int, int], float] = defaultdict(float)  # (i, j) -> points i took from j
@@ -86,13 +119,14 @@ def fit(
             s[i] += step[i]
         if max((abs(x) for x in step), default=0.0) < 1e-10:
             break
-    variances = _relative_variances(_inverse(info)) if n else []
+    cov = _inverse(info) if n else []
+    variances = _relative_variances(cov) if n else []
     out: dict[str, Fit] = {}
     for i, name in enumerate(names):
         rating = center + s[i] / LN10_400
         half = Z95 * math.sqrt(variances[i]) / LN10_400
         out[name] = Fit(rating=rating, low=rating - half, high=rating + half, games=games[i])
-    return out
+    return Model(out, index, cov)
 
 
 def _relative_variances(cov: list[list[float]]) -> list[float]:
@@ -134,6 +168,19 @@ def _solve(matrix: list[list[float]], vector: list[float]) -> list[float]:
 
 
 def _inverse(matrix: list[list[float]]) -> list[list[float]]:
+    """The inverse by Gauss–Jordan elimination with partial pivoting (one pass, O(n³)); a
+    singular direction is left at zero."""
     n = len(matrix)
-    columns = [_solve(matrix, [1.0 if r == c else 0.0 for r in range(n)]) for c in range(n)]
-    return [[columns[c][r] for c in range(n)] for r in range(n)]
+    a = [row[:] + [1.0 if r == c else 0.0 for c in range(n)] for r, row in enumerate(matrix)]
+    for col in range(n):
+        pivot = max(range(col, n), key=lambda r: abs(a[r][col]))
+        a[col], a[pivot] = a[pivot], a[col]
+        d = a[col][col]
+        if d == 0.0:
+            continue
+        top = a[col] = [x / d for x in a[col]]
+        for r in range(n):
+            if r != col and (f := a[r][col]):
+                row = a[r]
+                a[r] = [x - f * t for x, t in zip(row, top, strict=True)]
+    return [row[n:] for row in a]

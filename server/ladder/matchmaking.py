@@ -21,16 +21,21 @@ open now):
    its least-met active opponent (free or busy). If that one is busy, the bot waits for it, up
    to ``wait_s``; after that it takes any free opponent rules 1 and 2 allow. So fast bots do
    not lock in with each other while the slow ones play.
-4. **Among those**, the pair that met least goes first; ties prefer close ratings (a gap of
-   ``spread`` Elo makes a pairing e times less likely, never impossible) and, last, not the
-   same opponent twice in a row.
+4. **Among those**, the pair that met least goes first; then the pair whose busier bot
+   started fewer ladder games lately (so a slow bot that comes free is paired before fast
+   ones that just finished); ties prefer close ratings (a gap of ``spread`` Elo makes a
+   pairing e times less likely, never impossible) and, last, not the same opponent twice in
+   a row.
+
+A games-per-hour limit (:class:`RecentGames`) is applied by the caller: a bot at its limit is
+not a seeker, and is not active either (nobody waits for it).
 """
 
 from __future__ import annotations
 
 import math
 import random
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
@@ -44,6 +49,8 @@ class Seeker:
     last_opponent: str | None = None
     waited: float = 0.0
     """Seconds it has been free without a pairing."""
+    recent: int = 0
+    """Ladder games it started lately (within the limit's window)."""
 
 
 class Meetings:
@@ -106,11 +113,11 @@ def pair_round(free: Sequence[Seeker], busy: Collection[str], meetings: Meetings
             rematch = a.last_opponent == b.name or b.last_opponent == a.name
             # An exponential race: the smallest of E/w, E ~ Exp(1), is b with probability ∝ w.
             race = math.log(rng.expovariate(1.0) or 1e-300) - math.log(weight(a, b, spread))
-            candidates.append((met, race + (1e6 if rematch else 0.0), a.name, b.name))
+            candidates.append((met, max(a.recent, b.recent), race + (1e6 if rematch else 0.0), a.name, b.name))
     candidates.sort()
     taken: set[str] = set()
     pairs = []
-    for _, _, a_name, b_name in candidates:
+    for _, _, _, a_name, b_name in candidates:
         if a_name not in taken and b_name not in taken:
             taken |= {a_name, b_name}
             pairs.append((a_name, b_name))
@@ -131,3 +138,33 @@ def next_wait_end(free: Sequence[Seeker], wait_s: float) -> float | None:
     """Seconds until the first free seeker's wait runs out (for the caller to pair again then)."""
     left = [wait_s - s.waited for s in free if not _waited_out(s, wait_s)]
     return min(left) if left else None
+
+
+class RecentGames:
+    """Ladder games each bot started within the last ``window`` seconds (times are the
+    caller's clock), for a games-per-hour limit and for rule 4's preference."""
+
+    def __init__(self, window: float = 3600.0) -> None:
+        self.window = window
+        self._starts: dict[str, deque[float]] = {}
+
+    def add(self, bot: str, at: float, games: int = 1) -> None:
+        self._starts.setdefault(bot, deque()).extend([at] * games)
+
+    def count(self, bot: str, now: float) -> int:
+        starts = self._starts.get(bot)
+        if starts is None:
+            return 0
+        while starts and starts[0] <= now - self.window:
+            starts.popleft()
+        if not starts:
+            del self._starts[bot]
+            return 0
+        return len(starts)
+
+    def may_start(self, bot: str, now: float, limit: int | None, games: int = 2) -> bool:
+        """Whether ``bot`` may start ``games`` more (a duplicate pair) under ``limit``."""
+        return limit is None or self.count(bot, now) + games <= limit
+
+    def clear(self) -> None:
+        self._starts.clear()

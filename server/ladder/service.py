@@ -13,9 +13,13 @@ inside another game's step.
   first player and reshuffle seed) with the seats swapped. The return game starts when the
   first ends, once both bots are connected with a free slot (even if they stopped seeking or
   the ladder was paused, so pairs stay whole); an aborted first game drops the pair.
-- **Standings.** Listed bots, by Elo, with W/D/L and a Bradley–Terry fit over every rated game
-  since the last ratings reset; recomputed (coalesced) after each change and pushed to the
-  live stream.
+- **Standings.** Listed bots, ranked by a Bradley–Terry fit over every rated game since the
+  last ratings reset, each with its 95% interval (so the number, the order and the interval
+  are one quantity), the live Elo beside it, and W/D/L; recomputed (coalesced) after each
+  change and pushed to the live stream.
+- **Fair time.** With ``ladder_games_per_hour`` a bot that started that many ladder games in
+  the last hour is not paired until the oldest is an hour old; pairing prefers the pair whose
+  busier bot started fewer games lately.
 - **Leading.** On one node the ladder always leads. In a cluster only the node holding the
   pairing lease does (:meth:`Ladder.lead`): it loads the ladder from storage, pairs, hosts the
   ladder's games and computes the standings; the others (:meth:`Ladder.follow`) keep the
@@ -38,7 +42,7 @@ from typing import Any
 from protocol.messages import Error, GameKind, LadderState, LadderStatus, LiveStandings, Standing
 
 from ..callbacks import spawn
-from ..clock import utc_now
+from ..clock import seconds_since, utc_now
 from ..config import Settings
 from ..deals import Deal
 from ..games import GameManager, GameRoom
@@ -48,7 +52,7 @@ from ..refusal import Refusal
 from ..storage import NameTaken, Storage
 from ..storage.base import LadderStanding, score_of_seat0
 from . import bradley_terry, elo
-from .matchmaking import Meetings, Seeker, next_wait_end, pair_round
+from .matchmaking import Meetings, RecentGames, Seeker, next_wait_end, pair_round
 
 log = logging.getLogger(__name__)
 
@@ -120,6 +124,8 @@ class Ladder:
         self.meetings = Meetings()
         """Ladder games between each two bots since the last ratings reset, counted from the
         moment a pair starts (a game that is not played after all is taken off again)."""
+        self.recent = RecentGames()
+        """Ladder games each bot started in the last hour (for ``ladder_games_per_hour``)."""
         self.free_since: dict[str, float] = {}
         """Loop time each free, seeking, listed bot became free (how long it has waited)."""
         self._wait_timer: asyncio.TimerHandle | None = None
@@ -158,6 +164,7 @@ class Ladder:
         self.paused = await self.storage.get_setting("paused") == "1"
         self.results = await self.storage.rated_results()
         self._count_meetings()
+        await self._count_recent()
         if not self.leading:  # the lead was lost meanwhile
             return
         await self.refresh_standings()
@@ -345,6 +352,15 @@ class Ladder:
             if pair.kind == "ladder":
                 self.meetings.add(*pair.players, games=2 - len(pair.games) + self._running(pair))
 
+    async def _count_recent(self) -> None:
+        """The ladder games of the last hour, from storage, on the loop's clock."""
+        self.recent.clear()
+        now = asyncio.get_running_loop().time()
+        for a, b, started in await self.storage.ladder_games_since(utc_now(self.recent.window)):
+            at = now - seconds_since(started)
+            self.recent.add(a, at)
+            self.recent.add(b, at)
+
     def _running(self, pair: Pair) -> int:
         return sum(1 for game_id in pair.games if game_id in self.manager.running)
 
@@ -444,28 +460,15 @@ class Ladder:
     def wake(self) -> None:
         self._wake.set()
 
-    def slots(self, bot: str) -> int:
-        """Games the bot could start now: its capacity less its running games."""
-        if bot == self.house.name:
-            return 1 << 30
-        conn = self.presence.get(bot)
-        if conn is None:
-            return 0
-        return conn.max_games - self.manager.running_count(bot)
-
     def free(self, bot: str) -> int:
         """Games the bot may start now for new pairs: its open slots less those kept for return
         games whose other bot is connected."""
         reserved = sum(1 for p in self.returns if bot in p.players and self._others_here(p, bot))
-        return self.slots(bot) - reserved
-
-    def _here(self, bot: str) -> bool:
-        """Whether the bot can play now: connected, or the in-process house bot."""
-        return bot == self.house.name or self.presence.is_connected(bot)
+        return self.manager.open_slots(bot) - reserved
 
     def _others_here(self, pair: Pair, bot: str) -> bool:
         """Whether the pair's other bot is here (only then is ``bot``'s slot kept for it)."""
-        return all(self._here(b) for b in pair.players if b != bot)
+        return all(self.manager.can_play(b) for b in pair.players if b != bot)
 
     def _drop_return(self, pair: Pair, why: str) -> None:
         """Give up a pair's return game: the first game stays rated and counts as any other."""
@@ -487,8 +490,8 @@ class Ladder:
         for pair in list(self.returns):
             if not self._pair_goes_on(pair):
                 self._drop_return(pair, "a bot left the ladder")
-            elif all(self._here(b) for b in pair.players):
-                ready = all(left.setdefault(b, self.slots(b)) >= 1 for b in pair.players)
+            elif all(self.manager.can_play(b) for b in pair.players):
+                ready = all(left.setdefault(b, self.manager.open_slots(b)) >= 1 for b in pair.players)
                 for b in pair.players:
                     left[b] -= 1
                 if ready:
@@ -507,16 +510,19 @@ class Ladder:
     def _pair_ladder(self, now: float) -> None:
         """New ladder pairs among the listed seeking bots (``matchmaking.pair_round``), as many
         rounds as bots have free slots; wake again when a waiting bot's wait runs out. Seeking
-        bots still in qualification count as active opponents that are busy."""
-        active = [b for b in sorted(self.seeking) if self.place(b) == "listed" and self.presence.is_connected(b)]
+        bots still in qualification count as active opponents that are busy; a bot at its
+        games-per-hour limit is not active (nobody waits for it)."""
+        limit = self.settings.ladder_games_per_hour
+        active = [b for b in sorted(self.seeking) if self.place(b) == "listed" and self.presence.is_connected(b)
+                  and self.recent.may_start(b, now, limit)]
         seekers: list[Seeker] = []
         for _ in range(self.settings.max_games):
-            free = [b for b in active if self.free(b) > 0]
+            free = [b for b in active if self.free(b) > 0 and self.recent.may_start(b, now, limit)]
             for b in [b for b in self.free_since if b not in free]:
                 del self.free_since[b]
             seekers = [
                 Seeker(b, self.ratings.get(b, self.settings.elo_initial), self.last_opponent.get(b),
-                       now - self.free_since.setdefault(b, now))
+                       now - self.free_since.setdefault(b, now), self.recent.count(b, now))
                 for b in free
             ]
             # Bots still qualifying count as busy: they are about to join, and the fast ones
@@ -531,6 +537,8 @@ class Ladder:
                 self.free_since.pop(a, None)
                 self.free_since.pop(b, None)
                 self.meetings.add(a, b, games=2)
+                self.recent.add(a, now, 2)
+                self.recent.add(b, now, 2)
                 pair = self._new_pair((a, b), "ladder")
                 self._start(pair, pair.players)
         if self._wait_timer is not None:
@@ -594,22 +602,25 @@ class Ladder:
                 if bot in wdl:
                     wdl[bot][0 if s == 1.0 else 1 if s == 0.5 else 2] += 1
                     met[bot].add(other)
+        now = asyncio.get_running_loop().time()
+        listed.sort(key=lambda r: (-fits[r.bot].rating, r.bot))
         table = [
             Standing(
                 rank=i + 1,
                 bot=r.bot,
-                rating=round(r.rating, 1),
+                rating=round(fits[r.bot].rating, 1),
+                low=round(fits[r.bot].low, 1),
+                high=round(fits[r.bot].high, 1),
+                elo=round(r.rating, 1),
                 games=r.rated_games,
                 wins=wdl[r.bot][0],
                 draws=wdl[r.bot][1],
                 losses=wdl[r.bot][2],
                 provisional=elo.is_provisional(r.rated_games, self.settings.elo),
-                bt_rating=round(fits[r.bot].rating, 1),
-                bt_low=round(fits[r.bot].low, 1),
-                bt_high=round(fits[r.bot].high, 1),
                 connected=self.presence.is_connected(r.bot),
                 seeking=r.bot in self.seeking,
                 opponents=len(met[r.bot]),
+                recent_games=self.recent.count(r.bot, now),
             )
             for i, r in enumerate(listed)
         ]

@@ -11,6 +11,7 @@ from .base import (
     RatingEntry,
     Standing,
     Storage,
+    TournamentRow,
 )
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "RatingEntry",
     "Standing",
     "Storage",
+    "TournamentRow",
     "is_postgres_url",
     "open_storage",
 ]

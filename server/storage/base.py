@@ -43,9 +43,12 @@ class GameRow(msgspec.Struct, frozen=True, kw_only=True):
     ply: int
     started: str
     kind: str = "challenge"
-    """Why it was started: ``challenge``, ``ladder``, ``qualification`` or ``admin``."""
+    """Why it was started: ``challenge``, ``ladder``, ``qualification``, ``admin`` or ``tournament``."""
     pair_id: str | None = None
     """The duplicate pair of a ladder game (both games share the deal, seats swapped)."""
+    tournament_id: str | None = None
+    slot: int | None = None
+    """A tournament game's place in its schedule (a game cut off is replayed in the same slot)."""
     ended: str | None = None
     end_reason: str | None = None
     result: dict[str, Any] | None = None
@@ -82,6 +85,21 @@ class Standing(msgspec.Struct, frozen=True, kw_only=True):
     bot: str
     rating: float
     rated_games: int
+
+
+class TournamentRow(msgspec.Struct, kw_only=True):
+    """One tournament as stored. ``definition`` is the organizer's (with its seed);
+    ``schedule`` lists its games as ``[round, seat0, seat1, deal]`` (Swiss appends a round
+    when the last one is over); results live in the games rows that name the tournament."""
+
+    tournament_id: str
+    name: str
+    definition: dict[str, Any]
+    state: str
+    created: str
+    started: str | None = None
+    ended: str | None = None
+    schedule: list[list[Any]] = msgspec.field(default_factory=list)
 
 
 class RatingConflict(Exception):
@@ -214,6 +232,27 @@ class Storage(Protocol):
     async def rated_results(self) -> list[tuple[str, str, float]]:
         """Every rated game finished since the last :meth:`reset_ratings`, as
         ``(seat0, seat1, seat0's score)``, in the order they finished."""
+
+    async def ladder_games_since(self, since: str) -> list[tuple[str, str, str]]:
+        """Ladder games started at or after ``since`` (ISO 8601, UTC), as ``(seat0, seat1,
+        started)``, oldest first."""
+
+    async def create_tournament(self, row: TournamentRow) -> None: ...
+
+    async def get_tournament(self, tournament_id: str) -> TournamentRow | None: ...
+
+    async def list_tournaments(self, states: Sequence[str] | None = None) -> list[TournamentRow]:
+        """Newest first; only those in ``states`` if given."""
+
+    async def update_tournament(self, row: TournamentRow, expected_state: str) -> bool:
+        """Store ``row``'s state, times and schedule if the stored state is still
+        ``expected_state`` (a transition two requests race for happens once). False if not."""
+
+    async def tournament_games(self, tournament_id: str, *, records: bool = False, finished: bool = False,
+                               after_slot: int = -1, limit: int = 1 << 30) -> list[GameRow]:
+        """The tournament's games in slots after ``after_slot`` (every status, or only
+        ``finished`` ones: one a slot), by slot then start, at most ``limit``; with their
+        records only if ``records``."""
 
     async def reset_ratings(self, rating: float = INITIAL_RATING) -> None:
         """Every bot back to ``rating`` with no rated games, the history emptied, and the

@@ -26,6 +26,7 @@ from .base import (
     RatingConflict,
     RatingEntry,
     Standing,
+    TournamentRow,
     encode_json,
     score_of_seat0,
 )
@@ -85,6 +86,24 @@ MIGRATIONS: list[list[str]] = [
         "ALTER TABLE bots ADD COLUMN ladder TEXT NOT NULL DEFAULT 'new'",
         "CREATE TABLE ladder_settings (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     ],
+    # 4: tournaments (see sqlite.py).
+    [
+        "ALTER TABLE games ADD COLUMN tournament_id TEXT",
+        "ALTER TABLE games ADD COLUMN slot INTEGER",
+        "CREATE INDEX games_tournament ON games (tournament_id, slot)",
+        "CREATE INDEX games_kind_started ON games (kind, started)",
+        """CREATE TABLE tournaments (
+            id          TEXT PRIMARY KEY,
+            seq         BIGSERIAL,
+            name        TEXT NOT NULL,
+            definition  JSONB NOT NULL,
+            state       TEXT NOT NULL,
+            created     TEXT NOT NULL,
+            started     TEXT,
+            ended       TEXT,
+            schedule    JSONB NOT NULL
+        )""",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -94,7 +113,11 @@ COMMAND_TIMEOUT_S = 10.0
 """A statement gives up after this long, so a server that stopped answering is a failure."""
 _MIGRATION_LOCK = 0x4D414E44  # pg_advisory_xact_lock key: one server migrates at a time
 
-_GAME_COLUMNS = "id, players, status, rated, first_player, ply, record, result, end_reason, started, ended, kind, pair_id"
+_GAME_COLUMNS = ("id, players, status, rated, first_player, ply, record, result, end_reason, started, ended, kind,"
+                 " pair_id, tournament_id, slot")
+_SUMMARY_COLUMNS = _GAME_COLUMNS.replace("record,", "NULL AS record,")
+"""The game columns without the record (lists need no record)."""
+_TOURNAMENT_COLUMNS = "id, name, definition, state, created, started, ended, schedule"
 _BOT_COLUMNS = "name, token_hash, created, ladder"
 _SINCE_RESET = "finish_seq > COALESCE((SELECT value::bigint FROM ladder_settings WHERE key = 'rated_since'), 0)"
 
@@ -114,7 +137,15 @@ def _game_row(r: asyncpg.Record) -> GameRow:
         ended=r["ended"],
         kind=r["kind"],
         pair_id=r["pair_id"],
+        tournament_id=r["tournament_id"],
+        slot=r["slot"],
     )
+
+
+def _tournament_row(r: asyncpg.Record) -> TournamentRow:
+    return TournamentRow(tournament_id=r["id"], name=r["name"], definition=msgspec.json.decode(r["definition"]),
+                         state=r["state"], created=r["created"], started=r["started"], ended=r["ended"],
+                         schedule=msgspec.json.decode(r["schedule"]))
 
 
 class PostgresStorage(OneGameWrites):
@@ -225,16 +256,18 @@ class PostgresStorage(OneGameWrites):
     async def _write_game(conn: Any, g: GameRow) -> None:
         await conn.execute(
             f"""INSERT INTO games ({_GAME_COLUMNS}, seat0, seat1)
-                VALUES ($1, $2::jsonb, $3, $4, $5, $6, $7::jsonb, $8::jsonb, $9, $10, $11, $12, $13, $14, $15)
+                VALUES ($1, $2::jsonb, $3, $4, $5, $6, $7::jsonb, $8::jsonb, $9, $10, $11, $12, $13, $14, $15,
+                        $16, $17)
                 ON CONFLICT (id) DO UPDATE SET
                     players = EXCLUDED.players, status = EXCLUDED.status, rated = EXCLUDED.rated,
                     first_player = EXCLUDED.first_player, ply = EXCLUDED.ply, record = EXCLUDED.record,
                     result = EXCLUDED.result, end_reason = EXCLUDED.end_reason, started = EXCLUDED.started,
                     ended = EXCLUDED.ended, kind = EXCLUDED.kind, pair_id = EXCLUDED.pair_id,
+                    tournament_id = EXCLUDED.tournament_id, slot = EXCLUDED.slot,
                     seat0 = EXCLUDED.seat0, seat1 = EXCLUDED.seat1""",
             g.game_id, encode_json(g.players), g.status, g.rated, g.first_player, g.ply,
             encode_json(g.record), encode_json(g.result), g.end_reason, g.started, g.ended, g.kind, g.pair_id,
-            g.players[0], g.players[1],
+            g.tournament_id, g.slot, g.players[0], g.players[1],
         )
 
     async def get_game(self, game_id: str) -> GameRow | None:
@@ -328,6 +361,54 @@ class PostgresStorage(OneGameWrites):
             f" AND finish_seq IS NOT NULL AND {_SINCE_RESET} ORDER BY finish_seq"
         )
         return [(r[0], r[1], score_of_seat0(msgspec.json.decode(r[2]) if r[2] is not None else None)) for r in rows]
+
+    async def ladder_games_since(self, since: str) -> list[tuple[str, str, str]]:
+        rows = await self._p().fetch(
+            "SELECT seat0, seat1, started FROM games WHERE kind = 'ladder' AND started >= $1 ORDER BY started", since
+        )
+        return [(r[0], r[1], r[2]) for r in rows]
+
+    # ------------------------------------------------------------------ tournaments
+
+    async def create_tournament(self, row: TournamentRow) -> None:
+        await self._p().execute(
+            f"INSERT INTO tournaments ({_TOURNAMENT_COLUMNS}) VALUES ($1, $2, $3::jsonb, $4, $5, $6, $7, $8::jsonb)",
+            row.tournament_id, row.name, encode_json(row.definition), row.state, row.created, row.started, row.ended,
+            encode_json(row.schedule),
+        )
+
+    async def get_tournament(self, tournament_id: str) -> TournamentRow | None:
+        r = await self._p().fetchrow(f"SELECT {_TOURNAMENT_COLUMNS} FROM tournaments WHERE id = $1", tournament_id)
+        return _tournament_row(r) if r else None
+
+    async def list_tournaments(self, states: Sequence[str] | None = None) -> list[TournamentRow]:
+        if states is None:
+            rows = await self._p().fetch(f"SELECT {_TOURNAMENT_COLUMNS} FROM tournaments ORDER BY created DESC, seq DESC")
+        else:
+            rows = await self._p().fetch(
+                f"SELECT {_TOURNAMENT_COLUMNS} FROM tournaments WHERE state = ANY($1::text[])"
+                " ORDER BY created DESC, seq DESC", list(states),
+            )
+        return [_tournament_row(r) for r in rows]
+
+    async def update_tournament(self, row: TournamentRow, expected_state: str) -> bool:
+        tag = await self._p().execute(
+            "UPDATE tournaments SET state = $1, started = $2, ended = $3, schedule = $4::jsonb"
+            " WHERE id = $5 AND state = $6",
+            row.state, row.started, row.ended, encode_json(row.schedule), row.tournament_id, expected_state,
+        )
+        return bool(tag.split()[-1] == "1")
+
+    async def tournament_games(self, tournament_id: str, *, records: bool = False, finished: bool = False,
+                               after_slot: int = -1, limit: int = 1 << 30) -> list[GameRow]:
+        columns = _GAME_COLUMNS if records else _SUMMARY_COLUMNS
+        status = " AND status = 'finished'" if finished else ""
+        rows = await self._p().fetch(
+            f"SELECT {columns} FROM games WHERE tournament_id = $1 AND slot > $2{status}"
+            " ORDER BY slot, started, seq LIMIT $3",
+            tournament_id, after_slot, limit,
+        )
+        return [_game_row(r) for r in rows]
 
     async def reset_ratings(self, rating: float = INITIAL_RATING) -> None:
         async with self._p().acquire() as conn, conn.transaction():

@@ -30,6 +30,7 @@ from .base import (
     RatingConflict,
     RatingEntry,
     Standing,
+    TournamentRow,
     encode_json,
     score_of_seat0,
 )
@@ -91,13 +92,35 @@ MIGRATIONS: list[list[str]] = [
         "ALTER TABLE bots ADD COLUMN ladder TEXT NOT NULL DEFAULT 'new'",
         "CREATE TABLE ladder_settings (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     ],
+    # 4: tournaments. A tournament game names its tournament and its slot in the schedule;
+    # ladder games are found by start time (for a games-per-hour limit).
+    [
+        "ALTER TABLE games ADD COLUMN tournament_id TEXT",
+        "ALTER TABLE games ADD COLUMN slot INTEGER",
+        "CREATE INDEX games_tournament ON games (tournament_id, slot)",
+        "CREATE INDEX games_kind_started ON games (kind, started)",
+        """CREATE TABLE tournaments (
+            id          TEXT PRIMARY KEY,
+            name        TEXT NOT NULL,
+            definition  TEXT NOT NULL,
+            state       TEXT NOT NULL,
+            created     TEXT NOT NULL,
+            started     TEXT,
+            ended       TEXT,
+            schedule    TEXT NOT NULL
+        )""",
+    ],
 ]
 """Applied in order on open, each in its own transaction with its number in ``schema_version``.
 Append new ones; never edit one that has shipped."""
 
 SCHEMA_VERSION = len(MIGRATIONS)
 
-_GAME_COLUMNS = "id, players, status, rated, first_player, ply, record, result, end_reason, started, ended, kind, pair_id"
+_GAME_COLUMNS = ("id, players, status, rated, first_player, ply, record, result, end_reason, started, ended, kind,"
+                 " pair_id, tournament_id, slot")
+_SUMMARY_COLUMNS = _GAME_COLUMNS.replace("record,", "NULL,")
+"""The game columns without the record (lists need no record)."""
+_TOURNAMENT_COLUMNS = "id, name, definition, state, created, started, ended, schedule"
 _BOT_COLUMNS = "name, token_hash, created, ladder"
 _SINCE_RESET = "finish_seq > COALESCE((SELECT CAST(value AS INTEGER) FROM ladder_settings WHERE key = 'rated_since'), 0)"
 """Rated games count from the last ratings reset on."""
@@ -109,7 +132,7 @@ def _is_contention(e: sqlite3.OperationalError) -> bool:
 
 
 def _game_row(row: tuple[Any, ...]) -> GameRow:
-    gid, players, status, rated, first, ply, record, result, reason, started, ended, kind, pair_id = row
+    gid, players, status, rated, first, ply, record, result, reason, started, ended, kind, pair_id, tid, slot = row
     return GameRow(
         game_id=gid,
         players=msgspec.json.decode(players),
@@ -124,7 +147,15 @@ def _game_row(row: tuple[Any, ...]) -> GameRow:
         ended=ended,
         kind=kind,
         pair_id=pair_id,
+        tournament_id=tid,
+        slot=slot,
     )
+
+
+def _tournament_row(row: tuple[Any, ...]) -> TournamentRow:
+    tid, name, definition, state, created, started, ended, schedule = row
+    return TournamentRow(tournament_id=tid, name=name, definition=msgspec.json.decode(definition), state=state,
+                         created=created, started=started, ended=ended, schedule=msgspec.json.decode(schedule))
 
 
 class SqliteStorage(OneGameWrites):
@@ -254,11 +285,12 @@ class SqliteStorage(OneGameWrites):
     def _write_game(db: sqlite3.Connection, g: GameRow) -> None:
         db.execute(
             f"INSERT OR REPLACE INTO games ({_GAME_COLUMNS}, seat0, seat1)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 g.game_id, encode_json(g.players), g.status, int(g.rated), g.first_player, g.ply,
                 encode_json(g.record), encode_json(g.result),
-                g.end_reason, g.started, g.ended, g.kind, g.pair_id, g.players[0], g.players[1],
+                g.end_reason, g.started, g.ended, g.kind, g.pair_id, g.tournament_id, g.slot,
+                g.players[0], g.players[1],
             ),
         )
 
@@ -345,6 +377,52 @@ class SqliteStorage(OneGameWrites):
             f" AND finish_seq IS NOT NULL AND {_SINCE_RESET} ORDER BY finish_seq"
         ).fetchall()
         return [(a, b, score_of_seat0(msgspec.json.decode(r) if r else None)) for a, b, r in rows]
+
+    def _ladder_games_since(self, since: str) -> list[tuple[str, str, str]]:
+        rows = self._conn().execute(
+            "SELECT seat0, seat1, started FROM games WHERE kind = 'ladder' AND started >= ? ORDER BY started",
+            (since,),
+        ).fetchall()
+        return [(a, b, t) for a, b, t in rows]
+
+    def _create_tournament(self, t: TournamentRow) -> None:
+        self._conn().execute(
+            f"INSERT INTO tournaments ({_TOURNAMENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (t.tournament_id, t.name, encode_json(t.definition), t.state, t.created, t.started, t.ended,
+             encode_json(t.schedule)),
+        )
+
+    def _get_tournament(self, tournament_id: str) -> TournamentRow | None:
+        row = self._conn().execute(f"SELECT {_TOURNAMENT_COLUMNS} FROM tournaments WHERE id = ?",
+                                   (tournament_id,)).fetchone()
+        return _tournament_row(row) if row else None
+
+    def _list_tournaments(self, states: Sequence[str] | None) -> list[TournamentRow]:
+        sql = f"SELECT {_TOURNAMENT_COLUMNS} FROM tournaments"
+        args: tuple[str, ...] = ()
+        if states is not None:
+            sql += f" WHERE state IN ({', '.join('?' * len(states))})"
+            args = tuple(states)
+        rows = self._conn().execute(sql + " ORDER BY created DESC, rowid DESC", args).fetchall()
+        return [_tournament_row(r) for r in rows]
+
+    def _update_tournament(self, t: TournamentRow, expected_state: str) -> bool:
+        cur = self._conn().execute(
+            "UPDATE tournaments SET state = ?, started = ?, ended = ?, schedule = ? WHERE id = ? AND state = ?",
+            (t.state, t.started, t.ended, encode_json(t.schedule), t.tournament_id, expected_state),
+        )
+        return cur.rowcount == 1
+
+    def _tournament_games(self, tournament_id: str, records: bool, finished: bool, after_slot: int,
+                          limit: int) -> list[GameRow]:
+        columns = _GAME_COLUMNS if records else _SUMMARY_COLUMNS
+        status = " AND status = 'finished'" if finished else ""
+        rows = self._conn().execute(
+            f"SELECT {columns} FROM games WHERE tournament_id = ? AND slot > ?{status}"
+            " ORDER BY slot, started, rowid LIMIT ?",
+            (tournament_id, after_slot, limit),
+        ).fetchall()
+        return [_game_row(r) for r in rows]
 
     def _reset_ratings(self, rating: float) -> None:
         with self._transaction() as db:
@@ -433,6 +511,25 @@ class SqliteStorage(OneGameWrites):
 
     async def rated_results(self) -> list[tuple[str, str, float]]:
         return await self._run(self._rated_results)
+
+    async def ladder_games_since(self, since: str) -> list[tuple[str, str, str]]:
+        return await self._run(self._ladder_games_since, since)
+
+    async def create_tournament(self, row: TournamentRow) -> None:
+        await self._run(self._create_tournament, row)
+
+    async def get_tournament(self, tournament_id: str) -> TournamentRow | None:
+        return await self._run(self._get_tournament, tournament_id)
+
+    async def list_tournaments(self, states: Sequence[str] | None = None) -> list[TournamentRow]:
+        return await self._run(self._list_tournaments, states)
+
+    async def update_tournament(self, row: TournamentRow, expected_state: str) -> bool:
+        return await self._run(self._update_tournament, row, expected_state)
+
+    async def tournament_games(self, tournament_id: str, *, records: bool = False, finished: bool = False,
+                               after_slot: int = -1, limit: int = 1 << 30) -> list[GameRow]:
+        return await self._run(self._tournament_games, tournament_id, records, finished, after_slot, limit)
 
     async def reset_ratings(self, rating: float = INITIAL_RATING) -> None:
         await self._run(self._reset_ratings, rating)

@@ -82,4 +82,4 @@ async def test_bots_on_three_nodes_share_one_ladder(make_cluster: MakeCluster, p
     finally:
         await store.close()
     for s in reference["standings"]:
-        assert (s["rating"], s["games"]) == (round(state[s["bot"]][0], 1), state[s["bot"]][1])
+        assert (s["elo"], s["games"]) == (round(state[s["bot"]][0], 1), state[s["bot"]][1])

@@ -67,6 +67,6 @@ async def test_kill_9_during_a_busy_ladder_loses_nothing(tmp_path: Path) -> None
         # Ratings equal a replay of the stored rated games, in the order they finished.
         state = await assert_ratings_replay(store, BOTS)
         for name, (rating, games) in state.items():
-            assert served[name]["games"] == games and served[name]["rating"] == round(rating, 1)
+            assert served[name]["games"] == games and served[name]["elo"] == round(rating, 1)
     finally:
         await store.close()

@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 
 from arena_testkit import ADMIN, Harness, WsClient, gather, play_out, random_policy
+from protocol.live import LiveMessage
 from protocol.messages import (
     Decision,
     Error,
@@ -23,7 +24,6 @@ from protocol.messages import (
     LiveGameEnded,
     LiveGames,
     LiveGameStarted,
-    LiveMessage,
     LiveStandings,
 )
 
@@ -98,7 +98,7 @@ async def test_qualification_against_the_house_then_rated_duplicate_pairs(make_a
         assert row["games"] == 2 and row["wins"] + row["draws"] + row["losses"] == 2
         assert row["wins"] + row["draws"] / 2 == score[name]
         assert row["provisional"] and row["connected"] and row["seeking"]
-        assert row["bt_low"] <= row["bt_rating"] <= row["bt_high"]
+        assert row["low"] <= row["rating"] <= row["high"]
     assert (await arena.arena.storage.get_game(ladder[0].game_id)).pair_id == ladder[0].pair_id  # type: ignore[union-attr]
     profile = await arena.get_json("/api/bots/alice")
     assert profile["state"] == "listed" and len(profile["history"]) == 2

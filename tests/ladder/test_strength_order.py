@@ -59,7 +59,7 @@ async def test_standings_follow_strength(make_arena: Any) -> None:
     order = [s.bot for s in table.standings]
     assert order == ["search", "greedy", "random"], msgspec.to_builtins(table)
     for s in table.standings:
-        assert s.bt_low < s.bt_rating < s.bt_high
+        assert s.low < s.rating < s.high
         assert s.wins + s.draws + s.losses == s.games
     by = {s.bot: s for s in table.standings}
-    assert by["search"].bt_rating > by["greedy"].bt_rating > by["random"].bt_rating
+    assert by["search"].rating > by["greedy"].rating > by["random"].rating

@@ -44,7 +44,8 @@ from arena_testkit import (
     random_policy,
     wait_until,
 )
-from protocol.messages import LadderStatus, LiveHealth, LiveMessage
+from protocol.live import LiveMessage
+from protocol.messages import LadderStatus, LiveHealth
 from server.clock import utc_now
 from server.storage import GameRow, Storage, open_storage
 from server.storage.sqlite import SqliteStorage

@@ -1,0 +1,214 @@
+"""Tournaments over HTTP (PROTOCOL.md §21).
+
+Everyone may read: ``GET /api/tournaments``, ``GET /api/tournaments/{id}``,
+``…/results`` (JSON, or CSV with ``?format=csv``) and ``…/records`` (JSON Lines). The organizer,
+with the admin token, creates one (``POST /api/tournaments``) and moves it through its states
+(``…/start``, ``…/pause``, ``…/resume``, ``…/cancel``). A control is a conditional update of the
+stored row (two racing requests: one wins, the other gets ``409``); the director follows the
+stored state, on this node or on the cluster's leader.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import logging
+import random
+import secrets
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import msgspec
+from aiohttp import web
+
+from protocol.tournaments import TournamentDefinition
+
+from ..arena import ARENA, Arena
+from ..clock import utc_now
+from ..http_api import ApiError, json_response, read_body, require_admin, running_games
+from ..storage import GameRow, TournamentRow
+from .schedule import DefinitionError, check, initial_schedule
+from .view import tournament_info, tournament_results, tournament_view
+
+log = logging.getLogger(__name__)
+
+FORMATS = ("round_robin", "gauntlet", "swiss")
+RECORDS_PAGE = 200
+"""Games read from storage at a time while ``…/records`` streams."""
+
+TRANSITIONS: dict[str, tuple[tuple[str, ...], str]] = {
+    "start": (("created",), "running"),
+    "pause": (("running",), "paused"),
+    "resume": (("paused",), "running"),
+    "cancel": (("created", "running", "paused"), "cancelled"),
+}
+"""Control -> (the states it applies to, the state it leads to)."""
+
+
+async def create(request: web.Request) -> web.Response:
+    """``POST /api/tournaments`` (admin): check the definition, fix its seed and clock, store it
+    with its schedule. Nothing is stored if anything is wrong."""
+    arena = request.app[ARENA]
+    require_admin(request, arena)
+    raw = await read_body(request, dict[str, Any])
+    if "format" in raw and raw["format"] not in FORMATS:
+        raise ApiError(400, "unknown_format", f"format is one of {', '.join(FORMATS)}, not {raw['format']!r}")
+    try:
+        d = msgspec.convert(raw, TournamentDefinition)
+    except msgspec.ValidationError as e:
+        raise ApiError(400, "invalid_request", str(e)) from None
+    try:
+        check(d)
+    except DefinitionError as e:
+        raise ApiError(400, e.code, e.message) from None
+    names = {}
+    for name in d.participants:
+        bot = await arena.storage.bot_by_name(name)
+        if bot is None:
+            raise ApiError(400, "unknown_bot", f"no bot named {name!r}")
+        names[name.lower()] = bot.name
+    d = msgspec.structs.replace(
+        d,
+        participants=[names[p.lower()] for p in d.participants],
+        bot_under_test=names[d.bot_under_test.lower()] if d.bot_under_test else None,
+        decision_ms=d.decision_ms or arena.settings.decision_ms,
+        seed=d.seed if d.seed is not None else random.getrandbits(63),
+    )
+    row = TournamentRow(tournament_id=secrets.token_urlsafe(6), name=d.name, definition=msgspec.to_builtins(d),
+                        state="created", created=utc_now(), schedule=initial_schedule(d))
+    await arena.storage.create_tournament(row)
+    log.info("tournament %s created: %s, %s, %d bots", row.tournament_id, d.name, d.format, len(d.participants))
+    return json_response(tournament_info(row, [], 0), 201)
+
+
+def control(op: str) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """The handler of one of the organizer's controls."""
+    allowed, target = TRANSITIONS[op]
+
+    async def handler(request: web.Request) -> web.Response:
+        arena = request.app[ARENA]
+        require_admin(request, arena)
+        row = await _tournament(arena, request.match_info["tournament_id"])
+        if row.state not in allowed:
+            raise ApiError(409, "wrong_state", f"tournament {row.tournament_id} is {row.state}: it cannot {op}")
+        now = utc_now()
+        new = msgspec.structs.replace(
+            row, state=target,
+            started=now if op == "start" else row.started,
+            ended=now if target == "cancelled" else row.ended,
+        )
+        if not await arena.storage.update_tournament(new, row.state):
+            raise ApiError(409, "wrong_state", f"tournament {row.tournament_id} changed meanwhile: try again")
+        log.info("tournament %s: %s", row.tournament_id, target)
+        arena.tournaments.wake()
+        games = await _games(arena, row.tournament_id)
+        return json_response(tournament_info(new, games, len(_running(arena, row.tournament_id))))
+
+    return handler
+
+
+async def _tournament(arena: Arena, tournament_id: str) -> TournamentRow:
+    row = await arena.storage.get_tournament(tournament_id)
+    if row is None:
+        raise ApiError(404, "unknown_tournament", f"no tournament {tournament_id!r}")
+    return row
+
+
+async def _games(arena: Arena, tournament_id: str) -> list[GameRow]:
+    await arena.manager.recorder.settle()
+    return await arena.storage.tournament_games(tournament_id)
+
+
+def _running(arena: Arena, tournament_id: str) -> list[Any]:
+    return [g for g in running_games(arena) if g.tournament_id == tournament_id]
+
+
+async def list_all(request: web.Request) -> web.Response:
+    """``GET /api/tournaments``: newest first, with their progress."""
+    arena = request.app[ARENA]
+    out = []
+    for row in await arena.storage.list_tournaments():
+        out.append(tournament_info(row, await _games(arena, row.tournament_id), len(_running(arena, row.tournament_id))))
+    return json_response(out)
+
+
+async def get_one(request: web.Request) -> web.Response:
+    """``GET /api/tournaments/{id}``: state, progress, running games, who is waited for, the
+    ranking and the crosstable so far."""
+    arena = request.app[ARENA]
+    row = await _tournament(arena, request.match_info["tournament_id"])
+    games = await _games(arena, row.tournament_id)
+    running = _running(arena, row.tournament_id)
+    return json_response(tournament_view(row, games, running, arena.tournaments.waiting(row.tournament_id)))
+
+
+CSV_COLUMNS = ("rank", "bot", "rating", "low", "high", "score", "games", "wins", "draws", "losses", "forfeits",
+               "stronger_than_next")
+
+
+async def get_results(request: web.Request) -> web.StreamResponse:
+    """``GET /api/tournaments/{id}/results[?format=csv]``."""
+    arena = request.app[ARENA]
+    fmt = request.query.get("format", "json")
+    if fmt not in ("json", "csv"):
+        raise ApiError(400, "invalid_request", "format is json or csv")
+    row = await _tournament(arena, request.match_info["tournament_id"])
+    results = tournament_results(row, await _games(arena, row.tournament_id))
+    if fmt == "json":
+        return json_response(results)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for line in results.ranking:
+        values = msgspec.to_builtins(line)
+        writer.writerow(["" if values[c] is None else values[c] for c in CSV_COLUMNS])
+    return web.Response(text=out.getvalue(), content_type="text/csv",
+                        headers={"Content-Disposition": f'inline; filename="{row.tournament_id}-results.csv"'})
+
+
+class RecordLine(msgspec.Struct):
+    """One line of ``…/records``."""
+
+    game_id: str
+    players: list[str]
+    result: dict[str, Any] | None
+    record: dict[str, Any] | None
+    slot: int | None
+    started: str
+    ended: str | None
+
+
+async def get_records(request: web.Request) -> web.StreamResponse:
+    """``GET /api/tournaments/{id}/records``: JSON Lines, one counted game a line (a slot's
+    finished game), in slot order, read and sent a page at a time."""
+    arena = request.app[ARENA]
+    row = await _tournament(arena, request.match_info["tournament_id"])
+    await arena.manager.recorder.settle()
+    resp = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
+    await resp.prepare(request)
+    encoder = msgspec.json.Encoder()
+    after = -1
+    while True:
+        page = await arena.storage.tournament_games(row.tournament_id, records=True, finished=True, after_slot=after,
+                                                    limit=RECORDS_PAGE)
+        chunk = bytearray()
+        for g in page:
+            chunk += encoder.encode(RecordLine(g.game_id, g.players, g.result, g.record, g.slot, g.started, g.ended))
+            chunk += b"\n"
+        if chunk:
+            await resp.write(bytes(chunk))
+        if len(page) < RECORDS_PAGE:
+            break
+        after = page[-1].slot or 0
+    await resp.write_eof()
+    return resp
+
+
+def setup(app: web.Application) -> None:
+    app.router.add_post("/api/tournaments", create)
+    app.router.add_get("/api/tournaments", list_all)
+    app.router.add_get("/api/tournaments/{tournament_id}", get_one)
+    app.router.add_get("/api/tournaments/{tournament_id}/results", get_results)
+    app.router.add_get("/api/tournaments/{tournament_id}/records", get_records)
+    for op in TRANSITIONS:
+        app.router.add_post(f"/api/tournaments/{{tournament_id}}/{op}", control(op))

@@ -1,0 +1,66 @@
+"""Tournaments through the documented HTTP API, on a real server with bots on real sockets."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from typing import Any
+
+from arena_testkit import Harness
+from mandala_client.bots import GreedyBot, RandomBot
+from tournament_kit import create, crosstable_of, finished, play, post, records
+
+FAST = {"pairing_interval_s": 0.05}
+
+
+async def test_round_robin_every_pairing_plays_the_same_deals_seats_swapped(make_arena: Any) -> None:
+    arena: Harness = await make_arena(**FAST)
+    names = ["ann", "ben", "cat"]
+    clients = {n: await arena.bot(n, max_games=4) for n in names}
+    ratings_before = await arena.get_json("/api/bots/ann")
+    tasks = [asyncio.create_task(play(c, RandomBot(seed=i))) for i, c in enumerate(clients.values())]
+    try:
+        created = await create(arena, participants=["ANN", "ben", "cat"], games_per_pairing=4, seed=7)
+        tid = created["tournament_id"]
+        assert created["state"] == "created" and created["participants"] == names
+        assert created["progress"] == {"planned": 12, "played": 0, "running": 0, "forfeits": 0}
+        started = await post(arena, f"/api/tournaments/{tid}/start")
+        assert started["state"] == "running" and started["started"] is not None
+        view = await finished(arena, tid)
+    finally:
+        for t in tasks:
+            t.cancel()
+    assert view["progress"] == {"planned": 12, "played": 12, "running": 0, "forfeits": 0}
+    lines = await records(arena, tid)
+    assert len(lines) == 12 and len({line["game_id"] for line in lines}) == 12
+    # Every pairing played the same two deals, each once in each seat order.
+    by_deal: dict[tuple[Any, ...], set[tuple[str, str]]] = defaultdict(set)
+    for line in lines:
+        record = line["record"]
+        by_deal[(tuple(record["deck"]), record["first_player"])].add(tuple(line["players"]))
+    assert len(by_deal) == 2
+    for seatings in by_deal.values():
+        assert seatings == {(a, b) for a in names for b in names if a != b}
+    # Results equal a recomputation from the records alone.
+    results = await arena.get_json(f"/api/tournaments/{tid}/results")
+    assert results["played"] == 12 and results["planned"] == 12
+    assert results["crosstable"] == crosstable_of(lines)
+    ranking = results["ranking"]
+    assert [r["rank"] for r in ranking] == [1, 2, 3]
+    assert [r["rating"] for r in ranking] == sorted((r["rating"] for r in ranking), reverse=True)
+    for r in ranking:
+        assert r["low"] <= r["rating"] <= r["high"]
+        assert r["games"] == 8 and r["wins"] + r["draws"] + r["losses"] == 8
+        assert r["score"] == sum(c["score"] for c in results["crosstable"][r["bot"]].values())
+    assert all(0.0 <= r["stronger_than_next"] <= 1.0 for r in ranking[:-1]) and ranking[-1]["stronger_than_next"] is None
+    # Tournament games are unrated: the ladder's ratings did not move.
+    after = await arena.get_json("/api/bots/ann")
+    assert after["history"] == ratings_before["history"] == []
+    kinds = {g["kind"] for g in after["games"]}
+    assert kinds == {"tournament"} and all(not g["rated"] for g in after["games"])
+    # The CSV has the same ranking.
+    resp = await arena.client.get(f"/api/tournaments/{tid}/results?format=csv")
+    assert resp.status == 200 and resp.content_type == "text/csv"
+    rows = (await resp.text()).splitlines()
+    assert rows[0].split(",")[:3] == ["rank", "bot", "rating"]
+    assert [row.split(",")[1] for row in rows[1:]] == [r["bot"] for r in ranking]

@@ -1,0 +1,72 @@
+"""Helpers for the tournament tests: bots that play every game they are given, the organizer's
+calls, and an independent recomputation of the results from the exported records."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import defaultdict
+from typing import Any
+
+from arena_testkit import ADMIN, Harness, WsClient
+from protocol.messages import Decision
+
+AUTH = {"Authorization": f"Bearer {ADMIN}"}
+
+
+async def play(client: WsClient, bot: Any) -> None:
+    """Answer every decision with ``bot`` (thinking off the event loop) until cancelled."""
+    while True:
+        msg = await client.recv(timeout=120)
+        if isinstance(msg, Decision):
+            move = await asyncio.to_thread(bot.choose, msg.view, msg.legal)
+            await client.send_move(msg, move)
+
+
+async def post(arena: Harness, path: str, body: Any = None, status: int = 200, auth: bool = True) -> Any:
+    resp = await arena.client.post(path, json=body, headers=AUTH if auth else {})
+    assert resp.status == status, await resp.text()
+    return await resp.json()
+
+
+async def create(arena: Harness, **definition: Any) -> dict[str, Any]:
+    body = {"name": "cup", "format": "round_robin", "games_per_pairing": 2, **definition}
+    return await post(arena, "/api/tournaments", body, 201)  # type: ignore[no-any-return]
+
+
+async def finished(arena: Harness, tid: str, timeout: float = 120.0) -> dict[str, Any]:
+    """The tournament's view once it is finished (polled through the public API)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        view = await arena.get_json(f"/api/tournaments/{tid}")
+        if view["state"] == "finished":
+            return view  # type: ignore[no-any-return]
+        assert loop.time() < deadline, f"tournament not finished: {view['progress']}"
+        await asyncio.sleep(0.1)
+
+
+async def records(arena: Harness, tid: str) -> list[dict[str, Any]]:
+    resp = await arena.client.get(f"/api/tournaments/{tid}/records")
+    assert resp.status == 200 and resp.content_type == "application/x-ndjson"
+    return [json.loads(line) for line in (await resp.text()).splitlines()]
+
+
+def crosstable_of(lines: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """The crosstable recomputed from records alone: W/D/L and score of each bot against each."""
+    table: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    for line in lines:
+        winner = line["result"]["winner"]
+        for seat, bot in enumerate(line["players"]):
+            other = line["players"][1 - seat]
+            cell = table[bot].setdefault(other, {"games": 0, "wins": 0, "draws": 0, "losses": 0, "score": 0.0})
+            cell["games"] += 1
+            if winner is None:
+                cell["draws"] += 1
+                cell["score"] += 0.5
+            elif winner == seat:
+                cell["wins"] += 1
+                cell["score"] += 1.0
+            else:
+                cell["losses"] += 1
+    return dict(table)
