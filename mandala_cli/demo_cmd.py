@@ -40,6 +40,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--dir", type=Path, help="where the database and logs go (default: a new temporary folder)")
     p.add_argument("--seconds", type=float, help="stop after this long (default: until Ctrl-C)")
     p.add_argument("--no-javascript", action="store_true", help="leave the Node.js bot out")
+    p.add_argument("--ladder-games-per-hour", type=int, metavar="N",
+                   help="the server's limit on ladder games per bot per hour (default: none)")
     p.set_defaults(run=run)
 
 
@@ -103,8 +105,10 @@ def run(args: argparse.Namespace) -> int:
 
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
+        limit = ["--ladder-games-per-hour", str(args.ladder_games_per_hour)] if args.ladder_games_per_hour else []
         server = start("server", [sys.executable, "-m", "mandala_cli.main", "serve", "--host", args.host,
-                                  "--port", str(args.port), "--db", str(db)], {**os.environ, "MANDALA_ADMIN_TOKEN": admin})
+                                  "--port", str(args.port), "--db", str(db), *limit],
+                       {**os.environ, "MANDALA_ADMIN_TOKEN": admin})
         _wait_for(base, server)
         bots = dict(BOTS)
         node = shutil.which("node")

@@ -29,6 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--config", type=Path, metavar="FILE", help="TOML file with any setting (flags win over it)")
     p.add_argument("--decision-ms", type=int, metavar="N", help="time per decision in ms (default 5000)")
     p.add_argument("--registration", choices=("open", "admin"), help="who may create bots (default open)")
+    p.add_argument("--ladder-games-per-hour", type=int, metavar="N",
+                   help="at most N ladder games a bot starts in any hour (default: no limit)")
     p.add_argument("--log-level", choices=LOG_LEVELS, default=os.environ.get("MANDALA_LOG_LEVEL", "info").lower(),
                    help="info logs connections, ladder events and faults; debug adds every game's start and end "
                         "(default $MANDALA_LOG_LEVEL, else info)")
@@ -106,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
                 "spool_path": args.spool,
                 "decision_ms": args.decision_ms,
                 "registration": args.registration,
+                "ladder_games_per_hour": args.ladder_games_per_hour,
             },
         )
     except ConfigError as e:

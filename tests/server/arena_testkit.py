@@ -346,16 +346,18 @@ class Seen:
 
 
 async def ladder_bot(http: aiohttp.ClientSession, url: str, token: str, seed: int, seen: Seen,
-                     reconnect: bool = False, max_games: int = 2, think: float = 0.0) -> None:
-    """Seek and answer every decision with a random legal move, after ``think`` seconds; with
-    ``reconnect``, connect again whenever the connection drops (until cancelled), else stop there."""
+                     reconnect: bool = False, max_games: int = 2, think: float = 0.0, seek: bool = True) -> None:
+    """Seek (unless not ``seek``) and answer every decision with a random legal move, after
+    ``think`` seconds; with ``reconnect``, connect again whenever the connection drops (until
+    cancelled), else stop there."""
     rng = random.Random(seed)
     while True:
         try:
             async with http.ws_connect(url.replace("http", "ws", 1) + "/ws") as ws:
                 await ws.send_json({"type": "hello", "protocol": PROTOCOL_VERSION, "token": token,
                                     "max_games": max_games})
-                await ws.send_json({"type": "seek"})
+                if seek:
+                    await ws.send_json({"type": "seek"})
                 async for frame in ws:
                     if frame.type is not aiohttp.WSMsgType.TEXT:
                         break

@@ -1,0 +1,91 @@
+"""The organizer's tournament API refuses what it cannot do, with a typed error, and creates
+or changes nothing then; reading needs no token, every control does."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from arena_testkit import Harness
+from tournament_kit import AUTH, create, post
+
+
+async def test_malformed_definitions_get_typed_400s_and_create_nothing(make_arena: Any) -> None:
+    arena: Harness = await make_arena()
+    for name in ("ann", "ben", "cat"):
+        await arena.create_bot(name)
+    base = {"name": "cup", "format": "round_robin", "participants": ["ann", "ben"], "games_per_pairing": 2}
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({"participants": ["ann", "nobody"]}, "unknown_bot"),
+        ({"participants": ["ann"]}, "too_few_participants"),
+        ({"participants": ["ann", "ANN"]}, "duplicate_participant"),
+        ({"games_per_pairing": 0}, "bad_games_per_pairing"),
+        ({"games_per_pairing": 3}, "bad_games_per_pairing"),
+        ({"format": "knockout"}, "unknown_format"),
+        ({"format": "swiss"}, "bad_rounds"),
+        ({"format": "swiss", "rounds": 2}, "bad_rounds"),  # two bots: one round at most
+        ({"rounds": 1}, "bad_rounds"),
+        ({"format": "gauntlet"}, "bad_bot_under_test"),
+        ({"format": "gauntlet", "bot_under_test": "cat"}, "bad_bot_under_test"),
+        ({"games_per_pairing": 1000, "participants": [f"x{i}" for i in range(15)]}, "too_many_games"),
+        ({"games_per_pairing": 1002}, "invalid_request"),
+        ({"participants": [f"b{i}" for i in range(65)]}, "invalid_request"),
+        ({"decision_ms": 0}, "invalid_request"),
+        ({"max_concurrent": 0}, "invalid_request"),
+        ({"grace_s": -1}, "invalid_request"),
+        ({"colour": "red"}, "invalid_request"),
+        ({"name": ""}, "invalid_request"),
+    ]
+    for change, code in cases:
+        body = {**base, **change}
+        resp = await arena.client.post("/api/tournaments", json=body, headers=AUTH)
+        got = await resp.json()
+        assert (resp.status, got["error"]["code"]) == (400, code), (change, got)
+    resp = await arena.client.post("/api/tournaments", data=b"{not json", headers=AUTH)
+    assert (resp.status, (await resp.json())["error"]["code"]) == (400, "bad_json")
+    assert await arena.get_json("/api/tournaments") == []
+
+
+@pytest.mark.parametrize("headers,status,code", [({}, 401, "unauthorized"),
+                                                 ({"Authorization": "Bearer wrong"}, 403, "forbidden")])
+async def test_every_organizer_endpoint_needs_the_admin_token(make_arena: Any, headers: dict[str, str], status: int,
+                                                             code: str) -> None:
+    arena: Harness = await make_arena()
+    for name in ("ann", "ben"):
+        await arena.create_bot(name)
+    tid = (await create(arena, participants=["ann", "ben"]))["tournament_id"]
+    body = {"name": "cup", "format": "round_robin", "participants": ["ann", "ben"]}
+    calls = [("/api/tournaments", body)] + [(f"/api/tournaments/{tid}/{op}", None)
+                                            for op in ("start", "pause", "resume", "cancel")]
+    for path, payload in calls:
+        resp = await arena.client.post(path, json=payload, headers=headers)
+        assert (resp.status, (await resp.json())["error"]["code"]) == (status, code), path
+    listed = await arena.get_json("/api/tournaments")
+    assert [(t["tournament_id"], t["state"]) for t in listed] == [(tid, "created")]
+
+
+async def test_controls_follow_the_states_and_refuse_the_rest_with_409(make_arena: Any) -> None:
+    arena: Harness = await make_arena()
+    for name in ("ann", "ben"):
+        await arena.create_bot(name)  # never connected: nothing is played, nothing forfeited yet
+    tid = (await create(arena, participants=["ann", "ben"], grace_s=3600))["tournament_id"]
+    for op in ("pause", "resume"):
+        assert (await post(arena, f"/api/tournaments/{tid}/{op}", status=409))["error"]["code"] == "wrong_state"
+    assert (await post(arena, f"/api/tournaments/{tid}/start"))["state"] == "running"
+    assert (await post(arena, f"/api/tournaments/{tid}/start", status=409))["error"]["code"] == "wrong_state"
+    assert (await post(arena, f"/api/tournaments/{tid}/resume", status=409))["error"]["code"] == "wrong_state"
+    assert (await post(arena, f"/api/tournaments/{tid}/pause"))["state"] == "paused"
+    assert (await post(arena, f"/api/tournaments/{tid}/resume"))["state"] == "running"
+    cancelled = await post(arena, f"/api/tournaments/{tid}/cancel")
+    assert cancelled["state"] == "cancelled" and cancelled["ended"] is not None
+    for op in ("start", "pause", "resume", "cancel"):
+        assert (await post(arena, f"/api/tournaments/{tid}/{op}", status=409))["error"]["code"] == "wrong_state"
+    view = await arena.get_json(f"/api/tournaments/{tid}")
+    assert view["state"] == "cancelled" and view["progress"]["played"] == 0
+    assert (await post(arena, "/api/tournaments/nope/start", status=404))["error"]["code"] == "unknown_tournament"
+    for path in ("/api/tournaments/nope", "/api/tournaments/nope/results", "/api/tournaments/nope/records"):
+        resp = await arena.client.get(path)
+        assert (resp.status, (await resp.json())["error"]["code"]) == (404, "unknown_tournament")
+    resp = await arena.client.get(f"/api/tournaments/{tid}/results?format=xml")
+    assert (resp.status, (await resp.json())["error"]["code"]) == (400, "invalid_request")
