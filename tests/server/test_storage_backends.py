@@ -17,7 +17,16 @@ from server.config import Settings
 from server.ladder import elo
 from server.recorder import GameRecorder
 from server.spool import Spool
-from server.storage import INITIAL_RATING, GameRow, NameTaken, RatingChange, RatingConflict, Standing, Storage
+from server.storage import (
+    INITIAL_RATING,
+    GameRow,
+    NameTaken,
+    RatingChange,
+    RatingConflict,
+    Standing,
+    Storage,
+    TournamentRow,
+)
 from server.storage.sqlite import SCHEMA_VERSION, SqliteStorage
 
 
@@ -206,6 +215,47 @@ async def test_a_game_stored_twice_counts_once(storage: Storage, tmp_path: Path)
     assert await storage.standings() == before
     assert await storage.rated_results() == [("ann", "ben", 1.0)]
     assert len(await storage.rating_history("ann")) == 1
+
+
+async def test_tournaments_rows_transitions_and_their_games(storage: Storage) -> None:
+    await bots(storage, "ann", "ben")
+    row = TournamentRow(tournament_id="t1", name="cup", definition={"format": "round_robin", "participants": ["ann", "ben"]},
+                        state="created", created="2024-01-01T00:00:00.000Z", schedule=[[1, "ann", "ben", 0], [1, "ben", "ann", 0]])
+    await storage.create_tournament(row)
+    later = msgspec.structs.replace(row, tournament_id="t2", created="2024-01-02T00:00:00.000Z")
+    await storage.create_tournament(later)
+    assert await storage.get_tournament("t1") == row and await storage.get_tournament("nope") is None
+    assert [t.tournament_id for t in await storage.list_tournaments()] == ["t2", "t1"]
+    running = msgspec.structs.replace(row, state="running", started="2024-01-01T00:00:05.000Z",
+                                      schedule=[*row.schedule, [2, "ann", "ben", 1]])
+    assert await storage.update_tournament(running, "created")
+    assert not await storage.update_tournament(msgspec.structs.replace(row, state="paused"), "created")  # raced: lost
+    assert await storage.get_tournament("t1") == running
+    assert [t.tournament_id for t in await storage.list_tournaments(["running", "paused"])] == ["t1"]
+    # Slot 0 was cut off (aborted) and replayed; slot 1 finished; slot 2 runs.
+    def slot_game(gid: str, slot: int, status: str, started: str) -> GameRow:
+        return msgspec.structs.replace(game(gid, "ann", "ben", status=status, rated=False, started=started),
+                                       kind="tournament", tournament_id="t1", slot=slot)
+    await storage.save_game(slot_game("a", 0, "aborted", "2024-01-01T00:00:06.000Z"))
+    await storage.save_game(slot_game("b", 1, "finished", "2024-01-01T00:00:07.000Z"))
+    await storage.save_game(slot_game("c", 0, "finished", "2024-01-01T00:00:08.000Z"))
+    await storage.save_game(slot_game("d", 2, "running", "2024-01-01T00:00:09.000Z"))
+    every = await storage.tournament_games("t1")
+    assert [(g.game_id, g.slot) for g in every] == [("a", 0), ("c", 0), ("b", 1), ("d", 2)]
+    assert all(g.record is None for g in every)
+    counted = await storage.tournament_games("t1", records=True, finished=True)
+    assert [g.game_id for g in counted] == ["c", "b"] and all(g.record == {"moves": []} for g in counted)
+    assert [g.game_id for g in await storage.tournament_games("t1", finished=True, after_slot=0, limit=5)] == ["b"]
+    assert await storage.tournament_games("t2") == []
+
+
+async def test_ladder_games_since_a_time(storage: Storage) -> None:
+    await bots(storage, "ann", "ben")
+    for i, kind in enumerate(["ladder", "challenge", "ladder", "ladder"]):
+        await storage.save_game(msgspec.structs.replace(
+            game(f"g{i}", "ann", "ben", started=f"2024-01-01T00:0{i}:00.000Z"), kind=kind))
+    assert await storage.ladder_games_since("2024-01-01T00:01:00.000Z") == [
+        ("ann", "ben", "2024-01-01T00:02:00.000Z"), ("ann", "ben", "2024-01-01T00:03:00.000Z")]
 
 
 async def test_reopening_does_not_migrate_again(storage: Storage) -> None:

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from tournament_kit import AUTH, create, post
 
 from arena_testkit import Harness
-from tournament_kit import AUTH, create, post
 
 
 async def test_malformed_definitions_get_typed_400s_and_create_nothing(make_arena: Any) -> None:

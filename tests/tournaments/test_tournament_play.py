@@ -7,10 +7,11 @@ import asyncio
 from collections import Counter
 from typing import Any
 
+from tournament_kit import create, crosstable_of, finished, play, post, records
+
 from arena_testkit import Harness, WsClient, wait_until
 from mandala_client.bots import GreedyBot, RandomBot
 from protocol.messages import Decision, GameOver, GameStart
-from tournament_kit import create, crosstable_of, finished, play, post, records
 
 
 async def test_a_bot_that_never_comes_forfeits_after_the_grace(make_arena: Any) -> None:

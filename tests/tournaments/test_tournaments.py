@@ -6,9 +6,10 @@ import asyncio
 from collections import defaultdict
 from typing import Any
 
-from arena_testkit import Harness
-from mandala_client.bots import GreedyBot, RandomBot
 from tournament_kit import create, crosstable_of, finished, play, post, records
+
+from arena_testkit import Harness
+from mandala_client.bots import RandomBot
 
 FAST = {"pairing_interval_s": 0.05}
 
