@@ -185,7 +185,8 @@ class Placed:
 async def test_live_on_any_node_shows_every_game_of_the_cluster(make_cluster: MakeCluster) -> None:
     import msgspec
 
-    from protocol.messages import LiveGameEnded, LiveGames, LiveGameStarted, LiveMessage
+    from protocol.live import LiveMessage
+    from protocol.messages import LiveGameEnded, LiveGames, LiveGameStarted
 
     n1, n2 = await make_cluster(2)
     bots = await bots_on([n1, n2], {"alice": 0, "bob": 0})

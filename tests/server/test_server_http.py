@@ -172,7 +172,7 @@ async def test_game_lists_state_and_records(make_arena: Any) -> None:
     running = await arena.get_json("/api/games?status=running")
     assert running == [{"game_id": game_id, "players": ["alice", "bob"], "kind": "admin", "rated": False,
                         "pair_id": None, "status": "running", "started": running[0]["started"], "ended": None,
-                        "ply": 0, "result": None}]
+                        "ply": 0, "result": None, "tournament_id": None}]
     state = await arena.get_json(f"/api/games/{game_id}")
     assert state["status"] == "running" and state["result"] is None and state["ply"] == 0
     assert state["view"]["seat"] is None and state["view"]["private"] is None
