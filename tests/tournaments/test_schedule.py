@@ -1,0 +1,64 @@
+"""The schedule's promises, over random fields: duplicate deals for every pairing, every bot
+meeting the right opponents, Swiss rounds without rematches while one can be avoided."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from protocol.tournaments import TournamentDefinition
+from server.tournaments.schedule import deals, initial_schedule, next_swiss_round, planned_games, round_robin
+
+names = st.integers(min_value=2, max_value=12).map(lambda n: [f"b{i}" for i in range(n)])
+halves = st.integers(min_value=1, max_value=3)
+
+
+@given(names, halves)
+def test_round_robin_every_ordered_pair_plays_every_deal_once(bots: list[str], per: int) -> None:
+    d = TournamentDefinition(name="t", format="round_robin", participants=bots, games_per_pairing=2 * per)
+    schedule = initial_schedule(d)
+    assert len(schedule) == planned_games(d)
+    games = Counter((a, b, deal) for _, a, b, deal in schedule)
+    assert set(games.values()) == {1}
+    assert set(games) == {(a, b, k) for a in bots for b in bots if a != b for k in range(per)}
+    for r in round_robin(bots):  # within a round, nobody plays twice
+        seated = [x for pair in r for x in pair]
+        assert len(seated) == len(set(seated)) >= len(bots) - 1
+
+
+@given(names, halves)
+def test_a_gauntlet_meets_the_bot_under_test_with_each_other_bot(bots: list[str], per: int) -> None:
+    d = TournamentDefinition(name="t", format="gauntlet", participants=bots, games_per_pairing=2 * per,
+                             bot_under_test=bots[-1])
+    schedule = initial_schedule(d)
+    assert len(schedule) == planned_games(d)
+    assert all(bots[-1] in (a, b) for _, a, b, _ in schedule)
+    assert Counter(b if a == bots[-1] else a for _, a, b, _ in schedule) == {x: 2 * per for x in bots[:-1]}
+
+
+@settings(max_examples=50)
+@given(names)
+def test_swiss_rounds_avoid_rematches_and_bye_each_bot_at_most_once(bots: list[str]) -> None:
+    # Up to about half as many rounds as bots a pairing without rematches always exists (Dirac).
+    rounds = max(1, (len(bots) - 2) // 2)
+    d = TournamentDefinition(name="t", format="swiss", participants=bots, games_per_pairing=2, rounds=rounds)
+    schedule = initial_schedule(d)
+    scores = {b: (0.0, 0) for b in bots}
+    while max(e[0] for e in schedule) < rounds:
+        for _, a, b, _ in schedule:  # any results will do: the first seat wins
+            scores[a] = (scores[a][0] + 1, scores[a][1] + 1)
+            scores[b] = (scores[b][0], scores[b][1] + 1)
+        schedule += next_swiss_round(d, schedule, scores)
+    assert len(schedule) == planned_games(d)
+    pairs = Counter(frozenset((a, b)) for _, a, b, _ in schedule)
+    assert set(pairs.values()) == {2}  # each pairing played once (two games), never again
+    byes = Counter(b for r in range(1, rounds + 1) for b in bots
+                   if b not in {x for e in schedule if e[0] == r for x in e[1:3]})
+    assert all(n <= 1 for n in byes.values())
+
+
+def test_the_deals_depend_on_the_seed_only() -> None:
+    assert deals(5, 3) == deals(5, 3) and deals(5, 3) != deals(6, 3)
+    assert len({d.reshuffle_seed for d in deals(5, 10)}) == 10
