@@ -74,3 +74,14 @@ def test_fit_orders_bots_by_strength_over_random_games() -> None:
     assert fits["weak"].rating < fits["mid"].rating < fits["strong"].rating
     assert fits["weak"].high < fits["strong"].low
     assert fits["idle"].games == 0 and fits["idle"].rating == pytest.approx(1500, abs=1e-6)
+
+
+def test_the_likelihood_of_superiority_is_symmetric_and_grows_with_the_evidence() -> None:
+    few = bradley_terry.fit_model([("a", "b", 1.0)] * 3 + [("a", "b", 0.0)])
+    many = bradley_terry.fit_model([("a", "b", 1.0)] * 30 + [("a", "b", 0.0)] * 10)
+    for model in (few, many):
+        assert model.stronger("a", "b") + model.stronger("b", "a") == pytest.approx(1.0)
+        assert model.stronger("a", "b") > 0.5
+    assert many.stronger("a", "b") > few.stronger("a", "b")
+    even = bradley_terry.fit_model([("a", "b", 0.5)] * 4)
+    assert even.stronger("a", "b") == pytest.approx(0.5)
