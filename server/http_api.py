@@ -256,7 +256,7 @@ async def get_game(request: web.Request) -> web.Response:
             except RecordError:
                 log.exception("stored record of %s does not replay", game_id)
     return json_response({"game_id": row.game_id, "players": row.players, "status": row.status, "ply": row.ply,
-                          "view": view, "result": row.result})
+                          "view": view, "result": row.result, "kind": row.kind, "tournament_id": row.tournament_id})
 
 
 async def over_game(arena: Arena, game_id: str) -> GameRow:

@@ -1,12 +1,14 @@
 // Mandala Arena's page: the ladder live from /live, games live from /ws (as a spectator),
-// finished games step by step from /api/games/{id}/replay, bot profiles from /api/bots/{name}.
-// Plain JavaScript, no build step. Routes are hashes: #/, #/game/ID, #/bot/NAME, #/connect.
+// finished games step by step from /api/games/{id}/replay, bot profiles from /api/bots/{name},
+// tournaments from /api/tournaments and the ``tournament`` messages of /live.
+// Plain JavaScript, no build step. Routes are hashes: #/, #/game/ID, #/bot/NAME, #/tournaments,
+// #/tournaments/ID, #/connect.
 "use strict";
 
 (() => {
   const COLORS = ["red", "orange", "yellow", "green", "purple", "black"];
   const RECENT_MAX = 20;
-  const KIND = { ladder: "ladder", qualification: "qualification", challenge: "challenge", admin: "organizer" };
+  const KIND = { ladder: "ladder", qualification: "qualification", challenge: "challenge", admin: "organizer", tournament: "tournament" };
 
   // ---------------------------------------------------------------- small helpers
 
@@ -115,6 +117,10 @@
       shown.length ? shown.map((c) => chip(c, cards[c])) : h("span.none", { text: "empty" }));
   }
 
+  const RATING_NOTE = "Ranked by the Bradley–Terry rating, fitted over all rated games since the last ratings reset "
+    + "(Elo scale); its 95% interval always contains it. Elo (live) moves after every rated game and depends on "
+    + "the order of the games.";
+
   const mandalaName = (m) => `mandala ${m + 1}`;
 
   /** A played move (R22 plus "player") in words; ``before`` is the view it was played on. */
@@ -164,7 +170,7 @@
 
   // ---------------------------------------------------------------- the live stream (/live)
 
-  const live = { ws: null, delay: 1000, running: new Map(), recent: [], standings: [] };
+  const live = { ws: null, delay: 1000, opened: 0, running: new Map(), recent: [], standings: [] };
 
   function setLiveStatus(state, label) {
     const el = $("[data-testid=live-status]");
@@ -179,6 +185,8 @@
     ws.onopen = () => {
       live.delay = 1000;
       setLiveStatus("open", "live");
+      // What changed while the stream was down is not sent again: the open view fetches anew.
+      if (live.opened++ > 0 && current && current.resync) current.resync();
     };
     ws.onmessage = (ev) => {
       let msg;
@@ -209,12 +217,16 @@
     } else if (msg.type === "game_started") {
       live.running.set(msg.game.game_id, msg.game);
       renderGames();
+      if (current && current.onGame) current.onGame(msg);
     } else if (msg.type === "game_ended") {
       live.running.delete(msg.game.game_id);
       if (msg.game.status === "finished") {
         live.recent = [msg.game, ...live.recent.filter((g) => g.game_id !== msg.game.game_id)].slice(0, RECENT_MAX);
       }
       renderGames();
+      if (current && current.onGame) current.onGame(msg);
+    } else if (msg.type === "tournament") {
+      if (current && current.onTournament) current.onTournament(msg.tournament);
     } else if (msg.type === "health") {
       renderHealth(msg);
     }
@@ -238,12 +250,15 @@
     const cell = (testid, cls) => h(`td.${cls.split(" ").join(".")}`, { "data-testid": testid });
     return h("tr", { "data-testid": "standing-row" },
       cell("rank", "num rank"), cell("bot", "bot-cell"), cell("rating", "num rating"),
-      cell("interval", "num interval hide-narrow"), cell("games", "num hide-narrow"),
+      cell("interval", "num interval hide-narrow"), cell("elo", "num elo"), cell("games", "num hide-narrow"),
       cell("opponents", "num hide-narrow"), cell("wdl", "num wdl"));
   }
 
+  /** "1480–1544": a rating's 95% interval, rounded as the rating beside it is. */
+  const interval = (low, high) => `${round(low)}–${round(high)}`;
+
   function updateStandingRow(tr, s) {
-    const [rank, bot, rating, interval, games, opponents, wdl] = tr.children;
+    const [rank, bot, rating, range, elo, games, opponents, wdl] = tr.children;
     tr.dataset.bot = s.bot;
     setText(rank, String(s.rank));
     if (bot.dataset.name !== s.bot || bot.dataset.state !== `${s.connected}/${s.seeking}/${s.provisional}`) {
@@ -260,9 +275,13 @@
       ]);
     }
     setText(rating, round(s.rating));
-    setText(interval, `${round(s.bt_low)}–${round(s.bt_high)}`);
-    interval.title = `Bradley–Terry ${round(s.bt_rating)}, 95% interval ${round(s.bt_low)} to ${round(s.bt_high)}`;
+    rating.title = `Bradley–Terry rating ${round(s.rating)}, 95% interval ${round(s.low)} to ${round(s.high)}`;
+    setText(range, interval(s.low, s.high));
+    range.title = rating.title;
+    setText(elo, round(s.elo));
+    elo.title = `live Elo after ${plural(s.games, "rated game")}${s.provisional ? " (provisional: it moves faster for now)" : ""}`;
     setText(games, String(s.games));
+    games.title = `${plural(s.recent_games, "ladder game")} started in the last hour`;
     setText(opponents, String(s.opponents));
     opponents.title = `has played ${plural(s.opponents, "different bot")} in rated games since the last ratings reset`;
     const text = `${s.wins}–${s.draws}–${s.losses}`;
@@ -415,6 +434,9 @@
 
     layout(game) {
       const [p0, p1] = game.players;
+      // The game's tournament, as /live listed it (GET /api/games/{id} does not say).
+      const listed = live.running.get(game.game_id) || live.recent.find((g) => g.game_id === game.game_id);
+      const tid = game.tournament_id || (listed && listed.tournament_id);
       this.statusBadge = h("span.badge", { "data-testid": "game-status" });
       this.board = h("div.board", { "data-testid": "board" });
       this.resultBox = h("div.result", { "data-testid": "result", hidden: true });
@@ -429,7 +451,9 @@
       this.moves = h("div.moves", { "data-testid": "move-list" }, this.moveList);
       this.root.replaceChildren(
         h("div.game-head", {},
-          h("a.back", { href: "#/", text: "← Ladder" }),
+          tid
+            ? h("a.back", { "data-testid": "game-tournament", href: `#/tournaments/${enc(tid)}`, text: "← Tournament" })
+            : h("a.back", { href: "#/", text: "← Ladder" }),
           h("h2", {}, botLink(p0), h("span.vs", { text: " vs " }), botLink(p1)),
           this.statusBadge,
           h("code.game-id", { title: "game id", text: game.game_id })),
@@ -645,8 +669,10 @@
     const s = body.standing;
     const change = new Map(body.history.map((e) => [e.game_id, e.rating_after - e.rating_before]));
     const facts = s ? [
-      ["Rank", `#${s.rank}`], ["95% interval", `${round(s.bt_low)}–${round(s.bt_high)}`],
-      ["Games", s.games], ["Opponents met", s.opponents], ["W–D–L", `${s.wins}–${s.draws}–${s.losses}`],
+      ["Rank", `#${s.rank}`, "rank"], ["95% interval", interval(s.low, s.high), "interval"],
+      ["Elo (live)", `${round(s.elo)}${s.provisional ? " · provisional" : ""}`, "elo"],
+      ["Games", s.games, "games"], ["Last hour", plural(s.recent_games, "ladder game"), "recent-games"],
+      ["Opponents met", s.opponents, "opponents"], ["W–D–L", `${s.wins}–${s.draws}–${s.losses}`, "wdl"],
     ] : [];
     const rows = body.games.map((g) => {
       const seat = g.players.indexOf(body.name);
@@ -669,12 +695,13 @@
         body.seeking ? h("span.badge.live", { text: "seeking" }) : null),
       h("div.profile-grid", {},
         h("section.panel", {},
-          h("div.big-rating", { "data-testid": "bot-rating", text: s ? round(s.rating) : "—" }),
-          h("div.empty", { text: s ? (s.provisional ? "Elo · provisional" : "Elo") : "not in the standings" }),
-          h("dl.table-info", {}, facts.map(([k, v]) => [h("dt", { text: k }), h("dd", { text: v })]),
+          h("div.big-rating", { "data-testid": "bot-rating", title: s ? RATING_NOTE : null, text: s ? round(s.rating) : "—" }),
+          h("div.empty", { text: s ? "Bradley–Terry rating, which ranks the ladder" : "not in the standings" }),
+          h("dl.table-info", {}, facts.map(([k, v, id]) => [h("dt", { text: k }), h("dd", { "data-testid": `bot-${id}`, text: v })]),
             h("dt", { text: "Registered" }), h("dd", {}, timeEl(body.created)))),
         h("section.panel", {},
-          h("div.panel-head", {}, h("h2", { text: "Rating" }), h("span.hint", { text: plural(body.history.length, "rated game") })),
+          h("div.panel-head", {}, h("h2", { text: "Elo (live)" }),
+            h("span.hint", { text: `after each of ${plural(body.history.length, "rated game")}; it depends on their order` })),
           sparkline(body.history),
           h("div.panel-head", { style: "margin-top: 1rem" }, h("h2", { text: "Recent games" })),
           body.games.length
@@ -684,6 +711,348 @@
               h("tbody", {}, rows)))
             : h("p.empty", { text: "No game yet." }))),
     );
+  }
+
+  // ---------------------------------------------------------------- tournaments
+
+  const FORMATS = { round_robin: "round robin", gauntlet: "gauntlet", swiss: "Swiss" };
+  const formatName = (f) => FORMATS[f] || f;
+  /** Scores are wins plus half the draws: "3", "2.5". */
+  const points = (x) => (Number.isInteger(x) ? String(x) : x.toFixed(1));
+  const playedOf = (p) => `${p.played} / ${p.planned}`;
+
+  function percent(p) {
+    if (p === null || p === undefined) return "";
+    if (p > 0.995) return ">99%";
+    if (p < 0.005) return "<1%";
+    return `${Math.round(p * 100)}%`;
+  }
+
+  /** A <progress> bar at played / planned (written only when it changes, so it moves only forward). */
+  function setProgress(bar, p) {
+    const max = Math.max(p.planned, 1);
+    if (bar.max !== max) bar.max = max;
+    if (bar.value !== p.played || !bar.hasAttribute("value")) bar.value = p.played;
+    bar.title = `${p.played} of ${plural(p.planned, "game")} played`;
+  }
+
+  function stateBadge(node, state) {
+    node.className = `badge state ${state}`;
+    setText(node, state);
+  }
+
+  /** A TournamentView (from /live) in the shape GET /api/tournaments lists. */
+  const infoOf = (v) => ({
+    tournament_id: v.tournament_id, name: v.name, format: v.format, state: v.state,
+    participants: v.definition.participants, created: v.created, started: v.started, ended: v.ended, progress: v.progress,
+  });
+
+  /** #/tournaments: every tournament with its progress, from GET /api/tournaments, kept
+   *  current by the ``tournament`` messages of /live. */
+  class TournamentList {
+    constructor(root) {
+      this.root = root;
+      this.alive = true;
+      this.items = null;
+      this.loading = null;
+      this.again = false;
+      this.load();
+    }
+
+    destroy() {
+      this.alive = false;
+    }
+
+    /** Fetch the list (once at a time; a request made meanwhile fetches again after). */
+    async load() {
+      if (this.loading) {
+        this.again = true;
+        return;
+      }
+      this.loading = getJson("/api/tournaments");
+      const { status, body } = await this.loading;
+      this.loading = null;
+      if (!this.alive) return;
+      if (status === 200) {
+        this.items = body;
+        this.render();
+      }
+      if (this.again) {
+        this.again = false;
+        this.load();
+      }
+    }
+
+    resync() {
+      this.load();
+    }
+
+    onTournament(view) {
+      if (!this.items || this.loading) return this.load();
+      const i = this.items.findIndex((t) => t.tournament_id === view.tournament_id);
+      if (i < 0) return this.load();  // a new one: the list says where it goes
+      this.items[i] = infoOf(view);
+      this.render();
+    }
+
+    render() {
+      const tbody = $("tbody", this.root);
+      reconcile(tbody, this.items, (t) => t.tournament_id, () => {
+        const cell = (testid, cls) => h(`td${cls ? "." + cls : ""}`, { "data-testid": testid });
+        const tr = h("tr", { "data-testid": "tournament-row" },
+          cell("row-name"), cell("row-format"), cell("row-state"), cell("row-participants", "num"),
+          cell("row-progress", "progress-cell"), cell("row-started", "hide-narrow"));
+        tr.children[0].append(h("a", { href: "#" }));
+        tr.children[2].append(h("span.badge"));
+        tr.children[4].append(h("progress.bar"), h("span.played", { "data-testid": "row-played" }));
+        return tr;
+      }, (tr, t) => {
+        const [name, format, state, count, progress, started] = tr.children;
+        tr.dataset.tournamentId = t.tournament_id;
+        const link = name.firstChild;
+        link.href = `#/tournaments/${enc(t.tournament_id)}`;
+        link.textContent = t.name;
+        setText(format, formatName(t.format));
+        stateBadge(state.firstChild, t.state);
+        setText(count, String(t.participants.length));
+        setProgress(progress.firstChild, t.progress);
+        setText(progress.lastChild, playedOf(t.progress));
+        progress.title = `${t.progress.running} running · ${plural(t.progress.forfeits, "forfeit")}`;
+        const when = t.started || t.created;
+        if (started.dataset.when !== when) {
+          started.dataset.when = when;
+          started.replaceChildren(t.started ? timeEl(t.started) : h("span.empty", { text: "not started" }));
+        }
+      });
+      $("[data-testid=tournaments-empty]", this.root).hidden = this.items.length > 0;
+    }
+  }
+
+  /** #/tournaments/ID: one tournament from GET /api/tournaments/{id}, then live from /live. */
+  class TournamentPage {
+    constructor(root, id) {
+      this.root = root;
+      this.id = id;
+      this.alive = true;
+      this.view = null;
+      this.running = new Map();
+      this.fromLive = false;
+      this.deadlines = new Map();
+      this.crossKey = null;
+      this.timer = setInterval(() => this.tick(), 1000);
+      root.replaceChildren(h("p.empty", { text: "Loading the tournament…" }));
+      this.load();
+    }
+
+    destroy() {
+      this.alive = false;
+      clearInterval(this.timer);
+    }
+
+    async load() {
+      this.fromLive = false;
+      const { status, body } = await getJson(`/api/tournaments/${enc(this.id)}`);
+      if (!this.alive) return;
+      if (status !== 200) {
+        if (this.view) return;
+        this.root.replaceChildren(
+          h("p.empty", { text: status === 404 ? `There is no tournament ${this.id}.` : `The tournament could not be loaded (${status}).` }),
+          h("a.back", { href: "#/tournaments", text: "← Tournaments" }));
+        return;
+      }
+      if (!this.fromLive) this.show(body);  // a /live message that came meanwhile is at least as new
+    }
+
+    resync() {
+      this.load();
+    }
+
+    onTournament(view) {
+      if (view.tournament_id !== this.id) return;
+      this.fromLive = true;
+      this.show(view);
+    }
+
+    /** ``game_started`` / ``game_ended`` of /live: the running list moves before the
+     *  tournament's own (coalesced) message arrives. */
+    onGame(msg) {
+      const g = msg.game;
+      if (!this.view || g.tournament_id !== this.id) return;
+      if (msg.type === "game_started") this.running.set(g.game_id, g);
+      else this.running.delete(g.game_id);
+      this.renderRunning();
+    }
+
+    layout(v) {
+      const panel = (title, testid, ...body) => h("section.panel", {},
+        h("div.panel-head", {}, h("h2", { text: title }), testid ? h("span.count", { "data-testid": testid }) : null), body);
+      this.nameEl = h("span", { "data-testid": "tournament-name" });
+      this.stateEl = h("span.badge", { "data-testid": "tournament-state" });
+      this.formatEl = h("span.format", { "data-testid": "tournament-format" });
+      this.bar = h("progress.bar.big", { "data-testid": "tournament-progress", max: 1, value: 0 });
+      this.playedEl = h("span.played", { "data-testid": "tournament-played" });
+      this.progressInfo = h("div.progress-info", { "data-testid": "tournament-progress-info" });
+      this.facts = h("dl.table-info");
+      this.waitingList = h("ul.waiting", { "data-testid": "tournament-waiting" });
+      this.waitingEmpty = h("p.empty", { text: "Nobody: every participant whose game is due is connected." });
+      this.runningList = h("ul.games", { "data-testid": "tournament-running" });
+      this.runningEmpty = h("p.empty", { "data-testid": "tournament-running-empty", text: "No game of it is running." });
+      this.ranking = h("tbody");
+      this.cross = h("table.crosstable", { "data-testid": "crosstable" });
+      const base = `/api/tournaments/${enc(this.id)}`;
+      const rankHead = [
+        ["#", "num", "rank"],
+        ["Bot", "", null],
+        ["Rating", "num", "Maximum-likelihood Bradley–Terry rating over this tournament's games (Elo scale, the pool's average at 1500); the ranking is ordered by it"],
+        ["95% interval", "num", "The rating's 95% interval against the pool's average"],
+        ["Score", "num", "Wins plus half the draws, forfeits included"],
+        ["Games", "num", null],
+        ["W–D–L", "num", "Wins – draws – losses"],
+        ["Forfeits", "num", "Games it lost because it was not connected when they were due"],
+        ["Stronger than next", "num", "The likelihood that this bot is stronger than the next one in the ranking"],
+      ];
+      this.root.replaceChildren(
+        h("div.game-head", {},
+          h("a.back", { href: "#/tournaments", text: "← Tournaments" }),
+          h("h2", {}, this.nameEl),
+          this.stateEl, this.formatEl,
+          h("code.game-id", { title: "tournament id", text: v.tournament_id })),
+        h("div.tournament-grid", {},
+          h("div.t-main", {},
+            h("section.panel", {},
+              h("div.panel-head", {}, h("h2", { text: "Progress" }), this.playedEl),
+              this.bar, this.progressInfo, this.facts),
+            h("section.panel", {},
+              h("div.panel-head", {}, h("h2", { text: "Ranking" }),
+                h("span.hint", {},
+                  h("a", { "data-testid": "results-csv", href: `${base}/results?format=csv`, text: "results (CSV)" }), " · ",
+                  h("a", { "data-testid": "results-json", href: `${base}/results`, text: "JSON" }), " · ",
+                  h("a", { "data-testid": "records-jsonl", href: `${base}/records`, text: "game records (JSON Lines)" }))),
+              h("div.table-wrap", {}, h("table.ranking", { "data-testid": "tournament-ranking" },
+                h("thead", {}, h("tr", {}, rankHead.map(([label, cls, title]) =>
+                  h(`th${cls ? "." + cls : ""}`, { title, text: label })))),
+                this.ranking))),
+            h("section.panel", {},
+              h("div.panel-head", {}, h("h2", { text: "Crosstable" }),
+                h("span.hint", { text: "each row's wins–draws–losses and score against each column" })),
+              h("div.table-wrap", {}, this.cross))),
+          h("aside.side", {},
+            panel("Playing now", "tournament-running-count", this.runningList, this.runningEmpty),
+            panel("Waiting for", null, this.waitingList, this.waitingEmpty))),
+      );
+    }
+
+    show(v) {
+      if (!this.view) this.layout(v);
+      this.view = v;
+      document.title = `${v.name} · Mandala Arena`;
+      this.root.dataset.state = v.state;
+      setText(this.nameEl, v.name);
+      stateBadge(this.stateEl, v.state);
+      setText(this.formatEl, formatName(v.format));
+      const p = v.progress;
+      setProgress(this.bar, p);
+      setText(this.playedEl, playedOf(p));
+      setText(this.progressInfo, `${p.running} running · ${plural(p.forfeits, "forfeit")}`
+        + (v.format === "swiss" ? ` · round ${v.rounds} of ${v.definition.rounds}` : ""));
+      const d = v.definition;
+      this.facts.replaceChildren(...[
+        ["Participants", d.participants.length],
+        d.bot_under_test ? ["Bot under test", d.bot_under_test] : null,
+        ["Games per pairing", d.games_per_pairing],
+        ["Time per decision", `${d.decision_ms} ms`],
+        ["At once", `${d.max_concurrent} games, ${d.max_games_per_bot} per bot`],
+        ["Grace", `${d.grace_s} s`],
+        ["Started", v.started ? timeEl(v.started) : "not yet"],
+        v.ended ? [v.state === "cancelled" ? "Cancelled" : "Ended", timeEl(v.ended)] : null,
+      ].filter(Boolean).flatMap(([k, value]) => [h("dt", { text: k }), h("dd", {}, value)]));
+      this.running = new Map(v.running.map((g) => [g.game_id, g]));
+      this.renderRunning();
+      this.renderWaiting(v);
+      this.renderRanking(v.ranking);
+      this.renderCross(v.ranking.map((r) => r.bot), v.crosstable);
+    }
+
+    renderRunning() {
+      const running = [...this.running.values()].sort((a, b) => (a.started < b.started ? -1 : 1));
+      reconcile(this.runningList, running, (g) => g.game_id, gameItem("tournament-game"), updateGameItem);
+      this.runningEmpty.hidden = running.length > 0;
+      $("[data-testid=tournament-running-count]", this.root).textContent = String(running.length);
+    }
+
+    renderWaiting(v) {
+      const now = Date.now();
+      this.deadlines = new Map(v.waiting.map((w) => [w.bot, now + w.forfeits_in_s * 1000]));
+      reconcile(this.waitingList, v.waiting, (w) => w.bot,
+        () => h("li", { "data-testid": "waiting-bot" }, h("span.who"), h("span.since"), h("span.countdown", { "data-testid": "forfeits-in" })),
+        (li, w) => {
+          const [who, since, countdown] = li.children;
+          li.dataset.bot = w.bot;
+          if (who.textContent !== w.bot) who.replaceChildren(botLink(w.bot));
+          since.replaceChildren(" away since ", timeEl(w.since));
+          countdown.dataset.seconds = w.forfeits_in_s;
+        });
+      this.waitingEmpty.hidden = v.waiting.length > 0;
+      this.tick();
+    }
+
+    /** Count the waiting bots' grace down between messages (the server sends none for it). */
+    tick() {
+      if (!this.view) return;
+      const counting = this.view.state === "running";
+      for (const li of this.waitingList.children) {
+        const left = Math.max(0, (this.deadlines.get(li.dataset.bot) - Date.now()) / 1000);
+        const shown = counting ? left : Number(li.lastChild.dataset.seconds);
+        li.lastChild.textContent = shown > 0 ? ` · forfeits in ${Math.ceil(shown)} s` : " · forfeits its games as they come due";
+      }
+    }
+
+    renderRanking(ranking) {
+      reconcile(this.ranking, ranking, (r) => r.bot, () => {
+        const cell = (testid, cls) => h(`td.${cls.split(" ").join(".")}`, { "data-testid": testid });
+        return h("tr", { "data-testid": "ranking-row" },
+          cell("rank", "num rank"), cell("bot", "bot-cell"), cell("rating", "num rating"), cell("interval", "num interval"),
+          cell("score", "num"), cell("games", "num"), cell("wdl", "num wdl"), cell("forfeits", "num"),
+          cell("stronger", "num"));
+      }, (tr, r) => {
+        const [rank, bot, rating, range, score, games, wdl, forfeits, stronger] = tr.children;
+        tr.dataset.bot = r.bot;
+        setText(rank, String(r.rank));
+        if (bot.textContent !== r.bot) bot.replaceChildren(botLink(r.bot));
+        setText(rating, round(r.rating));
+        setText(range, interval(r.low, r.high));
+        setText(score, points(r.score));
+        setText(games, String(r.games));
+        setText(wdl, `${r.wins}–${r.draws}–${r.losses}`);
+        setText(forfeits, String(r.forfeits));
+        setText(stronger, percent(r.stronger_than_next));
+        stronger.title = r.stronger_than_next === null ? ""
+          : `${r.bot} is stronger than the next in the ranking with likelihood ${(100 * r.stronger_than_next).toFixed(1)}%`;
+      });
+    }
+
+    /** Rows and columns are the participants in ranking order; the diagonal is blank. */
+    renderCross(bots, table) {
+      const key = JSON.stringify([bots, table]);
+      if (key === this.crossKey) return;
+      this.crossKey = key;
+      const head = h("tr", {}, h("th", { text: "" }),
+        bots.map((b, i) => h("th.num.col", { "data-testid": "cross-col", "data-bot": b, title: b }, h("span.n", { text: `${i + 1}` }), " ", b)));
+      const rows = bots.map((a, i) => h("tr", { "data-testid": "cross-row", "data-bot": a },
+        h("th.row", {}, h("span.n", { text: `${i + 1}` }), " ", botLink(a)),
+        bots.map((b) => {
+          if (a === b) return h("td.diag", { "data-testid": "cross-self", "data-bot": a });
+          const c = (table[a] || {})[b];
+          if (!c) return h("td.num.cell.none", { "data-testid": "cross-cell", "data-bot": a, "data-opponent": b, "data-games": 0, title: `${a} and ${b} have not played yet` });
+          const cls = c.score * 2 > c.games ? ".ahead" : c.score * 2 < c.games ? ".behind" : "";
+          return h(`td.num.cell${cls}`, {
+            "data-testid": "cross-cell", "data-bot": a, "data-opponent": b, "data-games": c.games,
+            title: `${a} against ${b}: ${plural(c.games, "game")}, ${plural(c.wins, "win")}, ${plural(c.draws, "draw")}, ${c.losses} loss${c.losses === 1 ? "" : "es"}, score ${points(c.score)}`,
+          }, h("span.cw", { "data-testid": "cross-wdl", text: `${c.wins}-${c.draws}-${c.losses}` }), " ",
+          h("span.cs", { "data-testid": "cross-score", text: points(c.score) }));
+        })));
+      this.cross.replaceChildren(h("thead", {}, head), h("tbody", {}, rows));
+    }
   }
 
   // ---------------------------------------------------------------- routes
@@ -696,6 +1065,7 @@
     const hash = location.hash || "#/";
     for (const section of document.querySelectorAll("main > .route")) section.hidden = true;
     let m;
+    let nav = null;
     if ((m = hash.match(/^#\/game\/([^/?#]+)/))) {
       const id = decodeURIComponent(m[1]);
       document.title = `Game ${id} · Mandala Arena`;
@@ -708,12 +1078,29 @@
       const view = { alive: true, destroy() { this.alive = false; } };
       current = view;
       showBot($("#bot"), name, view);
+    } else if ((m = hash.match(/^#\/tournaments\/([^/?#]+)/))) {
+      const id = decodeURIComponent(m[1]);
+      document.title = `Tournament ${id} · Mandala Arena`;
+      $("#tournament").hidden = false;
+      current = new TournamentPage($("#tournament"), id);
+      nav = "tournaments";
+    } else if (/^#\/tournaments\/?$/.test(hash)) {
+      document.title = "Tournaments · Mandala Arena";
+      $("#tournaments").hidden = false;
+      current = new TournamentList($("#tournaments"));
+      nav = "tournaments";
     } else if (hash === "#/connect") {
       document.title = "Connect a bot · Mandala Arena";
       $("#connect").hidden = false;
+      nav = "connect";
     } else {
       document.title = "Mandala Arena";
       $("#home").hidden = false;
+      nav = "home";
+    }
+    for (const a of document.querySelectorAll(".top nav a")) {
+      if (a.dataset.nav === nav) a.setAttribute("aria-current", "page");
+      else a.removeAttribute("aria-current");
     }
     window.scrollTo(0, 0);
   }

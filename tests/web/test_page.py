@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import math
 import os
 import re
 import subprocess
@@ -30,8 +31,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tournament_kit import create, play, post
 
 from arena_testkit import ADMIN, Harness, WsClient, random_policy, settings_for
+from mandala_client.bots import RandomBot
 from protocol.messages import Decision, Error, GameOver, GameStart, LadderStatus
 from server.app import create_app
 
@@ -128,6 +131,26 @@ async def ladder_bots(arena: Harness, held: asyncio.Queue[str]) -> list[LadderBo
     return bots
 
 
+def points(x: float) -> str:
+    """A tournament score as the page writes it: "3", "2.5"."""
+    return str(int(x)) if x == int(x) else f"{x:.1f}"
+
+
+def shown(x: float) -> str:
+    """A rating as the page rounds it (JavaScript's ``Math.round``: halves up)."""
+    return str(math.floor(x + 0.5))
+
+
+async def standing_numbers(row: Any) -> list[int]:
+    """[low, rating, high] as one standings (or ranking) row shows them, read at one instant
+    (the row changes live)."""
+    return await row.evaluate("""(tr) => {
+        const text = (id) => tr.querySelector(`[data-testid="${id}"]`).textContent;
+        const [low, high] = text("interval").split("–").map(Number);
+        return [low, Number(text("rating")), high];
+    }""")  # type: ignore[no-any-return]
+
+
 def board_counts(view: dict[str, Any]) -> dict[str, Any]:
     """What the board must show of a spectator view, in the shape :func:`shown_counts` reads."""
     areas: dict[str, dict[str, int]] = {}
@@ -183,8 +206,20 @@ async def test_standings_live_games_board_and_replay(make_arena: Any, browser: A
         await expect(rows).to_have_count(2, timeout=WAIT_MS)
         alice = page.locator('[data-testid="standing-row"][data-bot="alice"]')
         ladder = (await arena.get_json("/api/ladder"))["standings"]
-        start_rating = str(round(next(s for s in ladder if s["bot"] == "alice")["rating"]))
+        listed = next(s for s in ladder if s["bot"] == "alice")
+        start_rating = shown(listed["rating"])
+        # The Rating column is the Bradley–Terry rating that orders the table, its 95% interval
+        # beside it (containing it); the live Elo has its own column.
         await expect(alice.get_by_test_id("rating")).to_have_text(start_rating)
+        await expect(alice.get_by_test_id("interval")).to_have_text(f"{shown(listed['low'])}–{shown(listed['high'])}")
+        await expect(alice.get_by_test_id("elo")).to_have_text(shown(listed["elo"]))
+        assert await standing_numbers(alice) == [int(shown(listed[k])) for k in ("low", "rating", "high")]
+        await expect(page.get_by_test_id("rating-head")).to_have_text("Rating")
+        await expect(page.get_by_test_id("elo-head")).to_have_text("Elo (live)")
+        for head in ("rating-head", "interval-head", "elo-head"):
+            await expect(page.get_by_test_id(head)).to_have_attribute(
+                "title", re.compile(r"Ranked by the Bradley–Terry rating.* all rated games.*95% interval.*"
+                                    r"Elo \(live\) moves after every rated game and depends on the order"))
         await expect(alice.get_by_test_id("games")).to_have_text("0")
         # "Met": the distinct opponents of its rated games, explained in the column's title.
         assert next(s for s in ladder if s["bot"] == "alice")["opponents"] == 0
@@ -275,6 +310,11 @@ async def test_standings_live_games_board_and_replay(make_arena: Any, browser: A
         await expect(alice.get_by_test_id("rating")).not_to_have_text(start_rating, timeout=WAIT_MS)
         seen = await alice.get_by_test_id("rating").text_content()
         await expect(alice.get_by_test_id("rating")).not_to_have_text(seen or "", timeout=WAIT_MS)
+        seen = await alice.get_by_test_id("elo").text_content()
+        await expect(alice.get_by_test_id("elo")).not_to_have_text(seen or "", timeout=WAIT_MS)
+        for row in (alice, page.locator('[data-testid="standing-row"][data-bot="bob"]')):
+            low, rating, high = await standing_numbers(row)
+            assert low <= rating <= high
         await expect(alice.get_by_test_id("provisional")).to_have_count(0, timeout=WAIT_MS)
         await expect(page.get_by_test_id("standings")).not_to_contain_text(GARBAGE)
         assert await page.evaluate("window.sameDocument") is True
@@ -283,12 +323,193 @@ async def test_standings_live_games_board_and_replay(make_arena: Any, browser: A
         await alice.get_by_role("link", name="alice").click()
         await expect(page.get_by_test_id("bot-state")).to_have_text("listed", timeout=WAIT_MS)
         await expect(page.get_by_test_id("bot-rating")).to_have_text(re.compile(r"^\d+$"))
+        await expect(page.get_by_test_id("bot-interval")).to_have_text(re.compile(r"^\d+–\d+$"))
+        await expect(page.get_by_test_id("bot-elo")).to_have_text(re.compile(r"^\d+$"))
         await expect(page.get_by_test_id("bot-game").first).to_be_visible()
         assert errors == []
     finally:
         for bot in bots:
             bot.task.cancel()
         await asyncio.gather(*(b.task for b in bots), return_exceptions=True)
+
+
+async def held_play(client: WsClient, bot: Any, go: asyncio.Event) -> None:
+    """``tournament_kit.play``, except that every move waits for ``go``; frames are read on
+    meanwhile (so the server's pings are answered)."""
+    pending: set[asyncio.Task[None]] = set()
+
+    async def answer(decision: Decision) -> None:
+        await go.wait()
+        move = await asyncio.to_thread(bot.choose, decision.view, decision.legal)
+        await client.send_move(decision, move)
+
+    try:
+        while True:
+            msg = await client.recv(timeout=120)
+            if isinstance(msg, Decision):
+                if go.is_set():
+                    await answer(msg)
+                else:
+                    task = asyncio.get_running_loop().create_task(answer(msg))
+                    pending.add(task)
+                    task.add_done_callback(pending.discard)
+    finally:
+        for task in list(pending):
+            task.cancel()
+
+
+async def test_a_tournament_live_from_the_list_to_its_final_ranking(make_arena: Any, browser: Any) -> None:
+    """Three bots on WebSockets play a round robin (two games a pairing: six) while the page
+    follows it: the list, then the tournament's progress, live games, the bot it waits for, its
+    crosstable and its ranking, all pushed by ``/live`` without a reload."""
+    from playwright.async_api import expect
+
+    arena: Harness = await make_arena(decision_ms=120_000)
+    names = ["ann", "ben", "cat"]
+    go = asyncio.Event()
+    clients = {n: await arena.bot(n, max_games=2) for n in ("ann", "ben")}
+    cat_token = await arena.create_bot("cat")  # connects later: the tournament waits for it meanwhile
+    tasks = [asyncio.create_task(held_play(c, RandomBot(seed=i), go)) for i, c in enumerate(clients.values())]
+    try:
+        tid = (await create(arena, name="web cup", participants=names, games_per_pairing=2, grace_s=600.0,
+                            seed=11))["tournament_id"]
+        page = await browser.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        await page.goto(str(arena.client.make_url("/")))
+        await page.evaluate("window.sameDocument = true")
+        await expect(page.get_by_test_id("live-status")).to_have_attribute("data-state", "open", timeout=WAIT_MS)
+
+        # The list, from the navigation: created, nothing played of the six games planned.
+        await page.get_by_test_id("nav-tournaments").click()
+        await expect(page).to_have_url(re.compile(r"#/tournaments$"))
+        await expect(page.get_by_test_id("tournaments")).to_be_visible()
+        row = page.locator(f'[data-testid="tournament-row"][data-tournament-id="{tid}"]')
+        await expect(row).to_have_count(1, timeout=WAIT_MS)
+        await expect(row.get_by_test_id("row-name")).to_have_text("web cup")
+        await expect(row.get_by_test_id("row-format")).to_have_text("round robin")
+        await expect(row.get_by_test_id("row-state")).to_have_text("created")
+        await expect(row.get_by_test_id("row-participants")).to_have_text("3")
+        await expect(row.get_by_test_id("row-played")).to_have_text("0 / 6")
+
+        # Started: the list follows the tournament message of /live.
+        await post(arena, f"/api/tournaments/{tid}/start")
+        await expect(row.get_by_test_id("row-state")).to_have_text("running", timeout=WAIT_MS)
+
+        # The tournament: ann and ben play their two games (held at their first decision), cat
+        # is waited for, nothing is played yet.
+        await row.get_by_role("link", name="web cup").click()
+        await expect(page).to_have_url(re.compile(f"#/tournaments/{tid}$"))
+        view = page.get_by_test_id("tournament-view")
+        await expect(page.get_by_test_id("tournament-name")).to_have_text("web cup", timeout=WAIT_MS)
+        await expect(page.get_by_test_id("tournament-format")).to_have_text("round robin")
+        await expect(page.get_by_test_id("tournament-state")).to_have_text("running")
+        progress = page.get_by_test_id("tournament-progress")
+        await expect(progress).to_have_attribute("max", "6")
+        await expect(progress).to_have_attribute("value", "0")
+        await expect(page.get_by_test_id("tournament-played")).to_have_text("0 / 6")
+        live_games = page.get_by_test_id("tournament-game")
+        await expect(live_games).to_have_count(2, timeout=WAIT_MS)
+        running = (await arena.get_json(f"/api/tournaments/{tid}"))["running"]
+        assert sorted(g["players"] for g in running) == [["ann", "ben"], ["ben", "ann"]]
+        for g in running:
+            game = live_games.and_(page.locator(f'[data-game-id="{g["game_id"]}"]'))
+            await expect(game).to_have_attribute("href", f"#/game/{g['game_id']}")
+            await expect(game).to_contain_text("live")
+        waiting = page.get_by_test_id("waiting-bot")
+        await expect(waiting).to_have_count(1, timeout=WAIT_MS)
+        await expect(waiting).to_have_attribute("data-bot", "cat")
+        await expect(waiting.get_by_test_id("forfeits-in")).to_have_text(re.compile(r"forfeits in \d+ s$"))
+        await expect(page.get_by_test_id("cross-cell").and_(page.locator('[data-games="0"]'))).to_have_count(6)
+        shots = os.environ.get("MANDALA_WEB_SCREENSHOTS")
+        if shots:
+            await page.screenshot(path=f"{shots}/tournament-live.png", full_page=True)
+
+        # A live game opens the game view, and leads back to its tournament.
+        await live_games.first.click()
+        await expect(page.get_by_test_id("game-status")).to_have_text("live", timeout=WAIT_MS)
+        await page.get_by_test_id("game-tournament").click()
+        await expect(page).to_have_url(re.compile(f"#/tournaments/{tid}$"))
+        await expect(live_games).to_have_count(2, timeout=WAIT_MS)
+
+        # cat comes and everybody plays: every value the bar shows is recorded as it changes.
+        await progress.evaluate("""(bar) => {
+            window.playedSeen = [];
+            new MutationObserver(() => window.playedSeen.push(Number(bar.getAttribute("value"))))
+                .observe(bar, { attributes: true, attributeFilter: ["value"] });
+        }""")
+        cat = await arena.connect(cat_token, max_games=2)
+        tasks.append(asyncio.create_task(play(cat, RandomBot(seed=2))))
+        go.set()
+        await expect(page.get_by_test_id("tournament-played")).to_have_text("6 / 6", timeout=WAIT_MS)
+        await expect(progress).to_have_attribute("value", "6")
+        await expect(page.get_by_test_id("tournament-state")).to_have_text("finished", timeout=WAIT_MS)
+        seen = await page.evaluate("window.playedSeen")
+        assert seen == sorted(seen) and seen[0] > 0 and seen[-1] == 6, seen
+        await expect(live_games).to_have_count(0)
+        await expect(waiting).to_have_count(0)
+        await expect(page.get_by_test_id("tournament-running-empty")).to_be_visible()
+
+        # The crosstable and the ranking are the API's final results, in ranking order.
+        results = await arena.get_json(f"/api/tournaments/{tid}/results")
+        assert results["played"] == results["planned"] == 6
+        ranking = results["ranking"]
+        order = [r["bot"] for r in ranking]
+        assert sorted(order) == names
+        cross = page.get_by_test_id("crosstable")
+        await expect(cross.get_by_test_id("cross-col")).to_have_count(3)
+        assert await cross.get_by_test_id("cross-col").evaluate_all("(ths) => ths.map((th) => th.dataset.bot)") == order
+        assert await cross.get_by_test_id("cross-row").evaluate_all("(trs) => trs.map((tr) => tr.dataset.bot)") == order
+        await expect(cross.get_by_test_id("cross-self")).to_have_count(3)
+        for bot in order:
+            await expect(cross.locator(f'[data-testid="cross-self"][data-bot="{bot}"]')).to_have_text("")
+        await expect(cross.get_by_test_id("cross-cell")).to_have_count(6)
+        for a in order:
+            for b in order:
+                if a == b:
+                    continue
+                c = results["crosstable"][a][b]
+                assert c["games"] == 2
+                cell = cross.locator(f'[data-testid="cross-cell"][data-bot="{a}"][data-opponent="{b}"]')
+                await expect(cell.get_by_test_id("cross-wdl")).to_have_text(f"{c['wins']}-{c['draws']}-{c['losses']}")
+                await expect(cell.get_by_test_id("cross-score")).to_have_text(points(c["score"]))
+        table = page.get_by_test_id("tournament-ranking")
+        lines = table.get_by_test_id("ranking-row")
+        await expect(lines).to_have_count(3)
+        assert await lines.evaluate_all("(trs) => trs.map((tr) => tr.dataset.bot)") == order
+        for i, r in enumerate(ranking):
+            line = lines.nth(i)
+            await expect(line.get_by_test_id("rank")).to_have_text(str(r["rank"]))
+            await expect(line.get_by_test_id("bot")).to_have_text(r["bot"])
+            await expect(line.get_by_test_id("rating")).to_have_text(shown(r["rating"]))
+            await expect(line.get_by_test_id("interval")).to_have_text(f"{shown(r['low'])}–{shown(r['high'])}")
+            low, rating, high = await standing_numbers(line)
+            assert low <= rating <= high
+            await expect(line.get_by_test_id("score")).to_have_text(points(r["score"]))
+            await expect(line.get_by_test_id("games")).to_have_text("4")
+            await expect(line.get_by_test_id("wdl")).to_have_text(f"{r['wins']}–{r['draws']}–{r['losses']}")
+            await expect(line.get_by_test_id("forfeits")).to_have_text("0")
+            p = r["stronger_than_next"]
+            await expect(line.get_by_test_id("stronger")).to_have_text(
+                "" if p is None else ">99%" if p > 0.995 else "<1%" if p < 0.005 else f"{math.floor(p * 100 + 0.5)}%")
+        await expect(page.get_by_test_id("results-csv")).to_have_attribute("href", f"/api/tournaments/{tid}/results?format=csv")
+        await expect(page.get_by_test_id("records-jsonl")).to_have_attribute("href", f"/api/tournaments/{tid}/records")
+        resp = await arena.client.get(f"/api/tournaments/{tid}/results?format=csv")
+        assert [line.split(",")[1] for line in (await resp.text()).splitlines()[1:]] == order
+        await expect(view).not_to_contain_text(GARBAGE)
+        if shots:
+            await page.screenshot(path=f"{shots}/tournament-finished.png", full_page=True)
+
+        # Back to the list, still the same document: finished, all played.
+        await page.get_by_test_id("nav-tournaments").click()
+        await expect(row.get_by_test_id("row-state")).to_have_text("finished", timeout=WAIT_MS)
+        await expect(row.get_by_test_id("row-played")).to_have_text("6 / 6")
+        assert await page.evaluate("window.sameDocument") is True
+        assert errors == []
+    finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def fill(path: Path) -> None:
