@@ -251,7 +251,9 @@ class Director:
             away = [p for p in (a, b) if not self.manager.can_play(p)]
             if away:
                 for p in away:
-                    run.away.setdefault(p, (now, utc_now()))
+                    if p not in run.away:
+                        run.away[p] = (now, utc_now())
+                        self._changed(run)
                 if all(now - run.away[p][0] >= d.grace_s for p in away):
                     self._forfeit(run, slot, away)
                 continue

@@ -64,7 +64,7 @@ def ranking(participants: Sequence[str], games: Sequence[GameRow]) -> list[Ranke
             rating=round(f.rating, 1),
             low=round(f.low, 1),
             high=round(f.high, 1),
-            score=sum(c.score for c in cells),
+            score=float(sum(c.score for c in cells)),
             games=sum(c.games for c in cells),
             wins=sum(c.wins for c in cells),
             draws=sum(c.draws for c in cells),
