@@ -15,21 +15,11 @@ from typing import Any
 
 import msgspec
 
-from arena_testkit import Harness, WsClient
+from arena_testkit import Harness, play
 from mandala_client.bots import GreedyBot, RandomBot, SearchBot
-from protocol.messages import Decision
 
 MEETINGS = 8
 FAST = {"pairing_interval_s": 0.05}
-
-
-async def play(client: WsClient, bot: Any) -> None:
-    """Answer decisions with ``bot`` (thinking off the event loop) until cancelled."""
-    while True:
-        msg = await client.recv(timeout=60)
-        if isinstance(msg, Decision):
-            move = await asyncio.to_thread(bot.choose, msg.view, msg.legal)
-            await client.send_move(msg, move)
 
 
 async def test_standings_follow_strength(make_arena: Any) -> None:

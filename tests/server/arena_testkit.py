@@ -242,6 +242,15 @@ async def play_out(client: WsClient, policy: Policy, games: int = 1, timeout: fl
     return overs
 
 
+async def play(client: WsClient, bot: Any) -> None:
+    """Answer every decision with ``bot.choose`` (thinking off the event loop) until cancelled."""
+    while True:
+        msg = await client.recv(timeout=120)
+        if isinstance(msg, Decision):
+            move = await asyncio.to_thread(bot.choose, msg.view, msg.legal)
+            await client.send_move(msg, move)
+
+
 async def gather(*aws: Any, timeout: float = 30.0) -> list[Any]:
     return list(await asyncio.wait_for(asyncio.gather(*aws), timeout))
 

@@ -1,5 +1,6 @@
-"""Helpers for the tournament tests: bots that play every game they are given, the organizer's
-calls, and an independent recomputation of the results from the exported records."""
+"""Helpers for the tournament tests: bots that play every game they are given (the test kit's
+``play``, re-exported), the organizer's calls, and an independent recomputation of the results
+from the exported records."""
 
 from __future__ import annotations
 
@@ -8,19 +9,11 @@ import json
 from collections import defaultdict
 from typing import Any
 
-from arena_testkit import ADMIN, Harness, WsClient
-from protocol.messages import Decision
+from arena_testkit import ADMIN, Harness, play
+
+__all__ = ["AUTH", "create", "crosstable_of", "finished", "play", "post", "records"]
 
 AUTH = {"Authorization": f"Bearer {ADMIN}"}
-
-
-async def play(client: WsClient, bot: Any) -> None:
-    """Answer every decision with ``bot`` (thinking off the event loop) until cancelled."""
-    while True:
-        msg = await client.recv(timeout=120)
-        if isinstance(msg, Decision):
-            move = await asyncio.to_thread(bot.choose, msg.view, msg.legal)
-            await client.send_move(msg, move)
 
 
 async def post(arena: Harness, path: str, body: Any = None, status: int = 200, auth: bool = True) -> Any:
