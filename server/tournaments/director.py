@@ -96,7 +96,6 @@ class Director:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._publisher: asyncio.Task[None] | None = None
-        self._stopped = False
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -109,7 +108,6 @@ class Director:
         """Take up every running or paused tournament from storage and run them."""
         self.follow()
         self.leading = True
-        self._stopped = False
         runs = {}
         for row in reversed(await self.storage.list_tournaments(ACTIVE)):
             runs[row.tournament_id] = await self._load(row)
@@ -145,7 +143,6 @@ class Director:
         self.runs.clear()
 
     async def stop(self) -> None:
-        self._stopped = True
         self.follow()
         if self._publisher is not None:
             self._publisher.cancel()
