@@ -491,7 +491,9 @@ class Ladder:
             if not self._pair_goes_on(pair):
                 self._drop_return(pair, "a bot left the ladder")
             elif all(self.manager.can_play(b) for b in pair.players):
-                ready = all(left.setdefault(b, self.manager.open_slots(b)) >= 1 for b in pair.players)
+                for b in pair.players:
+                    left.setdefault(b, self.manager.open_slots(b))
+                ready = all(left[b] >= 1 for b in pair.players)
                 for b in pair.players:
                     left[b] -= 1
                 if ready:
