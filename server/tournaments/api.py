@@ -100,7 +100,7 @@ def control(op: str) -> Callable[[web.Request], Awaitable[web.Response]]:
         if not await arena.storage.update_tournament(new, row.state):
             raise ApiError(409, "wrong_state", f"tournament {row.tournament_id} changed meanwhile: try again")
         log.info("tournament %s: %s", row.tournament_id, target)
-        arena.tournaments.wake()
+        arena.tournaments.wake(stored=True)
         games = await _games(arena, row.tournament_id)
         return json_response(tournament_info(new, games, len(_running(arena, row.tournament_id))))
 

@@ -41,6 +41,7 @@ from ..refusal import Refusal
 from ..storage import GameRow, Storage, TournamentRow
 from ..summary import game_summary
 from . import schedule as plan
+from .results import scored
 from .view import tournament_view
 
 log = logging.getLogger(__name__)
@@ -96,6 +97,9 @@ class Director:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._publisher: asyncio.Task[None] | None = None
+        self._stored_changed = True
+        """Whether to read the stored states before the next step (an organizer's request
+        here, or the tick: another node may have taken one)."""
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -147,7 +151,9 @@ class Director:
         if self._publisher is not None:
             self._publisher.cancel()
 
-    def wake(self) -> None:
+    def wake(self, stored: bool = False) -> None:
+        """Look at the tournaments now; ``stored``: an organizer changed one in storage."""
+        self._stored_changed |= stored
         self._wake.set()
 
     # ------------------------------------------------------------------ games (GameEvents)
@@ -175,10 +181,12 @@ class Director:
             try:
                 await asyncio.wait_for(self._wake.wait(), TICK_S)
             except TimeoutError:
-                pass
+                self._stored_changed = True
             self._wake.clear()
             try:
-                await self._refresh()
+                if self._stored_changed:  # not for each game's end: those are known here
+                    self._stored_changed = False
+                    await self._refresh()
                 for run in list(self.runs.values()):
                     await self._step(run)
             except asyncio.CancelledError:
@@ -270,10 +278,8 @@ class Director:
 
     async def _next_round(self, run: Run) -> None:
         scores: dict[str, tuple[float, int]] = {}
-        for game in run.games.values():
-            for seat, bot in enumerate(game.players):
-                winner = (game.result or {}).get("winner")
-                points = 0.5 if winner is None else 1.0 if winner == seat else 0.0
+        for a, b, score in scored(run.games.values()):
+            for bot, points in ((a, score), (b, 1.0 - score)):
                 got = scores.get(bot, (0.0, 0))
                 scores[bot] = (got[0] + points, got[1] + 1)
         entries = plan.next_swiss_round(run.definition, run.row.schedule, scores)

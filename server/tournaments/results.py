@@ -42,10 +42,11 @@ def crosstable(participants: Sequence[str], games: Iterable[GameRow]) -> dict[st
     return table
 
 
-def ranking(participants: Sequence[str], games: Sequence[GameRow]) -> list[Ranked]:
-    """Every participant, best first by its Bradley–Terry rating (name breaks ties)."""
+def ranking(participants: Sequence[str], games: Sequence[GameRow],
+            table: dict[str, dict[str, CrossCell]]) -> list[Ranked]:
+    """Every participant, best first by its Bradley–Terry rating (name breaks ties); the
+    counts come from the games' ``table`` (:func:`crosstable`)."""
     model = bradley_terry.fit_model(scored(games), participants, CENTER)
-    table = crosstable(participants, games)
     forfeits = {p: 0 for p in participants}
     for g in games:
         if g.status == "finished" and g.end_reason == "forfeit":

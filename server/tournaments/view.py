@@ -4,6 +4,7 @@ row and its games: one function per shape, so the API and the live stream cannot
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import msgspec
 
@@ -50,13 +51,18 @@ def tournament_info(row: TournamentRow, games: Sequence[GameRow], running: int) 
     )
 
 
+def _standing(row: TournamentRow, done: Sequence[GameRow]) -> dict[str, Any]:
+    """The ranking and the crosstable it counts from, computed once."""
+    table = results.crosstable(participants(row), done)
+    return {"ranking": results.ranking(participants(row), done, table), "crosstable": table}
+
+
 def tournament_results(row: TournamentRow, games: Sequence[GameRow]) -> TournamentResults:
     done = _finished(games)
     return TournamentResults(
         tournament_id=row.tournament_id, name=row.name, state=row.state,  # type: ignore[arg-type]
         planned=progress(row, games, 0).planned, played=len(done),
-        ranking=results.ranking(participants(row), done),
-        crosstable=results.crosstable(participants(row), done),
+        **_standing(row, done),
     )
 
 
@@ -70,7 +76,6 @@ def tournament_view(row: TournamentRow, games: Sequence[GameRow], running: Seque
         progress=progress(row, games, len(running)),
         rounds=max((e[0] for e in row.schedule), default=0),
         running=list(running), waiting=list(waiting),
-        ranking=results.ranking(participants(row), done),
-        crosstable=results.crosstable(participants(row), done),
+        **_standing(row, done),
     )
 
