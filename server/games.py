@@ -47,6 +47,7 @@ from .presence import Presence
 from .recorder import GameRecorder
 from .refusal import Refusal
 from .storage import GameRow, GameStatus
+from .telemetry import Telemetry, clipped, ms
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +131,9 @@ class GameRoom:
         self._deliver = deliver
         self._on_end = on_end
         self._loop = asyncio.get_running_loop()
+        self._t0 = self._loop.time()
+        self.telemetry = Telemetry(decision_ms)
+        self._away_since: dict[int, float] = {}
         self._clock: asyncio.TimerHandle | None = None
         self._record: Record | None = None
         self._encoded_at = -1
@@ -205,6 +209,7 @@ class GameRoom:
             end_reason=self.outcome.end_reason if self.outcome else None,
             result=msgspec.to_builtins(self.outcome) if self.outcome else None,
             record=msgspec.to_builtins(self.record()) if done else None,
+            telemetry=self.telemetry.to_json() if done else None,
         )
 
     # ------------------------------------------------------------------ messages to seats
@@ -307,6 +312,8 @@ class GameRoom:
         try:
             p = self.pending
             if p is not None and p.request_id == request_id and not self.over:
+                self._note("timeout", p.seat, request_id=request_id, after_ms=self._thought(p.seat),
+                           away=True if p.seat in self.away else None)
                 self._end_for(1 - p.seat, "timeout")
         except Exception:
             log.exception("timeout handling failed in %r", self)
@@ -344,9 +351,33 @@ class GameRoom:
     def _refuse(self, code: Any, message: str, request_id: int | None = None, rule: str | None = None) -> Refusal:
         return Refusal(code, message, game_id=self.id, request_id=request_id, rule=rule)
 
+    def _note(self, kind: Any, seat: int, **fields: Any) -> None:
+        """An incident of ``seat`` now, for its author (``server/telemetry.py``)."""
+        self.telemetry.incident(kind, seat, self.ply, self._loop.time() - self._t0, **fields)
+
+    def _thought(self, seat: int) -> float | None:
+        """Milliseconds since ``seat``'s pending decision was sent (``None`` if none is)."""
+        p = self.pending
+        return ms(self._loop.time() - p.sent_at) if p is not None and p.seat == seat else None
+
     def play(self, seat: int, request_id: int, move: Move) -> None:
         """Apply ``seat``'s answer to the pending decision; raises :class:`Refusal` and changes
-        nothing if it is not one."""
+        nothing if it is not one (the refusal is noted as an incident of the seat)."""
+        try:
+            self._play(seat, request_id, move)
+        except Refusal as r:
+            if r.code != "game_over":
+                self._note("refused", seat, request_id=request_id, after_ms=self._thought(seat), code=r.code,
+                           rule=r.rule, message=r.message, sent=msgspec.to_builtins(move))
+            raise
+
+    def bad_frame(self, seat: int, r: Refusal, text: str) -> None:
+        """A frame from ``seat``'s bot that did not decode, naming this game or sent while
+        one of its decisions here was pending."""
+        self._note("refused", seat, request_id=r.request_id, after_ms=self._thought(seat), code=r.code,
+                   message=r.message, sent=clipped(text))
+
+    def _play(self, seat: int, request_id: int, move: Move) -> None:
         if self.over:
             raise self._refuse("game_over", f"game {self.id} is over", request_id)
         p = self.pending
@@ -356,6 +387,7 @@ class GameRoom:
             raise self._refuse("stale_request", f"the pending decision is request_id {p.request_id}", request_id)
         elapsed = self._loop.time() - p.sent_at
         if elapsed * 1000 > self.decision_ms:
+            self._note("late", seat, request_id=request_id, after_ms=ms(elapsed), sent=msgspec.to_builtins(move))
             self._on_timeout(p.request_id)
             raise self._refuse("game_over", "your time for this decision ran out", request_id)
         if len(self.game.reshuffles) < self._explicit_reshuffles and not self._probe(move):
@@ -365,6 +397,7 @@ class GameRoom:
         except IllegalMove as e:
             raise self._refuse("illegal_move", e.message, request_id, e.rule) from None
         self.pending = None
+        self.telemetry.moved(seat, self.ply - 1, elapsed)
         try:  # confirm the move, show it to everyone, ask the next decision
             self._deliver(self.players[seat], MoveAccepted(self.id, request_id, round(elapsed * 1000, 3)))
             self._broadcast_update(played(self.game))
@@ -390,6 +423,7 @@ class GameRoom:
     def resign(self, seat: int) -> None:
         if self.over:
             raise self._refuse("game_over", f"game {self.id} is over")
+        self._note("resign", seat, after_ms=self._thought(seat))
         self._end_for(1 - seat, "resign")
 
     def abort(self) -> None:
@@ -408,12 +442,16 @@ class GameRoom:
             self._send_decision(self.remaining_ms() or 0)
         if seat in self.away:
             self.away.discard(seat)
+            since = self._away_since.pop(seat, None)
+            self._note("reconnect", seat, away_ms=ms(self._loop.time() - since) if since is not None else None)
             self._deliver(self.players[1 - seat], OpponentBack(self.id, seat))  # type: ignore[arg-type]
         self._release_views()
 
     def went_away(self, seat: int) -> None:
         """The bot in ``seat`` lost its connection: its clock runs on; tell the opponent."""
         self.away.add(seat)
+        self._away_since[seat] = self._loop.time()
+        self._note("disconnect", seat, after_ms=self._thought(seat))
         grace = self.remaining_ms() if self.pending is not None and self.pending.seat == seat else None
         self._deliver(self.players[1 - seat], OpponentAway(self.id, seat, grace))  # type: ignore[arg-type]
 
@@ -626,6 +664,20 @@ class GameManager:
             return
         room, seat = self._room_for(bot, game_id, request_id)
         room.play(seat, request_id, move)
+
+    def bad_frame(self, bot: str, r: Refusal, text: str) -> None:
+        """A frame from ``bot`` that did not decode, noted for its author in the game it names,
+        or else in each of its games here that wait for its decision."""
+        if r.game_id is not None:
+            named = self.running.get(r.game_id)
+            rooms = [named] if named is not None else []
+        else:
+            rooms = [room for room in self.games_of(bot)
+                     if room.pending is not None and room.players[room.pending.seat] == bot]
+        for room in rooms:
+            seat = room.seat_of(bot)
+            if seat is not None and not room.over:
+                room.bad_frame(seat, r, text)
 
     def resign(self, bot: str, game_id: str) -> None:
         if self.elsewhere is not None and (host := self._host_elsewhere(game_id)) is not None:

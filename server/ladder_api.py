@@ -15,6 +15,7 @@ from aiohttp import WSMsgType, web
 from protocol.messages import LiveGames
 
 from .arena import ARENA, Arena
+from .bot_health import HEALTH_GAMES, health
 from .cluster.bus import ClusterUnavailable
 from .cluster.messages import LadderOp
 from .connection import encode
@@ -51,14 +52,15 @@ async def _ladder_bot(arena: Arena, name: str) -> BotRow:
 
 
 async def profile(request: web.Request) -> web.Response:
-    """``GET /api/bots/{name}``: place on the ladder, standing, rating history, recent games."""
+    """``GET /api/bots/{name}``: place on the ladder, standing, rating history, recent games,
+    and its health over its recent games (``server/bot_health.py``)."""
     arena = request.app[ARENA]
     row = await _bot(arena, request.match_info["name"])
     ladder = arena.ladder
     standing = next((s for s in ladder.table.standings if s.bot == row.name), None)
     history = await arena.storage.rating_history(row.name)
     await arena.manager.recorder.settle()
-    games = await arena.storage.games_of(row.name, PROFILE_GAMES)
+    games = await arena.storage.games_of(row.name, HEALTH_GAMES, telemetry=True)
     return json_response({
         "name": row.name,
         "created": row.created,
@@ -71,7 +73,8 @@ async def profile(request: web.Request) -> web.Response:
              "games_before": h.games_before, "at": h.at}
             for h in history
         ],
-        "games": [game_summary(g) for g in games],
+        "games": [game_summary(g) for g in games[:PROFILE_GAMES]],
+        "health": health(row.name, games),
     })
 
 

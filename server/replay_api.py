@@ -1,13 +1,19 @@
-"""``GET /api/games/{id}/replay``: a game that is over, position by position.
+"""``GET /api/games/{id}/replay``: a game that is over, position by position, through the
+spectator's eyes or, with ``?seat=0|1``, through one seat's.
 
-The stored record (R23) is replayed with the engine, and the spectator's view (R24) is taken
+The stored record (R23) is replayed with the engine. The spectator's view (R24) is taken
 before the first move and after every move, so a viewer can step through the game without
-knowing the rules. Once a game is over its record is public, and every view here is one a
-spectator could have seen while the game ran.
+knowing the rules. A seat's replay gives, at each of those positions, the view that seat was
+sent in its ``update``, and at each of its decisions what its ``decision`` carried (request
+id, legal moves), its answer, the think time the server counted, and what went wrong there
+(refused answers with what was sent, a late answer, a time-out, a disconnect), from the
+telemetry stored with the game (``server/telemetry.py``). Once a game is over its record is
+public; a running game is refused before anything is read.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from typing import Any
 
 from aiohttp import web
@@ -15,28 +21,64 @@ from aiohttp import web
 import mandala
 
 from .arena import ARENA
-from .http_api import json_response, over_game
+from .http_api import ApiError, json_response, over_game
 
 
-def plies(record: dict[str, Any]) -> list[dict[str, Any]]:
-    """``{"ply", "move", "view"}`` for ply 0 (the deal, no move) and after each move of ``record``."""
+def plies(record: dict[str, Any], seat: int | None = None, telemetry: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """``{"ply", "move", "view"}`` for ply 0 (the deal, no move) and after each move of
+    ``record``, seen by ``seat`` (``None``: a spectator). A seat's plies also carry its
+    ``incidents`` there, and those where it had to decide a ``decision``."""
     moves = record["moves"]
+    think = iter((telemetry or {}).get("think_ms", [[], []])[seat] if seat is not None else ())
+    incidents: defaultdict[int, list[dict[str, Any]]] = defaultdict(list)
+    for incident in (telemetry or {}).get("incidents", []):
+        if incident.get("seat") == seat:
+            incidents[incident["ply"]].append(incident)
     out: list[dict[str, Any]] = []
 
     def step(ply: int, game: mandala.Game) -> None:
-        out.append({"ply": ply, "move": moves[ply - 1] if ply else None, "view": mandala.view(game, None)})
+        entry: dict[str, Any] = {"ply": ply, "move": moves[ply - 1] if ply else None, "view": mandala.view(game, seat)}
+        if seat is not None and not game.is_over and game.to_move == seat:
+            answer = moves[ply] if ply < len(moves) else None
+            entry["decision"] = {
+                "request_id": ply,
+                "legal": game.legal_moves,
+                "answer": answer,
+                "think_ms": next(think, None) if answer is not None else None,
+            }
+        if seat is not None:
+            entry["incidents"] = incidents.get(ply, [])
+        out.append(entry)
 
     game = mandala.replay(record, on_decision=step)
     step(len(moves), game)
     return out
 
 
+def seat_param(request: web.Request) -> int | None:
+    """``?seat=0|1``, or ``None`` for the spectator's eyes; ``400 bad_seat`` otherwise."""
+    raw = request.query.get("seat")
+    if raw is None or raw == "":
+        return None
+    if raw not in ("0", "1"):
+        raise ApiError(400, "bad_seat", f"seat is 0 or 1 (or left out for the spectator's eyes), not {raw!r}")
+    return int(raw)
+
+
 async def get_replay(request: web.Request) -> web.Response:
-    """``GET /api/games/{id}/replay``: players, result and every ply's move and spectator view."""
+    """``GET /api/games/{id}/replay[?seat=0|1]``: players, result and every ply's move and view."""
+    seat = seat_param(request)
     row = await over_game(request.app[ARENA], request.match_info["game_id"])
     assert row.record is not None
-    resp = json_response({"game_id": row.game_id, "players": row.players, "status": row.status,
-                          "result": row.result, "plies": plies(row.record)})
+    body: dict[str, Any] = {"game_id": row.game_id, "players": row.players, "status": row.status,
+                            "result": row.result, "seat": seat}
+    if seat is not None:
+        telemetry = row.telemetry or {}
+        body["measured"] = row.telemetry is not None
+        body["decision_ms"] = telemetry.get("decision_ms")
+        body["dropped_incidents"] = telemetry.get("dropped", 0)
+    body["plies"] = plies(row.record, seat, row.telemetry)
+    resp = json_response(body)
     resp.enable_compression()  # ~1.2 kB a ply, over 1 MB for a long game; gzip makes it ~30 times smaller
     return resp
 

@@ -121,6 +121,9 @@ class Session:
             message = self.read(msg)
         except Refusal as r:
             self.refused(r, send=conn.admit())
+            if conn.bot is not None:
+                text = msg.data if isinstance(msg.data, str) else f"(a binary frame of {len(msg.data)} bytes)"
+                self.arena.manager.bad_frame(conn.bot, r, text)
             return
         if message is None:
             return

@@ -3,6 +3,7 @@
 from .base import (
     INITIAL_RATING,
     BotRow,
+    GameFilter,
     GameRow,
     GameStatus,
     NameTaken,
@@ -17,6 +18,7 @@ from .base import (
 __all__ = [
     "INITIAL_RATING",
     "BotRow",
+    "GameFilter",
     "GameRow",
     "GameStatus",
     "NameTaken",

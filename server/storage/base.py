@@ -55,6 +55,23 @@ class GameRow(msgspec.Struct, frozen=True, kw_only=True):
     """The protocol's GameResult as JSON."""
     record: dict[str, Any] | None = None
     """The R23 record as JSON (absent for games aborted by a server stop)."""
+    telemetry: dict[str, Any] | None = None
+    """What the server measured of the seats, stored with the game's last row:
+    ``think_ms`` (each move's think time, by ply) and ``incidents`` (refused answers,
+    time-outs, disconnects, resignations); see ``server/telemetry.py``."""
+
+
+class GameFilter(msgspec.Struct, frozen=True, kw_only=True):
+    """Which games an export takes: all of them that match every field given."""
+
+    bot: str | None = None
+    """Games where this bot (its canonical name) sits in either seat."""
+    kind: str | None = None
+    statuses: tuple[GameStatus, ...] = ("finished", "aborted")
+    since: str | None = None
+    """Started at or after (ISO 8601, UTC)."""
+    until: str | None = None
+    """Started before (ISO 8601, UTC)."""
 
 
 class RatingChange(msgspec.Struct, frozen=True, kw_only=True):
@@ -176,8 +193,9 @@ class Storage(Protocol):
     async def set_ladder(self, bot: str, ladder: LadderStanding) -> None:
         """Set the bot's place on the ladder (case-insensitive name)."""
 
-    async def games_of(self, bot: str, limit: int) -> list[GameRow]:
-        """The bot's games, most recently started first."""
+    async def games_of(self, bot: str, limit: int, *, telemetry: bool = False) -> list[GameRow]:
+        """The bot's games, most recently started first, without their records (with their
+        telemetry only if ``telemetry``)."""
 
     async def get_setting(self, key: str) -> str | None:
         """A ladder setting kept across restarts (e.g. ``paused``)."""
@@ -198,6 +216,14 @@ class Storage(Protocol):
 
     async def list_games(self, status: GameStatus | None, limit: int) -> list[GameRow]:
         """Most recently started first."""
+
+    async def export_games(self, which: GameFilter, after: tuple[str, str] | None, limit: int) -> list[GameRow]:
+        """Up to ``limit`` games that match ``which``, with their records, in the order they
+        started (then by id), from just after the game ``after`` = ``(started, game_id)``:
+        one page of an export that reads any number of games a page at a time."""
+
+    async def count_games(self, which: GameFilter) -> int:
+        """How many games match ``which`` (an export's size, told before it starts)."""
 
     async def abort_running(self, ended: str, game_ids: Sequence[str] | None = None) -> int:
         """Mark every ``running`` game (or those of ``game_ids`` still running) ``aborted``:

@@ -17,6 +17,7 @@ import msgspec
 from .base import (
     INITIAL_RATING,
     BotRow,
+    GameFilter,
     GameRow,
     GameStatus,
     GameWrite,
@@ -104,6 +105,11 @@ MIGRATIONS: list[list[str]] = [
             schedule    JSONB NOT NULL
         )""",
     ],
+    # 5: bot authors' tools (see sqlite.py). The telemetry is kept as the text it was written.
+    [
+        "ALTER TABLE games ADD COLUMN telemetry TEXT",
+        "CREATE INDEX games_started ON games (started, id)",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -114,9 +120,11 @@ COMMAND_TIMEOUT_S = 10.0
 _MIGRATION_LOCK = 0x4D414E44  # pg_advisory_xact_lock key: one server migrates at a time
 
 _GAME_COLUMNS = ("id, players, status, rated, first_player, ply, record, result, end_reason, started, ended, kind,"
-                 " pair_id, tournament_id, slot")
-_SUMMARY_COLUMNS = _GAME_COLUMNS.replace("record,", "NULL AS record,")
-"""The game columns without the record (lists need no record)."""
+                 " pair_id, tournament_id, slot, telemetry")
+_SUMMARY_COLUMNS = _GAME_COLUMNS.replace("record,", "NULL AS record,").replace("telemetry", "NULL AS telemetry")
+"""The game columns without the record and the telemetry (lists need neither)."""
+_HEALTH_COLUMNS = _GAME_COLUMNS.replace("record,", "NULL AS record,")
+"""The game columns without the record (a bot's health reads its telemetry)."""
 _TOURNAMENT_COLUMNS = "id, name, definition, state, created, started, ended, schedule"
 _BOT_COLUMNS = "name, token_hash, created, ladder"
 _SINCE_RESET = "finish_seq > COALESCE((SELECT value::bigint FROM ladder_settings WHERE key = 'rated_since'), 0)"
@@ -139,7 +147,28 @@ def _game_row(r: asyncpg.Record) -> GameRow:
         pair_id=r["pair_id"],
         tournament_id=r["tournament_id"],
         slot=r["slot"],
+        telemetry=msgspec.json.decode(r["telemetry"]) if r["telemetry"] is not None else None,
     )
+
+
+def _filter_sql(which: GameFilter, after: tuple[str, str] | None) -> tuple[str, list[Any]]:
+    """The ``WHERE`` clause of an export page and its arguments (``$1``, ``$2``, …)."""
+    args: list[Any] = [list(which.statuses)]
+    where = ["status = ANY($1::text[])"]
+
+    def arg(value: Any) -> str:
+        args.append(value)
+        return f"${len(args)}"
+
+    if which.bot is not None:
+        p = arg(which.bot)
+        where.append(f"(seat0 = {p} OR seat1 = {p})")
+    for clause, value in (("kind =", which.kind), ("started >=", which.since), ("started <", which.until)):
+        if value is not None:
+            where.append(f"{clause} {arg(value)}")
+    if after is not None:
+        where.append(f"(started, id) > ({arg(after[0])}, {arg(after[1])})")
+    return " AND ".join(where), args
 
 
 def _tournament_row(r: asyncpg.Record) -> TournamentRow:
@@ -233,10 +262,24 @@ class PostgresStorage(OneGameWrites):
     async def set_ladder(self, bot: str, ladder: LadderStanding) -> None:
         await self._p().execute("UPDATE bots SET ladder = $1 WHERE lower(name) = lower($2)", ladder, bot)
 
-    async def games_of(self, bot: str, limit: int) -> list[GameRow]:
+    async def games_of(self, bot: str, limit: int, *, telemetry: bool = False) -> list[GameRow]:
+        columns = _HEALTH_COLUMNS if telemetry else _SUMMARY_COLUMNS
         rows = await self._p().fetch(
-            f"SELECT {_GAME_COLUMNS} FROM games WHERE seat0 = $1 OR seat1 = $1 ORDER BY started DESC, seq DESC LIMIT $2",
+            f"SELECT {columns} FROM games WHERE seat0 = $1 OR seat1 = $1 ORDER BY started DESC, seq DESC LIMIT $2",
             bot, limit,
+        )
+        return [_game_row(r) for r in rows]
+
+    async def count_games(self, which: GameFilter) -> int:
+        where, args = _filter_sql(which, None)
+        count: int = await self._p().fetchval(f"SELECT COUNT(*) FROM games WHERE {where}", *args)
+        return count
+
+    async def export_games(self, which: GameFilter, after: tuple[str, str] | None, limit: int) -> list[GameRow]:
+        where, args = _filter_sql(which, after)
+        rows = await self._p().fetch(
+            f"SELECT {_GAME_COLUMNS} FROM games WHERE {where} ORDER BY started, id LIMIT ${len(args) + 1}",
+            *args, limit,
         )
         return [_game_row(r) for r in rows]
 
@@ -257,17 +300,17 @@ class PostgresStorage(OneGameWrites):
         await conn.execute(
             f"""INSERT INTO games ({_GAME_COLUMNS}, seat0, seat1)
                 VALUES ($1, $2::jsonb, $3, $4, $5, $6, $7::jsonb, $8::jsonb, $9, $10, $11, $12, $13, $14, $15,
-                        $16, $17)
+                        $16, $17, $18)
                 ON CONFLICT (id) DO UPDATE SET
                     players = EXCLUDED.players, status = EXCLUDED.status, rated = EXCLUDED.rated,
                     first_player = EXCLUDED.first_player, ply = EXCLUDED.ply, record = EXCLUDED.record,
                     result = EXCLUDED.result, end_reason = EXCLUDED.end_reason, started = EXCLUDED.started,
                     ended = EXCLUDED.ended, kind = EXCLUDED.kind, pair_id = EXCLUDED.pair_id,
-                    tournament_id = EXCLUDED.tournament_id, slot = EXCLUDED.slot,
+                    tournament_id = EXCLUDED.tournament_id, slot = EXCLUDED.slot, telemetry = EXCLUDED.telemetry,
                     seat0 = EXCLUDED.seat0, seat1 = EXCLUDED.seat1""",
             g.game_id, encode_json(g.players), g.status, g.rated, g.first_player, g.ply,
             encode_json(g.record), encode_json(g.result), g.end_reason, g.started, g.ended, g.kind, g.pair_id,
-            g.tournament_id, g.slot, g.players[0], g.players[1],
+            g.tournament_id, g.slot, encode_json(g.telemetry), g.players[0], g.players[1],
         )
 
     async def get_game(self, game_id: str) -> GameRow | None:

@@ -21,6 +21,7 @@ import msgspec
 from .base import (
     INITIAL_RATING,
     BotRow,
+    GameFilter,
     GameRow,
     GameStatus,
     GameWrite,
@@ -110,6 +111,13 @@ MIGRATIONS: list[list[str]] = [
             schedule    TEXT NOT NULL
         )""",
     ],
+    # 5: bot authors' tools. What the server measured of each seat (think times, refused
+    # answers, time-outs, disconnects) stored with the game; exports read games in the order
+    # they started.
+    [
+        "ALTER TABLE games ADD COLUMN telemetry TEXT",
+        "CREATE INDEX games_started ON games (started, id)",
+    ],
 ]
 """Applied in order on open, each in its own transaction with its number in ``schema_version``.
 Append new ones; never edit one that has shipped."""
@@ -117,9 +125,11 @@ Append new ones; never edit one that has shipped."""
 SCHEMA_VERSION = len(MIGRATIONS)
 
 _GAME_COLUMNS = ("id, players, status, rated, first_player, ply, record, result, end_reason, started, ended, kind,"
-                 " pair_id, tournament_id, slot")
-_SUMMARY_COLUMNS = _GAME_COLUMNS.replace("record,", "NULL,")
-"""The game columns without the record (lists need no record)."""
+                 " pair_id, tournament_id, slot, telemetry")
+_SUMMARY_COLUMNS = _GAME_COLUMNS.replace("record,", "NULL,").replace("telemetry", "NULL")
+"""The game columns without the record and the telemetry (lists need neither)."""
+_HEALTH_COLUMNS = _GAME_COLUMNS.replace("record,", "NULL,")
+"""The game columns without the record (a bot's health reads its telemetry)."""
 _TOURNAMENT_COLUMNS = "id, name, definition, state, created, started, ended, schedule"
 _BOT_COLUMNS = "name, token_hash, created, ladder"
 _SINCE_RESET = "finish_seq > COALESCE((SELECT CAST(value AS INTEGER) FROM ladder_settings WHERE key = 'rated_since'), 0)"
@@ -132,7 +142,7 @@ def _is_contention(e: sqlite3.OperationalError) -> bool:
 
 
 def _game_row(row: tuple[Any, ...]) -> GameRow:
-    gid, players, status, rated, first, ply, record, result, reason, started, ended, kind, pair_id, tid, slot = row
+    gid, players, status, rated, first, ply, record, result, reason, started, ended, kind, pair_id, tid, slot, tel = row
     return GameRow(
         game_id=gid,
         players=msgspec.json.decode(players),
@@ -149,7 +159,25 @@ def _game_row(row: tuple[Any, ...]) -> GameRow:
         pair_id=pair_id,
         tournament_id=tid,
         slot=slot,
+        telemetry=msgspec.json.decode(tel) if tel else None,
     )
+
+
+def _filter_sql(which: GameFilter, after: tuple[str, str] | None) -> tuple[str, list[Any]]:
+    """The ``WHERE`` clause of an export page and its arguments."""
+    where = [f"status IN ({', '.join('?' * len(which.statuses))})"]
+    args: list[Any] = list(which.statuses)
+    if which.bot is not None:
+        where.append("(seat0 = ? OR seat1 = ?)")
+        args += [which.bot, which.bot]
+    for clause, value in (("kind = ?", which.kind), ("started >= ?", which.since), ("started < ?", which.until)):
+        if value is not None:
+            where.append(clause)
+            args.append(value)
+    if after is not None:
+        where.append("(started, id) > (?, ?)")
+        args += list(after)
+    return " AND ".join(where), args
 
 
 def _tournament_row(row: tuple[Any, ...]) -> TournamentRow:
@@ -266,9 +294,10 @@ class SqliteStorage(OneGameWrites):
     def _set_ladder(self, bot: str, ladder: str) -> None:
         self._conn().execute("UPDATE bots SET ladder = ? WHERE name = ?", (ladder, bot))
 
-    def _games_of(self, bot: str, limit: int) -> list[GameRow]:
+    def _games_of(self, bot: str, limit: int, telemetry: bool) -> list[GameRow]:
+        columns = _HEALTH_COLUMNS if telemetry else _SUMMARY_COLUMNS
         rows = self._conn().execute(
-            f"SELECT {_GAME_COLUMNS} FROM games WHERE seat0 = ? OR seat1 = ?"
+            f"SELECT {columns} FROM games WHERE seat0 = ? OR seat1 = ?"
             " ORDER BY started DESC, rowid DESC LIMIT ?",
             (bot, bot, limit),
         ).fetchall()
@@ -285,12 +314,12 @@ class SqliteStorage(OneGameWrites):
     def _write_game(db: sqlite3.Connection, g: GameRow) -> None:
         db.execute(
             f"INSERT OR REPLACE INTO games ({_GAME_COLUMNS}, seat0, seat1)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 g.game_id, encode_json(g.players), g.status, int(g.rated), g.first_player, g.ply,
                 encode_json(g.record), encode_json(g.result),
                 g.end_reason, g.started, g.ended, g.kind, g.pair_id, g.tournament_id, g.slot,
-                g.players[0], g.players[1],
+                encode_json(g.telemetry), g.players[0], g.players[1],
             ),
         )
 
@@ -305,6 +334,19 @@ class SqliteStorage(OneGameWrites):
             sql = f"SELECT {_GAME_COLUMNS} FROM games WHERE status = ? ORDER BY started DESC, rowid DESC LIMIT ?"
             args = (status, limit)  # type: ignore[assignment]
         return [_game_row(r) for r in self._conn().execute(sql, args).fetchall()]
+
+    def _export_games(self, which: GameFilter, after: tuple[str, str] | None, limit: int) -> list[GameRow]:
+        where, args = _filter_sql(which, after)
+        rows = self._conn().execute(
+            f"SELECT {_GAME_COLUMNS} FROM games INDEXED BY games_started WHERE {where} ORDER BY started, id LIMIT ?",
+            (*args, limit),
+        ).fetchall()
+        return [_game_row(r) for r in rows]
+
+    def _count_games(self, which: GameFilter) -> int:
+        where, args = _filter_sql(which, None)
+        count: int = self._conn().execute(f"SELECT COUNT(*) FROM games WHERE {where}", args).fetchone()[0]
+        return count
 
     def _abort_running(self, ended: str, game_ids: Sequence[str] | None) -> int:
         sql = "UPDATE games SET status = 'aborted', end_reason = 'aborted', ended = ? WHERE status = 'running'"
@@ -470,8 +512,14 @@ class SqliteStorage(OneGameWrites):
     async def set_ladder(self, bot: str, ladder: LadderStanding) -> None:
         await self._run(self._set_ladder, bot, ladder)
 
-    async def games_of(self, bot: str, limit: int) -> list[GameRow]:
-        return await self._run(self._games_of, bot, limit)
+    async def games_of(self, bot: str, limit: int, *, telemetry: bool = False) -> list[GameRow]:
+        return await self._run(self._games_of, bot, limit, telemetry)
+
+    async def count_games(self, which: GameFilter) -> int:
+        return await self._run(self._count_games, which)
+
+    async def export_games(self, which: GameFilter, after: tuple[str, str] | None, limit: int) -> list[GameRow]:
+        return await self._run(self._export_games, which, after, limit)
 
     async def get_setting(self, key: str) -> str | None:
         return await self._run(self._get_setting, key)

@@ -1,0 +1,77 @@
+"""What the server measures of a game's seats, kept with the game for its bot authors.
+
+A :class:`Telemetry` lives in each running game. It records each move's think time (the
+time from sending the decision to receiving the answer, as the clock counted it) and every
+*incident*: an answer refused (an illegal move, a stale request id, a frame that did not
+decode), an answer that came after the clock ran out, a time-out, a disconnect and the
+reconnect, a resignation. It is stored with the game's last row (``games.telemetry``) and
+read back by the seat replay (``GET /api/games/{id}/replay?seat=``) and a bot's health
+(``GET /api/bots/{name}``). Its JSON, as PROTOCOL.md §17 shows it::
+
+    {"decision_ms": 1000, "think_ms": [[12.5, 3.1, ...], [40.2, ...]],   # by seat, in the order of its moves
+     "slowest": [[14, 80.3], [3, 40.2]],                                   # by seat: [ply, think_ms]
+     "incidents": [{"kind": "refused", "seat": 1, "ply": 7, "request_id": 7, "at_ms": 412.0,
+                    "after_ms": 3.2, "code": "illegal_move", "rule": "R13",
+                    "message": "...", "sent": {"type": "claim", ...}}, ...],
+     "dropped": 0}
+
+Recording costs an append per move; nothing here is on a path that can fail a game.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+IncidentKind = Literal["refused", "late", "timeout", "disconnect", "reconnect", "resign"]
+INCIDENTS_MAX = 100
+"""Incidents kept per game; more are only counted (``dropped``), so a bot that floods a
+game with bad answers costs bounded memory and storage."""
+SENT_MAX = 500
+"""Characters kept of a frame that did not decode."""
+
+
+def ms(seconds: float) -> float:
+    """Seconds as milliseconds, to a tenth of one."""
+    return round(seconds * 1000, 1)
+
+
+class Telemetry:
+    """One game's measurements; see the module's docstring."""
+
+    __slots__ = ("decision_ms", "think_ms", "slowest", "incidents", "dropped")
+
+    def __init__(self, decision_ms: int) -> None:
+        self.decision_ms = decision_ms
+        self.think_ms: tuple[list[float], list[float]] = ([], [])
+        self.slowest: list[list[float] | None] = [None, None]
+        """Each seat's slowest answer as ``[ply, think_ms]``."""
+        self.incidents: list[dict[str, Any]] = []
+        self.dropped = 0
+
+    def moved(self, seat: int, ply: int, think_s: float) -> None:
+        """``seat`` answered the decision at ``ply`` after ``think_s`` seconds."""
+        t = ms(think_s)
+        self.think_ms[seat].append(t)
+        slowest = self.slowest[seat]
+        if slowest is None or t > slowest[1]:
+            self.slowest[seat] = [ply, t]
+
+    def incident(self, kind: IncidentKind, seat: int, ply: int, at_s: float, **fields: Any) -> None:
+        """Note an incident at ``at_s`` seconds into the game; ``fields`` whose value is
+        ``None`` are left out."""
+        if len(self.incidents) >= INCIDENTS_MAX:
+            self.dropped += 1
+            return
+        entry: dict[str, Any] = {"kind": kind, "seat": seat, "ply": ply, "at_ms": ms(at_s)}
+        entry.update((k, v) for k, v in fields.items() if v is not None)
+        self.incidents.append(entry)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"decision_ms": self.decision_ms, "think_ms": [list(self.think_ms[0]), list(self.think_ms[1])],
+                "slowest": list(self.slowest), "incidents": list(self.incidents),
+                "dropped": self.dropped}
+
+
+def clipped(text: str) -> str:
+    """A frame that did not decode, as much of it as is kept."""
+    return text if len(text) <= SENT_MAX else text[:SENT_MAX] + "…"
