@@ -41,30 +41,23 @@ bad command line.
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
-import os
 import sys
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
-DEFAULT_SERVER = "http://127.0.0.1:8080"
-ADMIN_TOKEN_ENV = "MANDALA_ADMIN_TOKEN"
+from .http_client import ADMIN_TOKEN_ENV, Failure, add_server_option, as_json, call, chunks, open_url, save
+
 FORMATS = ("round_robin", "gauntlet", "swiss")
 CONTROLS = ("start", "pause", "resume", "cancel")
 FINAL = ("finished", "cancelled")
 POLL_S = 1.0
-TIMEOUT_S = 30.0
-"""Seconds a request may wait for the server to answer (each read, not the whole answer)."""
 BAR_WIDTH = 30
 RUNNING_SHOWN = 10
 """Running games listed by ``status`` (the rest are counted)."""
-CHUNK = 1 << 16
 
 OPTIONS = (
     ("--games-per-pairing", "games_per_pairing", int, "N", "games each pairing plays, even (server's default 2)"),
@@ -79,10 +72,6 @@ OPTIONS = (
 """The optional fields of a definition: flag, field, type, metavar, help. Only those given are sent."""
 
 
-class Failure(Exception):
-    """Ends the command with status 1; its text goes to stderr."""
-
-
 # ---------------------------------------------------------------------- the command line
 
 
@@ -93,8 +82,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
 
     server = argparse.ArgumentParser(add_help=False)
-    server.add_argument("--server", type=_server_url, default=DEFAULT_SERVER, metavar="URL",
-                        help=f"the server's address (default {DEFAULT_SERVER})")
+    add_server_option(server)
     admin = argparse.ArgumentParser(add_help=False)
     admin.add_argument("--admin-token", metavar="TOKEN",
                        help=f"the organizer's token (default ${ADMIN_TOKEN_ENV})")
@@ -135,13 +123,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     records.set_defaults(run=run, act=_records)
 
 
-def _server_url(text: str) -> str:
-    parts = urllib.parse.urlsplit(text)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise argparse.ArgumentTypeError(f"an http:// or https:// address, not {text!r}")
-    return text.rstrip("/")
-
-
 def run(args: argparse.Namespace) -> int:
     try:
         return int(args.act(args))
@@ -159,77 +140,19 @@ def _path(tournament_id: str, tail: str = "") -> str:
     return f"/api/tournaments/{urllib.parse.quote(tournament_id, safe='')}{tail}"
 
 
-def _admin_token(args: argparse.Namespace) -> str | None:
-    return getattr(args, "admin_token", None) or os.environ.get(ADMIN_TOKEN_ENV) or None
-
-
-def _open(args: argparse.Namespace, method: str, path: str, body: bytes | None = None,
-          admin: bool = False) -> http.client.HTTPResponse:
-    """Send a request; the open response of a 2xx answer, else :class:`Failure`."""
-    headers = {}
-    if body is not None:
-        headers["Content-Type"] = "application/json"
-    token = _admin_token(args) if admin else None
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    data = body if body is not None else (b"" if method == "POST" else None)
-    req = urllib.request.Request(args.server + path, data=data, headers=headers, method=method)
-    try:
-        resp: http.client.HTTPResponse = urllib.request.urlopen(req, timeout=TIMEOUT_S)
-    except urllib.error.HTTPError as e:
-        with e:
-            raise Failure(_refusal(e, admin and not token)) from None
-    except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
-        raise _unreachable(args, e) from None
-    return resp
-
-
-def _refusal(e: urllib.error.HTTPError, tokenless: bool) -> str:
-    """``error: CODE: MESSAGE`` from the server's JSON error (the status and reason if it sent none)."""
-    try:
-        err = json.loads(e.read())["error"]
-        line = f"error: {err['code']}: {err['message']}"
-    except (ValueError, KeyError, TypeError, OSError, http.client.HTTPException):
-        return f"error: http_{e.code}: {e.reason}"
-    if tokenless and e.code == 401:
-        line += f"\n(give the organizer's token with --admin-token or ${ADMIN_TOKEN_ENV})"
-    return line
-
-
-def _unreachable(args: argparse.Namespace, e: BaseException) -> Failure:
-    reason = e.reason if isinstance(e, urllib.error.URLError) else e
-    return Failure(f"error: cannot reach the server at {args.server}: {reason}")
-
-
-def _call(args: argparse.Namespace, method: str, path: str, body: bytes | None = None, admin: bool = False) -> bytes:
-    """The whole body of a 2xx answer."""
-    with _open(args, method, path, body, admin) as resp:
-        try:
-            return resp.read()
-        except (OSError, http.client.HTTPException) as e:
-            raise _unreachable(args, e) from None
-
-
-def _json(raw: bytes) -> Any:
-    try:
-        return json.loads(raw)
-    except ValueError:
-        raise Failure(f"error: the server's answer is not JSON: {raw[:80]!r}") from None
-
-
 # ---------------------------------------------------------------------- actions
 
 
 def _create(args: argparse.Namespace) -> int:
     body = _definition(args)
-    info = _json(_call(args, "POST", "/api/tournaments", body, admin=True))
+    info = as_json(call(args, "POST", "/api/tournaments", body, admin=True))
     tid = info["tournament_id"]
     print(tid, flush=True)
     names = info["participants"]
     print(f"tournament {tid} created: {info['name']!r}, {info['format']}, {len(names)} bots ({', '.join(names)}),"
           f" {info['progress']['planned']} games planned", file=sys.stderr, flush=True)
     if args.start:
-        started = _json(_call(args, "POST", _path(tid, "/start"), admin=True))
+        started = as_json(call(args, "POST", _path(tid, "/start"), admin=True))
         print(f"tournament {tid}: {started['state']}", file=sys.stderr)
     return 0
 
@@ -263,21 +186,21 @@ def _definition(args: argparse.Namespace) -> bytes:
 
 
 def _control(args: argparse.Namespace) -> int:
-    info = _json(_call(args, "POST", _path(args.id, f"/{args.op}"), admin=True))
+    info = as_json(call(args, "POST", _path(args.id, f"/{args.op}"), admin=True))
     print(info["state"])
     return 0
 
 
 def _status(args: argparse.Namespace) -> int:
     if not args.watch:
-        raw = _call(args, "GET", _path(args.id))
-        print(raw.decode() if args.json else render_status(_json(raw)))
+        raw = call(args, "GET", _path(args.id))
+        print(raw.decode() if args.json else render_status(as_json(raw)))
         return 0
     terminal = sys.stdout.isatty() and not args.json
     last: Any = None
     while True:
-        raw = _call(args, "GET", _path(args.id))
-        view = _json(raw)
+        raw = call(args, "GET", _path(args.id))
+        view = as_json(raw)
         if args.json:
             if raw != last:
                 print(raw.decode(), flush=True)
@@ -300,49 +223,27 @@ def _status(args: argparse.Namespace) -> int:
 
 def _results(args: argparse.Namespace) -> int:
     if args.csv:
-        sys.stdout.write(_call(args, "GET", _path(args.id, "/results?format=csv")).decode())
+        sys.stdout.write(call(args, "GET", _path(args.id, "/results?format=csv")).decode())
         return 0
-    raw = _call(args, "GET", _path(args.id, "/results"))
-    print(raw.decode() if args.json else render_results(_json(raw)))
+    raw = call(args, "GET", _path(args.id, "/results"))
+    print(raw.decode() if args.json else render_results(as_json(raw)))
     return 0
 
 
 def _records(args: argparse.Namespace) -> int:
-    if args.output in (None, "-"):
-        with _open(args, "GET", _path(args.id, "/records")) as resp:
-            _copy(args, resp, sys.stdout.buffer)
-        return 0
-    target = Path(args.output)
-    part = target.with_name(target.name + ".part")
-    with _open(args, "GET", _path(args.id, "/records")) as resp:
-        try:
-            with part.open("wb") as out:
-                lines = _copy(args, resp, out)
-            os.replace(part, target)
-        except OSError as e:
-            part.unlink(missing_ok=True)
-            raise Failure(f"error: cannot write {target}: {e.strerror or e}") from None
-        except BaseException:
-            part.unlink(missing_ok=True)
-            raise
-    print(f"{lines} games written to {target}", file=sys.stderr)
-    return 0
-
-
-def _copy(args: argparse.Namespace, resp: http.client.HTTPResponse, out: IO[bytes]) -> int:
-    """Copy the answer to ``out`` as it arrives; the lines copied."""
     lines = 0
-    while True:
-        try:
-            chunk = resp.read(CHUNK)
-        except (OSError, http.client.HTTPException) as e:
-            raise _unreachable(args, e) from None
-        if not chunk:
-            break
-        lines += chunk.count(b"\n")
-        out.write(chunk)
-    out.flush()
-    return lines
+
+    def write(out: IO[bytes]) -> None:
+        nonlocal lines
+        with open_url(args, "GET", _path(args.id, "/records")) as resp:
+            for chunk in chunks(args, resp):
+                lines += chunk.count(b"\n")
+                out.write(chunk)
+
+    save(args.output, write)
+    if args.output not in (None, "-"):
+        print(f"{lines} games written to {args.output}", file=sys.stderr)
+    return 0
 
 
 # ---------------------------------------------------------------------- rendering

@@ -25,6 +25,7 @@ from .challenges import ChallengeBook
 from .clock import utc_now
 from .cluster.node import ClusterNode
 from .config import Settings
+from .export_api import setup as setup_export
 from .games import GameManager
 from .http_api import json_errors
 from .http_api import setup as setup_api
@@ -78,6 +79,7 @@ def create_app(settings: Settings, storage: Storage | None = None) -> web.Applic
         cluster.bind(app[ARENA])
         app[ARENA].cluster = cluster
     app.router.add_get("/ws", websocket_handler)
+    setup_export(app)  # before /api/games/{game_id}
     setup_api(app)
     setup_ladder_api(app)
     setup_replay(app)

@@ -15,7 +15,7 @@ import io
 import logging
 import random
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import msgspec
@@ -26,6 +26,7 @@ from protocol.tournaments import TournamentDefinition
 from ..arena import ARENA, Arena
 from ..clock import utc_now
 from ..http_api import ApiError, json_response, read_body, require_admin, running_games
+from ..json_lines import stream_json_lines
 from ..storage import GameRow, TournamentRow
 from .schedule import DefinitionError, check, initial_schedule
 from .view import tournament_info, tournament_results, tournament_view
@@ -184,24 +185,18 @@ async def get_records(request: web.Request) -> web.StreamResponse:
     arena = request.app[ARENA]
     row = await _tournament(arena, request.match_info["tournament_id"])
     await arena.manager.recorder.settle()
-    resp = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
-    await resp.prepare(request)
-    encoder = msgspec.json.Encoder()
-    after = -1
-    while True:
-        page = await arena.storage.tournament_games(row.tournament_id, records=True, finished=True, after_slot=after,
-                                                    limit=RECORDS_PAGE)
-        chunk = bytearray()
-        for g in page:
-            chunk += encoder.encode(RecordLine(g.game_id, g.players, g.result, g.record, g.slot, g.started, g.ended))
-            chunk += b"\n"
-        if chunk:
-            await resp.write(bytes(chunk))
-        if len(page) < RECORDS_PAGE:
-            break
-        after = page[-1].slot or 0
-    await resp.write_eof()
-    return resp
+
+    async def pages() -> AsyncIterator[list[RecordLine]]:
+        after = -1
+        while True:
+            page = await arena.storage.tournament_games(row.tournament_id, records=True, finished=True,
+                                                        after_slot=after, limit=RECORDS_PAGE)
+            yield [RecordLine(g.game_id, g.players, g.result, g.record, g.slot, g.started, g.ended) for g in page]
+            if len(page) < RECORDS_PAGE:
+                return
+            after = page[-1].slot or 0
+
+    return await stream_json_lines(request, pages())
 
 
 def setup(app: web.Application) -> None:

@@ -19,6 +19,7 @@ from server.recorder import GameRecorder
 from server.spool import Spool
 from server.storage import (
     INITIAL_RATING,
+    GameFilter,
     GameRow,
     NameTaken,
     RatingChange,
@@ -320,3 +321,48 @@ def test_the_url_picks_the_backend() -> None:
     url = "postgresql://u@h/db"
     assert load_settings(None, {}, environ={"DATABASE_URL": url}).db == url
     assert load_settings(None, {"db": "x.db"}, environ={"DATABASE_URL": url}).db == "x.db"
+
+
+async def test_exports_read_games_a_page_at_a_time_in_start_order_with_filters(storage: Storage) -> None:
+    await bots(storage, "ann", "ben", "cat")
+    rows = []
+    for i in range(9):
+        a, b = [("ann", "ben"), ("ben", "cat"), ("cat", "ann")][i % 3]
+        started = f"2024-01-01T00:00:0{i // 2}.000Z"  # two games a time: ties are ordered by id
+        kind = "ladder" if i % 2 else "challenge"
+        status = "aborted" if i == 4 else "running" if i == 8 else "finished"
+        telemetry = {"decision_ms": 1000, "think_ms": [[1.5], [2.5]], "incidents": [], "dropped": 0}
+        rows.append(msgspec.structs.replace(game(f"g{i}", a, b, status=status), started=started, kind=kind,
+                                            telemetry=telemetry if status == "finished" else None))
+    for row in reversed(rows):
+        await storage.save_game(row)
+    over = [r for r in rows if r.status != "running"]
+
+    async def export(which: GameFilter, page: int) -> list[str]:
+        got: list[str] = []
+        after = None
+        while True:
+            batch = await storage.export_games(which, after, page)
+            got += [g.game_id for g in batch]
+            assert all(g.record is not None and g.status != "running" for g in batch)
+            if len(batch) < page:
+                assert await storage.count_games(which) == len(got)
+                return got
+            after = (batch[-1].started, batch[-1].game_id)
+
+    everything = GameFilter()
+    assert await export(everything, 3) == await export(everything, 100) == [r.game_id for r in over]
+    assert await export(GameFilter(bot="ann"), 2) == [r.game_id for r in over if "ann" in r.players]
+    assert await export(GameFilter(kind="ladder"), 2) == [r.game_id for r in over if r.kind == "ladder"]
+    assert await export(GameFilter(statuses=("aborted",)), 2) == ["g4"]
+    window = GameFilter(since="2024-01-01T00:00:01.000Z", until="2024-01-01T00:00:03.000Z")
+    assert await export(window, 1) == ["g2", "g3", "g4", "g5"]
+    assert await export(GameFilter(bot="ben", kind="challenge", statuses=("finished",)), 1) == ["g0", "g6"]
+    # A bot's games carry their telemetry only when asked; never their records.
+    health = await storage.games_of("ann", 10, telemetry=True)
+    assert {g.game_id for g in health} == {"g8", "g6", "g5", "g3", "g2", "g0"}
+    assert all(g.record is None for g in health)
+    by_id = {g.game_id: g for g in health}
+    assert by_id["g6"].telemetry == rows[6].telemetry and by_id["g8"].telemetry is None
+    assert all(g.telemetry is None for g in await storage.games_of("ann", 10))
+    assert (await storage.get_game("g6")).telemetry == rows[6].telemetry  # type: ignore[union-attr]

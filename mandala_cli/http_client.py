@@ -1,0 +1,136 @@
+"""The HTTP side of the commands that talk to a running server (``mandala tournament``,
+``mandala export``): one request helper, one way to report a refusal, one way to save a
+streamed answer to a file whole or not at all.
+
+The standard library's ``urllib`` is enough here (blocking requests from a command line), so
+these commands start without loading aiohttp.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+DEFAULT_SERVER = "http://127.0.0.1:8080"
+ADMIN_TOKEN_ENV = "MANDALA_ADMIN_TOKEN"
+TIMEOUT_S = 30.0
+"""Seconds a request may wait for the server to answer (each read, not the whole answer)."""
+CHUNK = 1 << 16
+
+
+class Failure(Exception):
+    """Ends the command with status 1; its text goes to stderr."""
+
+
+def server_url(text: str) -> str:
+    """``--server``: an http:// or https:// address."""
+    parts = urllib.parse.urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise argparse.ArgumentTypeError(f"an http:// or https:// address, not {text!r}")
+    return text.rstrip("/")
+
+
+def add_server_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--server", type=server_url, default=DEFAULT_SERVER, metavar="URL",
+                        help=f"the server's address (default {DEFAULT_SERVER})")
+
+
+def admin_token(args: argparse.Namespace) -> str | None:
+    """``--admin-token``, else ``$MANDALA_ADMIN_TOKEN``."""
+    return getattr(args, "admin_token", None) or os.environ.get(ADMIN_TOKEN_ENV) or None
+
+
+def open_url(args: argparse.Namespace, method: str, path: str, body: bytes | None = None,
+             admin: bool = False) -> http.client.HTTPResponse:
+    """Send a request to ``args.server``; the open response of a 2xx answer, else :class:`Failure`."""
+    headers = {}
+    if body is not None:
+        headers["Content-Type"] = "application/json"
+    token = admin_token(args) if admin else None
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    data = body if body is not None else (b"" if method == "POST" else None)
+    req = urllib.request.Request(args.server + path, data=data, headers=headers, method=method)
+    try:
+        resp: http.client.HTTPResponse = urllib.request.urlopen(req, timeout=TIMEOUT_S)
+    except urllib.error.HTTPError as e:
+        with e:
+            raise Failure(refusal(e, admin and not token)) from None
+    except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
+        raise unreachable(args, e) from None
+    return resp
+
+
+def refusal(e: urllib.error.HTTPError, tokenless: bool = False) -> str:
+    """``error: CODE: MESSAGE`` from the server's JSON error (the status and reason if it sent none)."""
+    try:
+        err = json.loads(e.read())["error"]
+        line = f"error: {err['code']}: {err['message']}"
+    except (ValueError, KeyError, TypeError, OSError, http.client.HTTPException):
+        return f"error: http_{e.code}: {e.reason}"
+    if tokenless and e.code == 401:
+        line += f"\n(give the organizer's token with --admin-token or ${ADMIN_TOKEN_ENV})"
+    return line
+
+
+def unreachable(args: argparse.Namespace, e: BaseException) -> Failure:
+    reason = e.reason if isinstance(e, urllib.error.URLError) else e
+    return Failure(f"error: cannot reach the server at {args.server}: {reason}")
+
+
+def call(args: argparse.Namespace, method: str, path: str, body: bytes | None = None, admin: bool = False) -> bytes:
+    """The whole body of a 2xx answer."""
+    with open_url(args, method, path, body, admin) as resp:
+        try:
+            return resp.read()
+        except (OSError, http.client.HTTPException) as e:
+            raise unreachable(args, e) from None
+
+
+def as_json(raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        raise Failure(f"error: the server's answer is not JSON: {raw[:80]!r}") from None
+
+
+def chunks(args: argparse.Namespace, resp: http.client.HTTPResponse) -> Iterator[bytes]:
+    """The answer's body as it arrives."""
+    while True:
+        try:
+            chunk = resp.read(CHUNK)
+        except (OSError, http.client.HTTPException) as e:
+            raise unreachable(args, e) from None
+        if not chunk:
+            return
+        yield chunk
+
+
+def save(output: str | None, write: Callable[[IO[bytes]], None]) -> None:
+    """Run ``write`` on stdout (``output`` ``None`` or ``-``) or on FILE: into ``FILE.part``,
+    renamed to FILE once it is whole, so FILE is written whole or not at all."""
+    if output in (None, "-"):
+        write(sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+        return
+    target = Path(output)
+    part = target.with_name(target.name + ".part")
+    try:
+        with part.open("wb") as out:
+            write(out)
+        os.replace(part, target)
+    except OSError as e:
+        part.unlink(missing_ok=True)
+        raise Failure(f"error: cannot write {target}: {e.strerror or e}") from None
+    except BaseException:
+        part.unlink(missing_ok=True)
+        raise

@@ -1,0 +1,118 @@
+"""``GET /api/games/export``: every stored game that matches a filter, with its R23 record,
+as JSON Lines (PROTOCOL.md §17.10).
+
+Games come in the order they started (then by id), read from storage a page at a time by
+keyset (the last game's ``(started, id)``), so an export of any size runs in constant memory
+and never skips or repeats a game, even while games end around it. Without ``until`` the
+export stops at the moment it was asked: its ``X-Game-Count`` header is exact for games that
+were already over. Running games have no public record yet (R24) and are never exported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any, get_args
+
+import msgspec
+from aiohttp import web
+
+from protocol.messages import GameKind
+
+from .arena import ARENA
+from .clock import utc_now
+from .http_api import ApiError
+from .json_lines import stream_json_lines
+from .storage import GameFilter, GameRow, GameStatus
+
+EXPORT_PAGE = 200
+"""Games read from storage at a time (about 2 MB of records)."""
+STATUSES: tuple[GameStatus, ...] = ("finished", "aborted")
+
+
+class ExportedGame(msgspec.Struct):
+    """One line of an export."""
+
+    game_id: str
+    kind: str
+    rated: bool
+    status: str
+    players: list[str]
+    started: str
+    ended: str | None
+    end_reason: str | None
+    result: dict[str, Any] | None
+    pair_id: str | None
+    tournament_id: str | None
+    record: dict[str, Any] | None
+    """R23; ``null`` only for a game aborted by a server stop, which kept none."""
+
+
+def exported(row: GameRow) -> ExportedGame:
+    return ExportedGame(row.game_id, row.kind, row.rated, row.status, row.players, row.started, row.ended,
+                        row.end_reason, row.result, row.pair_id, row.tournament_id, row.record)
+
+
+def iso_time(name: str, raw: str) -> str:
+    """A ``since``/``until`` value (a date, or a date and time; UTC unless it says otherwise)
+    as stored times are written, so they compare as text; ``400 bad_date`` if it is not one."""
+    try:
+        at = datetime.fromisoformat(raw)
+    except ValueError:
+        raise ApiError(400, "bad_date", f"{name} is an ISO 8601 date or time such as 2026-11-23 or "
+                                        f"2026-11-23T08:00:00Z, not {raw!r}") from None
+    at = at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
+    return at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+async def game_filter(request: web.Request) -> GameFilter:
+    """The export's filter from the query; typed ``400``/``404`` for a bad one."""
+    q = request.query
+    unknown = sorted(set(q) - {"bot", "kind", "status", "since", "until", "compress"})
+    if unknown:
+        raise ApiError(400, "invalid_request", f"unknown query parameter(s): {', '.join(unknown)}")
+    bot = q.get("bot") or None
+    if bot is not None:
+        row = await request.app[ARENA].storage.bot_by_name(bot)
+        if row is None:
+            raise ApiError(404, "unknown_bot", f"no bot named {bot!r}")
+        bot = row.name
+    kind = q.get("kind") or None
+    if kind is not None and kind not in get_args(GameKind):
+        raise ApiError(400, "unknown_kind", f"kind is one of {', '.join(get_args(GameKind))}, not {kind!r}")
+    status = q.get("status") or None
+    if status is not None and status not in STATUSES:
+        raise ApiError(400, "bad_status", f"status is finished or aborted (running games have no public record "
+                                          f"yet), not {status!r}")
+    since = iso_time("since", q["since"]) if q.get("since") else None
+    until = iso_time("until", q["until"]) if q.get("until") else utc_now()
+    if since is not None and since >= until:
+        raise ApiError(400, "bad_range", f"since ({since}) must be before until ({until})")
+    return GameFilter(bot=bot, kind=kind, statuses=(status,) if status else STATUSES, since=since, until=until)
+
+
+async def export(request: web.Request) -> web.StreamResponse:
+    """``GET /api/games/export``: the module's docstring says what."""
+    compress = request.query.get("compress")
+    if compress not in (None, "", "gzip"):
+        raise ApiError(400, "unknown_compression", f"compress is gzip (or left out), not {compress!r}")
+    which = await game_filter(request)
+    arena = request.app[ARENA]
+    await arena.manager.recorder.settle()
+    total = await arena.storage.count_games(which)
+
+    async def pages() -> AsyncIterator[list[ExportedGame]]:
+        after: tuple[str, str] | None = None
+        while True:
+            rows = await arena.storage.export_games(which, after, EXPORT_PAGE)
+            yield [exported(r) for r in rows]
+            if len(rows) < EXPORT_PAGE:
+                return
+            after = (rows[-1].started, rows[-1].game_id)
+
+    return await stream_json_lines(request, pages(), gzip_file="games.jsonl.gz" if compress else None,
+                                   headers={"X-Game-Count": str(total)})
+
+
+def setup(app: web.Application) -> None:
+    app.router.add_get("/api/games/export", export)

@@ -1,0 +1,48 @@
+"""Streaming JSON Lines over HTTP, a page at a time, in constant memory.
+
+Exports (``/api/games/export``, a tournament's ``…/records``) read storage one page at a
+time and write each page as it comes, so their memory does not grow with the number of
+games. The body is plain JSON Lines, compressed by HTTP (``Content-Encoding: gzip``) when
+the client's ``Accept-Encoding`` asks for it, or a gzip file (``application/gzip``) when the
+endpoint is asked for one: a file ``gunzip`` reads, which a client saves as it comes.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import msgspec
+from aiohttp import web
+
+_encoder = msgspec.json.Encoder()
+
+
+async def stream_json_lines(request: web.Request, pages: AsyncIterator[list[Any]], *, gzip_file: str | None = None,
+                            headers: dict[str, str] | None = None) -> web.StreamResponse:
+    """Send each value of each page as one line of JSON. ``gzip_file``: send a gzip file
+    with that name instead of (possibly HTTP-compressed) JSON Lines."""
+    resp = web.StreamResponse(headers=headers)
+    packer = None
+    if gzip_file is not None:
+        resp.content_type = "application/gzip"
+        resp.headers["Content-Disposition"] = f'attachment; filename="{gzip_file}"'
+        packer = zlib.compressobj(6, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    else:
+        resp.content_type = "application/x-ndjson"
+        resp.enable_compression()  # only if the client accepts it
+    await resp.prepare(request)
+    async for page in pages:
+        chunk = bytearray()
+        for value in page:
+            _encoder.encode_into(value, chunk, -1)
+            chunk += b"\n"
+        if packer is not None:
+            chunk = bytearray(packer.compress(chunk))
+        if chunk:
+            await resp.write(bytes(chunk))
+    if packer is not None:
+        await resp.write(packer.flush())
+    await resp.write_eof()
+    return resp

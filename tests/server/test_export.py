@@ -1,0 +1,143 @@
+"""Bulk export: ``GET /api/games/export`` streams every game that is over, with its R23 record,
+as JSON Lines in start order, a page at a time; ``mandala export`` saves it with a progress
+bar. Every exported record replays in the independent reference implementation of RULES.md
+to the result the server announced; running games are never exported; bad filters get typed
+errors."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import server.export_api
+from arena_testkit import Harness, exit_of, gather, play_out, random_policy
+from test_server_http import api_error
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
+from reference import replay_record
+
+RULES_END = {"river", "deck", "no_moves", "turn_limit"}
+
+
+def lines(body: bytes) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in body.splitlines()]
+
+
+def assert_replays(game: dict[str, Any]) -> None:
+    """The record replays move by move in the reference; a game the rules ended ends there
+    the same way, with the same scores and winner."""
+    ref = replay_record(game["record"])
+    result = game["result"]
+    if result["end_reason"] in RULES_END:
+        summary = ref.summary()
+        assert (summary["end_reason"], summary["winner"], summary["scores"], summary["cup_sizes"]) == (
+            result["end_reason"], result["winner"], result["scores"], result["cup_sizes"])
+
+
+async def played(arena: Harness, pairs: list[tuple[str, str]], seed: int) -> list[str]:
+    """Play one game per pair, one after the other; their ids in start order."""
+    clients = {name: await arena.bot(name) for name in sorted({n for p in pairs for n in p})}
+    ids = []
+    for i, (a, b) in enumerate(pairs):
+        ids.append(await arena.start_game([a, b], reshuffle_seed=seed + i))
+        await gather(play_out(clients[a], random_policy(seed + 2 * i)), play_out(clients[b], random_policy(seed + 2 * i + 1)))
+    return ids
+
+
+async def test_export_streams_every_game_over_with_its_record_in_start_order(
+        make_arena: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(server.export_api, "EXPORT_PAGE", 2)  # several pages for a handful of games
+    arena: Harness = await make_arena()
+    ids = await played(arena, [("ann", "ben"), ("ben", "cat"), ("cat", "ann"), ("ann", "ben"), ("ben", "ann")], 70)
+    running = await arena.start_game(["cat", "ben"])  # never exported while it runs
+
+    resp = await arena.client.get("/api/games/export")
+    assert resp.status == 200 and resp.content_type == "application/x-ndjson"
+    games = lines(await resp.read())
+    assert int(resp.headers["X-Game-Count"]) == len(games) == len(ids)
+    assert [g["game_id"] for g in games] == ids and running not in ids
+    for g in games:
+        assert set(g) == {"game_id", "kind", "rated", "status", "players", "started", "ended", "end_reason",
+                          "result", "pair_id", "tournament_id", "record"}
+        assert g["record"] == await arena.get_json(f"/api/games/{g['game_id']}/record")
+        assert (g["kind"], g["status"], g["rated"]) == ("admin", "finished", False)
+        assert_replays(g)
+
+    async def ids_of(query: str) -> list[str]:
+        resp = await arena.client.get(f"/api/games/export?{query}")
+        assert resp.status == 200, await resp.text()
+        got = [g["game_id"] for g in lines(await resp.read())]
+        assert int(resp.headers["X-Game-Count"]) == len(got)
+        return got
+
+    assert await ids_of("bot=CAT") == [ids[1], ids[2]]  # names compare case-insensitively
+    assert await ids_of("kind=admin&status=finished") == ids
+    assert await ids_of("kind=ladder") == [] and await ids_of("status=aborted") == []
+    middle = games[2]["started"]
+    assert await ids_of(f"since={middle}") == ids[2:]
+    assert await ids_of(f"until={middle}") == ids[:2]
+    assert await ids_of(f"bot=ann&since={middle}&until={games[4]['started']}") == [ids[2], ids[3]]
+    day = middle[:10]
+    assert await ids_of(f"since={day}") == ids and await ids_of(f"until={day}") == []
+
+    # gzip: a .gz file when asked, or HTTP compression when the client accepts it.
+    plain = await (await arena.client.get("/api/games/export")).read()
+    resp = await arena.client.get("/api/games/export?compress=gzip", auto_decompress=False)
+    assert resp.content_type == "application/gzip" and "games.jsonl.gz" in resp.headers["Content-Disposition"]
+    assert gzip.decompress(await resp.read()) == plain
+    resp = await arena.client.get("/api/games/export", headers={"Accept-Encoding": "gzip"})
+    assert resp.headers["Content-Encoding"] == "gzip" and await resp.read() == plain
+
+
+async def test_export_refuses_bad_filters_with_typed_errors(make_arena: Any) -> None:
+    arena: Harness = await make_arena()
+    await arena.create_bot("ann")
+    for query, status, code in [
+        ("bot=nobody", 404, "unknown_bot"),
+        ("kind=friendly", 400, "unknown_kind"),
+        ("status=running", 400, "bad_status"),
+        ("status=won", 400, "bad_status"),
+        ("since=yesterday", 400, "bad_date"),
+        ("until=2026-13-01", 400, "bad_date"),
+        ("since=2026-11-02&until=2026-11-01", 400, "bad_range"),
+        ("compress=zip", 400, "unknown_compression"),
+        ("player=ann", 400, "invalid_request"),
+    ]:
+        await api_error(await arena.client.get(f"/api/games/export?{query}"), status, code)
+
+
+async def mandala(*args: str) -> tuple[int, str]:
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "mandala_cli.main", *args,
+                                                stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+    return await exit_of(proc)
+
+
+async def test_mandala_export_writes_plain_or_gzip_files_whole(make_arena: Any, tmp_path: Path) -> None:
+    arena: Harness = await make_arena()
+    ids = await played(arena, [("ann", "ben"), ("ben", "cat"), ("cat", "ann")], 90)
+    url = str(arena.client.make_url("/")).rstrip("/")
+    plain = await (await arena.client.get("/api/games/export")).read()
+
+    status, err = await mandala("export", "--server", url, "-o", str(tmp_path / "all.jsonl"))
+    assert status == 0, err
+    assert (tmp_path / "all.jsonl").read_bytes() == plain
+    assert f"{len(ids)} games written to {tmp_path / 'all.jsonl'}" in err
+
+    status, err = await mandala("export", "--server", url, "--bot", "ann", "--kind", "admin", "-o",
+                                str(tmp_path / "ann.jsonl.gz"))
+    assert status == 0, err
+    assert [g["game_id"] for g in lines(gzip.decompress((tmp_path / "ann.jsonl.gz").read_bytes()))] == [ids[0], ids[2]]
+
+    status, err = await mandala("export", "--server", url, "--bot", "nobody", "-o", str(tmp_path / "none.jsonl"))
+    assert status == 1 and "error: unknown_bot:" in err
+    status, err = await mandala("export", "--server", url, "--since", "soon", "-o", str(tmp_path / "none.jsonl"))
+    assert status == 1 and "error: bad_date:" in err
+    assert not list(tmp_path.glob("none.jsonl*"))  # nothing half-written
+    status, err = await mandala("export", "--server", "http://127.0.0.1:9", "-o", str(tmp_path / "none.jsonl"))
+    assert status == 1 and "cannot reach the server" in err
