@@ -1,6 +1,6 @@
 """An independent, deliberately simple reference implementation of RULES.md.
 
-Written from /work/shared/rules/RULES.md alone (R1-R24), without looking at
+Written from docs/RULES.md alone (R1-R24), without looking at
 ``mandala/game.py``.  It favours obviousness over speed: every pile is a plain
 list of color names, the draw deck is a list whose index 0 is the top, and
 each rule is a small method named after it.
