@@ -5,13 +5,17 @@ It starts ``mandala serve`` on a fresh database, creates the bots ``random``, ``
 ``search`` (and ``javascript``, the Node.js bot, when ``node`` is installed), starts each with
 ``mandala-bot … --ladder`` (the Node bot with its own ``--ladder``), and prints the page's
 address. A bot that exits is reported by name and the rest plays on (a demo with one bot fewer
-is still worth watching); only the server's exit, Ctrl-C, SIGTERM or ``--seconds`` ends it,
-and then every process it started is stopped, so none is left behind.
+is still worth watching); only the server's exit, Ctrl-C, SIGTERM, SIGHUP (its terminal
+closed) or ``--seconds`` ends it, and then every process it started is stopped, so none is
+left behind. If the demo itself dies without a chance to clean up (``kill -9``), Linux sends
+each of its children SIGTERM (``PR_SET_PDEATHSIG``), so they do not outlive it either.
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
+import ctypes.util
 import json
 import os
 import secrets
@@ -56,11 +60,32 @@ def _request(url: str, body: dict[str, Any] | None = None, token: str | None = N
 
 
 class _Terminated(Exception):
-    """SIGTERM arrived: end the demo the way Ctrl-C does (its children are stopped too)."""
+    """SIGTERM or SIGHUP arrived: end the demo the way Ctrl-C does (its children are stopped too)."""
 
 
-def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+def _on_signal(signum: int, frame: FrameType | None) -> None:
     raise _Terminated
+
+
+ENDING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+"""The signals that end the demo like Ctrl-C."""
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with(parent: int) -> Any:
+    """A ``preexec_fn`` that has Linux send the child SIGTERM when ``parent`` dies (``None``
+    where there is no ``prctl``). If the parent is already gone by then, the child ends."""
+    libc_name = ctypes.util.find_library("c") if sys.platform.startswith("linux") else None
+    if libc_name is None:
+        return None
+    prctl = ctypes.CDLL(libc_name, use_errno=True).prctl
+
+    def preexec() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return preexec
 
 
 def _status(code: int) -> str:
@@ -96,14 +121,15 @@ def run(args: argparse.Namespace) -> int:
     ws = f"ws://{args.host}:{args.port}/ws"
     procs: dict[str, subprocess.Popen[bytes]] = {}  # "server" and the bots, in the order started
     logs: list[IO[bytes]] = []
+    preexec = _die_with(os.getpid())
 
     def start(name: str, cmd: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
         log = (workdir / f"{name}.log").open("ab")
         logs.append(log)
-        procs[name] = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+        procs[name] = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, preexec_fn=preexec)
         return procs[name]
 
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    previous = {sig: signal.signal(sig, _on_signal) for sig in ENDING}
     try:
         limit = ["--ladder-games-per-hour", str(args.ladder_games_per_hour)] if args.ladder_games_per_hour else []
         server = start("server", [sys.executable, "-m", "mandala_cli.main", "serve", "--host", args.host,
@@ -148,8 +174,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"mandala demo: {e}; logs in {workdir}", file=sys.stderr)
         return 1
     finally:
-        # A second SIGTERM or Ctrl-C must not cut the clean-up short and leave processes behind.
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        # A second signal or Ctrl-C must not cut the clean-up short and leave processes behind.
+        for sig in ENDING:
+            signal.signal(sig, signal.SIG_IGN)
         interrupt = signal.signal(signal.SIGINT, signal.SIG_IGN)
         try:
             _stop(list(procs.values()))
@@ -157,7 +184,8 @@ def run(args: argparse.Namespace) -> int:
             for log in logs:
                 log.close()
             signal.signal(signal.SIGINT, interrupt if interrupt is not None else signal.default_int_handler)
-            signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
 
 
 def _stop(procs: list[subprocess.Popen[bytes]]) -> None:

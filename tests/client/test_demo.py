@@ -116,3 +116,46 @@ def test_a_bot_that_exits_leaves_the_demo_running_and_sigterm_stops_everything(t
         time.sleep(0.05)
     with socket.socket() as s:
         assert s.connect_ex(("127.0.0.1", port)) != 0
+
+
+def started_demo(tmp_path: Path, port: int) -> tuple[subprocess.Popen[str], dict[int, str]]:
+    """A demo that is up, and the processes it started."""
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "mandala_cli.main", "demo", "--port", str(port), "--dir", str(tmp_path),
+         "--no-javascript"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    assert demo.stdout is not None
+    read_until(demo.stdout, b"Ctrl-C stops everything.", 60)
+    kids = children(demo.pid)
+    assert len(kids) == 4, kids  # the server and three bots
+    return demo, kids
+
+
+def assert_all_gone(kids: dict[int, str], port: int) -> None:
+    deadline = time.monotonic() + 15
+    while not all(gone(pid) for pid in kids):
+        assert time.monotonic() < deadline, {pid: cmd for pid, cmd in kids.items() if not gone(pid)}
+        time.sleep(0.05)
+    with socket.socket() as s:
+        assert s.connect_ex(("127.0.0.1", port)) != 0
+
+
+def test_sighup_stops_the_demo_and_everything_it_started(tmp_path: Path) -> None:
+    port = free_port()
+    demo, kids = started_demo(tmp_path, port)
+    try:
+        demo.send_signal(signal.SIGHUP)  # its terminal closed
+        assert demo.wait(timeout=30) == 0
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+    assert_all_gone(kids, port)
+
+
+def test_a_demo_killed_outright_takes_its_children_with_it(tmp_path: Path) -> None:
+    port = free_port()
+    demo, kids = started_demo(tmp_path, port)
+    demo.kill()  # SIGKILL: no clean-up runs in the demo itself
+    assert demo.wait(timeout=30) == -signal.SIGKILL
+    assert_all_gone(kids, port)
