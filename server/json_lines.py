@@ -17,6 +17,9 @@ import msgspec
 from aiohttp import web
 
 _encoder = msgspec.json.Encoder()
+GZIP_LEVEL = 3
+"""Records compress 3 times faster at level 3 than at zlib's default 6, to a file a third
+larger (14 times smaller than the JSON; README, "Bulk export")."""
 
 
 async def stream_json_lines(request: web.Request, pages: AsyncIterator[list[Any]], *, gzip_file: str | None = None,
@@ -28,7 +31,7 @@ async def stream_json_lines(request: web.Request, pages: AsyncIterator[list[Any]
     if gzip_file is not None:
         resp.content_type = "application/gzip"
         resp.headers["Content-Disposition"] = f'attachment; filename="{gzip_file}"'
-        packer = zlib.compressobj(6, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+        packer = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
     else:
         resp.content_type = "application/x-ndjson"
         resp.enable_compression()  # only if the client accepts it
