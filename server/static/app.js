@@ -1,8 +1,12 @@
 // Mandala Arena's page: the ladder live from /live, games live from /ws (as a spectator),
-// finished games step by step from /api/games/{id}/replay, bot profiles from /api/bots/{name},
-// tournaments from /api/tournaments and the ``tournament`` messages of /live.
+// finished games step by step from /api/games/{id}/replay (through a spectator's eyes or, with
+// ?seat=, a seat's: its hand, its decisions, its think times and incidents), bot profiles and
+// their health from /api/bots/{name}, tournaments from /api/tournaments and the ``tournament``
+// messages of /live.
 // Plain JavaScript, no build step. Routes are hashes: #/, #/game/ID, #/bot/NAME, #/tournaments,
-// #/tournaments/ID, #/connect.
+// #/tournaments/ID, #/connect. A finished game's route may name the eyes and the position:
+// #/game/ID?seat=0&ply=12 (seat 0's eyes at ply 12), #/game/ID?ply=12 (a spectator's),
+// #/game/ID?bot=NAME&ply=12 (the seat NAME played); #/games/ID is the same as #/game/ID.
 "use strict";
 
 (() => {
@@ -54,6 +58,43 @@
     if (s < 3600) return `${Math.round(s / 60)} min ago`;
     if (s < 86400) return `${Math.round(s / 3600)} h ago`;
     return new Date(iso).toLocaleDateString();
+  }
+
+  /** A duration in milliseconds as people read it: "3.2 ms", "401 ms", "1.2 s". */
+  function fmtMs(x) {
+    if (x === null || x === undefined) return "";
+    const tenths = Number(x.toFixed(1));
+    if (tenths < 1000) return `${tenths} ms`;
+    return `${(x / 1000).toFixed(x < 10000 ? 1 : 0)} s`;
+  }
+
+  /** ``text`` cut to ``max`` characters, with "…" if it was longer. */
+  const clip = (text, max) => (text.length <= max ? text : `${text.slice(0, max - 1)}…`);
+
+  /** What a bot sent, as text: the move as the server read it, or the raw frame. */
+  const sentText = (sent) => (typeof sent === "string" ? sent : JSON.stringify(sent));
+
+  /** The hash of a game: its eyes (``seat`` 0/1, or ``bot`` by name) and position (``ply``)
+   *  when given; ``null`` leaves them out. */
+  function gameHref(id, { seat = null, bot = null, ply = null } = {}) {
+    const q = [];
+    if (seat !== null && seat !== undefined) q.push(`seat=${seat}`);
+    else if (bot) q.push(`bot=${enc(bot)}`);
+    if (ply !== null && ply !== undefined) q.push(`ply=${ply}`);
+    return `#/game/${enc(id)}${q.length ? `?${q.join("&")}` : ""}`;
+  }
+
+  /** ``{seat, bot, ply}`` from a game route's query (``null`` for what it leaves out). */
+  function gameQuery(hash) {
+    const at = hash.indexOf("?");
+    const params = new URLSearchParams(at < 0 ? "" : hash.slice(at + 1));
+    const seat = params.get("seat");
+    const ply = params.get("ply");
+    return {
+      seat: seat === "0" || seat === "1" ? Number(seat) : null,
+      bot: params.get("bot") || null,
+      ply: ply !== null && /^\d+$/.test(ply) ? Number(ply) : null,
+    };
   }
 
   const timeEl = (iso) => h("time", { datetime: iso, title: iso ? new Date(iso).toLocaleString() : "", text: ago(iso) });
@@ -350,15 +391,24 @@
         : h("span.slot", { title: `slot ${i + 1}: empty`, text: i + 1 }));
     }
     const claimed = COLORS.filter((c) => p.cup_claimed[c] > 0).map((c) => chip(c, p.cup_claimed[c], true));
-    return h(`section.panel.player${moving ? ".to-move" : ""}`, { "data-testid": `player-${seat}`, "data-seat": seat },
-      h("div.who", {}, h("span.name", {}, botLink(players[seat])), h("span.turn-tag", { text: tag })),
+    // A seat's view (a seat replay) also holds that seat's hand and whole cup.
+    const own = view.private && view.seat === seat ? view.private : null;
+    const cup = own
+      ? h("div.cup", { "data-testid": `cup-${seat}` }, "In the cup:",
+        total(own.cup) ? COLORS.filter((c) => own.cup[c] > 0).map((c) => chip(c, own.cup[c], true)) : "nothing",
+        h("span.unseen", { "data-testid": `score-now-${seat}`, text: `· would score ${own.score} now` }))
+      : h("div.cup", { "data-testid": `cup-${seat}` }, "In the cup:",
+        claimed, p.cup_unknown ? [h("span.chip.sm.hidden-card", { title: "the two starting cards: nobody else has seen them", text: p.cup_unknown }), h("span.unseen", { text: "unseen" })] : null,
+        claimed.length || p.cup_unknown ? null : "nothing");
+    return h(`section.panel.player${moving ? ".to-move" : ""}${own ? ".eyes" : ""}`, { "data-testid": `player-${seat}`, "data-seat": seat },
+      h("div.who", {}, h("span.name", {}, botLink(players[seat])), h("span.turn-tag", { text: tag }),
+        own ? h("span.eyes-tag", { text: "seen through its eyes" }) : null),
       h("div.stats", {},
         h("span.stat", {}, "Hand ", h("b", { "data-testid": `hand-size-${seat}`, text: p.hand_size })),
         h("span.stat", {}, "Cup ", h("b", { "data-testid": `cup-size-${seat}`, text: p.cup_size }))),
       h("div.river", { "data-testid": `river-${seat}`, "data-count": p.river.length, title: "River, slots 1 to 6" }, slots),
-      h("div.cup", { "data-testid": `cup-${seat}` }, "In the cup:",
-        claimed, p.cup_unknown ? [h("span.chip.sm.hidden-card", { title: "the two starting cards: nobody else has seen them", text: p.cup_unknown }), h("span.unseen", { text: "unseen" })] : null,
-        claimed.length || p.cup_unknown ? null : "nothing"),
+      own ? h("div.cup.hand", {}, "In the hand:", chips(own.hand, `hand-${seat}`)) : null,
+      cup,
     );
   }
 
@@ -391,13 +441,85 @@
 
   // ---------------------------------------------------------------- a game page
 
+  const MOVE_KINDS = { mountain: "Mountain", field: "Field", discard: "Discard", claim: "Claim", pass: "Pass" };
+
+  /** A move of R22 in a few plain words (for titles): "field on mandala 2: 2 green". */
+  function moveText(m) {
+    switch (m.type) {
+      case "mountain": return `mountain of ${mandalaName(m.mandala)}: ${m.color}`;
+      case "field": return `field on ${mandalaName(m.mandala)}: ${m.count} ${m.color}`;
+      case "discard": return `discard ${m.count} ${m.color}`;
+      case "claim": return `claim ${m.color}`;
+      case "pass": return "pass";
+      default: return JSON.stringify(m);
+    }
+  }
+
+  const sameMove = (a, b) => Boolean(a && b) && a.type === b.type && a.mandala === b.mandala
+    && a.color === b.color && a.count === b.count;
+
+  /** A decision's legal moves, compactly: one line per kind (and mandala), a small chip per
+   *  move (its count for B and C), the ``answer`` ringed. */
+  function legalMoves(legal, answer) {
+    const groups = new Map();
+    for (const m of legal) {
+      const label = m.type === "mountain" || m.type === "field"
+        ? `${MOVE_KINDS[m.type]} ${m.mandala + 1}` : MOVE_KINDS[m.type] || m.type;
+      if (!groups.has(label)) groups.set(label, []);
+      groups.get(label).push(m);
+    }
+    return h("div.legal", { "data-testid": "decision-legal", "data-count": legal.length },
+      h("div.legal-count", { text: `${plural(legal.length, "legal move")}:` }),
+      [...groups].map(([label, moves]) => h("div.legal-row", {},
+        h("span.legal-kind", { text: label }),
+        moves.map((m) => {
+          const chosen = sameMove(m, answer);
+          const face = m.type === "pass" ? h("span.pass", { text: "pass" })
+            : chip(m.color, m.type === "field" || m.type === "discard" ? m.count : m.type === "claim" ? "✓" : 1, true);
+          face.removeAttribute("title");  // the move's own title says more
+          return h(`span.lm${chosen ? ".answer" : ""}`, {
+            "data-testid": chosen ? "legal-answer" : "legal-move", title: moveText(m) + (chosen ? " (the answer)" : ""),
+          }, face);
+        }))));
+  }
+
+  /** One incident of a seat in plain words. */
+  function incidentWords(i) {
+    const after = i.after_ms !== undefined ? ` after ${fmtMs(i.after_ms)}` : "";
+    const into = i.after_ms !== undefined ? ` ${fmtMs(i.after_ms)} into its decision` : "";
+    switch (i.kind) {
+      case "refused": return `refused: ${i.code || "answer"}${i.rule ? ` (${i.rule})` : ""}${after}`;
+      case "late": return `answered late${after}, when the clock had run out`;
+      case "timeout": return `timed out${after}${i.away ? " while disconnected" : ""}`;
+      case "disconnect": return `disconnected${into}`;
+      case "reconnect": return `reconnected${i.away_ms !== undefined ? ` after ${fmtMs(i.away_ms)}` : ""}`;
+      case "resign": return `resigned${into}`;
+      default: return String(i.kind);
+    }
+  }
+
+  /** An incident as a list item: what happened, what was sent (cut short; all of it in the
+   *  title) and the server's message. */
+  function incidentItem(i, ply) {
+    const sent = i.sent !== undefined ? sentText(i.sent) : null;
+    const other = i.request_id !== undefined && i.request_id !== ply ? ` (to request ${i.request_id})` : "";
+    return h("li.incident", { "data-testid": "replay-incident", "data-kind": i.kind, title: `${fmtMs(i.at_ms)} into the game` },
+      h("span.what", { text: incidentWords(i) + other }),
+      sent !== null ? [" — sent ", h("code.sent", { "data-testid": "incident-sent", title: clip(sent, 2000), text: clip(sent, 140) })] : null,
+      i.message ? h("div.msg", { text: i.message }) : null);
+  }
+
   class GameView {
-    constructor(root, id) {
+    constructor(root, id, want) {
       this.root = root;
       this.id = id;
       this.alive = true;
       this.mode = "loading";
       this.ws = null;
+      this.want = want || { seat: null, bot: null, ply: null };
+      this.seat = null;  // whose eyes the replay is seen through: null for a spectator's
+      this.replays = new Map();  // "spectator", 0, 1 → the replay through those eyes
+      this.eyesAsked = 0;
       this.onKey = (e) => this.key(e);
       document.addEventListener("keydown", this.onKey);
       root.replaceChildren(h("p.empty", { text: "Loading the game…" }));
@@ -446,7 +568,9 @@
       this.turns = h("dd", { "data-testid": "turns" });
       this.deck = h("dd", { "data-testid": "deck-size" });
       this.discard = h("dd");
+      this.eyes = this.makeEyes(game.players);
       this.controls = this.makeControls();
+      this.decisionBox = h("div.decision", { "data-testid": "replay-decision", hidden: true });
       this.moveList = h("ol");
       this.moves = h("div.moves", { "data-testid": "move-list" }, this.moveList);
       this.root.replaceChildren(
@@ -460,14 +584,32 @@
         h("div.game-grid", {},
           this.board,
           h("aside.panel.side-info", {},
-            this.resultBox, this.toMove, this.lastMove,
+            this.eyes, this.resultBox, this.toMove, this.lastMove,
             h("dl.table-info", {},
               h("dt", { text: "Ply" }), this.ply,
               h("dt", { text: "Turns" }), this.turns,
               h("dt", { text: "Deck" }), this.deck,
               h("dt", { text: "Discard" }), this.discard),
-            this.controls, this.moves)),
+            this.controls, this.decisionBox, this.moves)),
       );
+    }
+
+    /** The eyes switch of a finished game: the spectator's, or one seat's. */
+    makeEyes(players) {
+      const button = (testid, label, seat, title) => h("button", {
+        type: "button", "data-testid": testid, "data-seat": seat === null ? "" : seat, title, text: label,
+        "aria-pressed": seat === null, onclick: () => this.chooseEyes(seat),
+      });
+      this.eyesButtons = [
+        button("eyes-spectator", "Spectator", null, "what a spectator saw: no hand but the counts"),
+        button("eyes-seat-0", players[0], 0, `what ${players[0]} saw: its hand, its decisions, its think times and incidents`),
+        button("eyes-seat-1", players[1], 1, `what ${players[1]} saw: its hand, its decisions, its think times and incidents`),
+      ];
+      this.eyesNote = h("div.eyes-note", { "data-testid": "eyes-note", hidden: true });
+      return h("div.eyes-box", { hidden: true },
+        h("div.eyes-switch", { "data-testid": "replay-eyes", role: "group", "aria-label": "whose eyes the replay is seen through" },
+          h("span.eyes-label", { text: "Eyes" }), this.eyesButtons),
+        this.eyesNote);
     }
 
     makeControls() {
@@ -480,9 +622,10 @@
       this.plyOf = h("span.ply-of", { "data-testid": "replay-position" });
       this.scrub = h("input.scrub", { type: "range", min: 0, max: 0, value: 0, "aria-label": "position in the game",
         oninput: (e) => this.goto(Number(e.target.value)) });
+      this.marks = h("div.marks", { "data-testid": "incident-marks" });
       return h("div", { "data-testid": "replay-controls", hidden: true },
         h("div.controls", {}, this.first, this.prev, this.next, this.last, this.plyOf),
-        this.scrub,
+        this.scrub, this.marks,
         h("div.keys", { text: "← → step · Home / End jump" }));
     }
 
@@ -491,6 +634,7 @@
       this.statusBadge.textContent = mode === "live" ? "live" : this.status || mode;
       this.statusBadge.className = `badge${mode === "live" ? " live" : ""}`;
       this.controls.hidden = mode !== "replay";
+      this.eyes.hidden = mode !== "replay";
     }
 
     showSide(view, before, move, ply, result) {
@@ -556,7 +700,7 @@
       this.showSide(msg.view, msg.move ? before : null, msg.move, msg.ply, null);
     }
 
-    // -------- finished: step through /api/games/{id}/replay
+    // -------- finished: step through /api/games/{id}/replay, through whose eyes the hash says
 
     async loadReplay() {
       this.closeWatch();
@@ -569,7 +713,9 @@
         this.toMove.textContent = body && body.error ? body.error.message : `no replay (${status})`;
         return;
       }
+      this.replays.set("spectator", body);
       this.replay = body;
+      this.seat = null;
       this.status = body.status;
       this.result = body.result;
       this.setStatus("replay");
@@ -579,7 +725,82 @@
         h("li", { "data-ply": p.ply, onclick: () => this.goto(p.ply) },
           h("span.n", { text: p.ply }), moveWords(p.move, this.players, plies[i].view))));
       this.index = null;
-      this.goto(plies.length - 1);
+      this.navigate(this.want);
+    }
+
+    /** Show what a game route asks for: its eyes and its position (the last by default). */
+    navigate(want) {
+      this.want = want;
+      if (this.mode !== "replay") return;  // loadReplay comes back here
+      let seat = want.seat;
+      if (seat === null && want.bot && this.players.includes(want.bot)) seat = this.players.indexOf(want.bot);
+      const ply = want.ply === null ? Infinity : want.ply;
+      if (seat === this.seat) {
+        this.goto(ply);
+        this.syncHash();
+      } else this.setEyes(seat, ply);
+    }
+
+    chooseEyes(seat) {
+      if (this.mode !== "replay" || seat === this.seat) return;
+      this.setEyes(seat, this.index);
+    }
+
+    /** See the replay through ``seat``'s eyes (``null``: a spectator's) at position ``ply``;
+     *  a seat's replay is fetched once. */
+    async setEyes(seat, ply) {
+      const asked = ++this.eyesAsked;
+      const key = seat === null ? "spectator" : seat;
+      let body = this.replays.get(key);
+      if (!body) {
+        this.eyesNote.hidden = false;
+        this.eyesNote.textContent = `Loading what ${this.players[seat]} saw…`;
+        const got = await getJson(`/api/games/${enc(this.id)}/replay?seat=${seat}`);
+        if (!this.alive || asked !== this.eyesAsked) return;
+        if (got.status !== 200) {
+          this.eyesNote.textContent = got.body && got.body.error
+            ? `${this.players[seat]}'s eyes: ${got.body.error.message}` : `${this.players[seat]}'s eyes could not be loaded (${got.status}).`;
+          this.syncHash();
+          return;
+        }
+        body = got.body;
+        this.replays.set(key, body);
+      }
+      this.seat = seat;
+      this.replay = body;
+      for (const b of this.eyesButtons) b.setAttribute("aria-pressed", String(b.dataset.seat === (seat === null ? "" : String(seat))));
+      this.showEyesNote();
+      this.markIncidents();
+      this.index = null;
+      this.goto(ply);
+    }
+
+    showEyesNote() {
+      const r = this.replay;
+      const notes = [];
+      if (this.seat !== null) {
+        if (!r.measured) notes.push("This game was stored before the server measured think times and incidents: only the views and answers are known.");
+        else notes.push(`${this.players[this.seat]} had ${fmtMs(r.decision_ms)} per decision.`);
+        if (r.dropped_incidents > 0) notes.push(`${plural(r.dropped_incidents, "more incident")} of this game ${r.dropped_incidents === 1 ? "was" : "were"} counted but not kept.`);
+      }
+      this.eyesNote.hidden = notes.length === 0;
+      this.eyesNote.textContent = notes.join(" ");
+    }
+
+    /** Marks under the scrubber (and in the move list) where the seat had incidents. */
+    markIncidents() {
+      const plies = this.replay.plies;
+      const last = Math.max(plies.length - 1, 1);
+      const marked = plies.filter((p) => p.incidents && p.incidents.length);
+      this.marks.replaceChildren(...marked.map((p) => h("button.mark", {
+        type: "button", "data-testid": "incident-mark", "data-ply": p.ply,
+        style: `left: calc(8px + (100% - 16px) * ${p.ply / last})`,
+        title: `ply ${p.ply}: ${p.incidents.map(incidentWords).join("; ")}`,
+        "aria-label": `incidents at ply ${p.ply}`, onclick: () => this.goto(p.ply),
+      })));
+      this.marks.hidden = marked.length === 0;
+      const at = new Set(marked.map((p) => p.ply));
+      for (const li of this.moveList.children) li.classList.toggle("has-incident", at.has(Number(li.dataset.ply)));
     }
 
     goto(i) {
@@ -591,10 +812,12 @@
       const p = plies[i];
       const isLast = i === plies.length - 1;
       this.showSide(p.view, i > 0 ? plies[i - 1].view : null, p.move, p.ply, isLast ? this.result : null);
-      this.plyOf.textContent = `${i} / ${plies.length - 1}`;
+      const n = p.incidents ? p.incidents.length : 0;
+      this.plyOf.textContent = `${i} / ${plies.length - 1}${n ? ` · ${plural(n, "incident")}` : ""}`;
       this.scrub.value = String(i);
       this.first.disabled = this.prev.disabled = i === 0;
       this.next.disabled = this.last.disabled = isLast;
+      this.showDecision(p);
       for (const li of this.moveList.querySelectorAll("li.current")) li.classList.remove("current");
       const li = this.moveList.children[i - 1];
       if (li) {
@@ -604,6 +827,56 @@
           box.scrollTop = li.offsetTop - box.clientHeight / 2;
         }
       }
+      this.syncHash();
+    }
+
+    /** The hash follows the eyes and the position (the last one is left out), without a
+     *  new history entry and without routing again. */
+    syncHash() {
+      if (!this.replay || this.index === null) return;
+      const last = this.replay.plies.length - 1;
+      const want = gameHref(this.id, { seat: this.seat, ply: this.index === last ? null : this.index });
+      if (location.hash !== want) history.replaceState(history.state, "", want);
+    }
+
+    /** Through a seat's eyes: its decision at this position, if it had one, and its incidents. */
+    showDecision(p) {
+      const box = this.decisionBox;
+      box.hidden = this.seat === null;
+      if (this.seat === null) return;
+      const name = this.players[this.seat];
+      const d = p.decision;
+      const r = this.replay;
+      let body;
+      if (!d) {
+        body = h("p.empty", { "data-testid": "no-decision", text: `No decision of ${name} at this position.` });
+      } else {
+        const answered = d.answer !== null && d.answer !== undefined;
+        let think;
+        if (d.think_ms !== null && d.think_ms !== undefined) {
+          think = [`thought ${fmtMs(d.think_ms)}`, r.decision_ms ? ` of ${fmtMs(r.decision_ms)}` : "",
+            r.decision_ms ? h("progress.bar.think", { max: r.decision_ms, value: Math.min(d.think_ms, r.decision_ms) }) : null];
+        } else if (!answered) {
+          think = r.decision_ms ? `the clock gave it ${fmtMs(r.decision_ms)}` : "";
+        } else think = "think time not measured";
+        body = [
+          h("div.dec-head", {},
+            h("strong", { text: `${name}'s decision` }), " ",
+            h("code", { "data-testid": "decision-request", text: `request ${d.request_id}` })),
+          h("div.dec-answer", { "data-testid": "decision-answer" }, "Answer: ",
+            answered ? moveWords({ player: this.seat, ...d.answer }, this.players, p.view)
+              : h("span.no-answer", { text: "no answer" })),
+          h("div.dec-think", { "data-testid": "decision-think" }, think),
+          legalMoves(d.legal, answered ? d.answer : null),
+        ];
+      }
+      const incidents = p.incidents || [];
+      box.replaceChildren();
+      append(box, [
+        h("h3", { text: `Through ${name}'s eyes` }),
+        body,
+        incidents.length ? h("ul.incidents", { "data-testid": "replay-incidents" }, incidents.map((i) => incidentItem(i, p.ply))) : null,
+      ]);
     }
 
     key(e) {
@@ -655,6 +928,93 @@
     const seat = g.players.indexOf(name);
     if (g.result.winner === null) return ["draw", "draw"];
     return g.result.winner === seat ? ["win", "win"] : ["loss", "loss"];
+  }
+
+  const HEALTH_COUNTS = [
+    ["timeouts", "time-outs", "decisions it did not answer in time"],
+    ["late_answers", "late answers", "answers that came after the clock had run out"],
+    ["illegal_moves", "illegal moves", "answers refused as illegal_move"],
+    ["invalid_answers", "invalid answers", "other refused answers: stale request ids, malformed moves, frames that did not decode"],
+    ["disconnects", "disconnects", "its connection closed during a game"],
+    ["resignations", "resignations", "games it resigned"],
+    ["forfeits", "forfeits", "tournament games it lost because it was not connected when they were due"],
+  ];
+  const LOST_CAUSE = {
+    timeout: "ran out of time", disconnect: "ran out of time while disconnected",
+    resign: "resigned", forfeit: "forfeited: not connected when due",
+  };
+
+  /** An incident's kind in a few words, for the health table. */
+  function incidentKind(i) {
+    switch (i.kind) {
+      case "refused": return `refused: ${i.code || "answer"}${i.rule ? ` (${i.rule})` : ""}`;
+      case "late": return "late answer";
+      case "timeout": return i.away ? "time-out while disconnected" : "time-out";
+      case "disconnect": return "disconnect";
+      case "reconnect": return "reconnect";
+      case "resign": return "resignation";
+      default: return String(i.kind);
+    }
+  }
+
+  /** A bot's health over its recent games: think times, counts of what went wrong, the games
+   *  that cost it and each incident, every one linked to the decision in the bot's eyes. */
+  function healthPanel(name, health, games) {
+    const seats = new Map();
+    for (const g of games) if (g.players.includes(name)) seats.set(g.game_id, g.players.indexOf(name));
+    for (const i of health.incidents) seats.set(i.game_id, i.seat);
+    const at = (id, ply) => gameHref(id, seats.has(id) ? { seat: seats.get(id), ply } : { bot: name, ply });
+    const t = health.think_ms;
+    const think = t
+      ? h("dl.table-info", { "data-testid": "health-think" },
+        h("dt", { text: "Median" }), h("dd", { "data-testid": "health-p50", text: fmtMs(t.p50) }),
+        h("dt", { text: "95th percentile" }), h("dd", { "data-testid": "health-p95", text: fmtMs(t.p95) }),
+        h("dt", { text: "Slowest" }), h("dd", {},
+          h("span", { "data-testid": "health-max", text: fmtMs(t.max) }),
+          t.slowest ? [" · ", h("a", { "data-testid": "health-slowest", href: at(t.slowest.game_id, t.slowest.ply),
+            title: "that decision, through its eyes", text: `game ${t.slowest.game_id}, ply ${t.slowest.ply}` })] : null))
+      : h("p.empty", { "data-testid": "health-think", text: "No measured decision yet." });
+    const tiles = h("div.health-counts", {},
+      HEALTH_COUNTS.map(([key, label, title]) => h(`div.tile${health[key] ? ".bad" : ""}`, { title },
+        h("b", { "data-testid": `health-${key.replace("_", "-")}`, text: health[key] }), h("span", { text: label }))));
+    const lostRows = health.lost.map((g) => h("tr", { "data-testid": "health-lost-row", "data-cause": g.cause },
+      h("td", {}, h("a", { "data-testid": "health-lost-link", href: at(g.game_id, g.ply), text: `vs ${g.opponent}` })),
+      h("td", { text: LOST_CAUSE[g.cause] || g.cause }),
+      h("td.num", { text: g.ply }),
+      h("td", { text: KIND[g.kind] || g.kind }),
+      h("td", {}, timeEl(g.ended))));
+    const incidentRows = health.incidents.map((i) => {
+      const sent = i.sent !== undefined ? sentText(i.sent) : "";
+      const after = i.after_ms !== undefined ? fmtMs(i.after_ms) : i.away_ms !== undefined ? `away ${fmtMs(i.away_ms)}` : "";
+      return h("tr", { "data-testid": "health-incident", "data-kind": i.kind },
+        h("td", {}, h("a", { "data-testid": "health-incident-link", href: at(i.game_id, i.ply),
+          title: "this decision, through its eyes", text: i.game_id }), " ", timeEl(i.started)),
+        h("td.num", { text: i.request_id !== undefined && i.request_id !== i.ply ? `${i.ply} · request ${i.request_id}` : String(i.ply) }),
+        h("td", { "data-testid": "health-incident-kind", title: i.message || null, text: incidentKind(i) }),
+        h("td.num", { text: after }),
+        h("td.sent-cell", {}, sent ? h("code.sent", { title: clip(sent, 2000), text: clip(sent, 60) }) : null));
+    });
+    return h("section.panel.health", { "data-testid": "bot-health" },
+      h("div.panel-head", {}, h("h2", { text: "Health" }),
+        h("span.hint", { text: `over its last ${plural(health.games, "measured game")}: ${plural(health.decisions, "decision")} answered` })),
+      h("div.health-grid", {},
+        h("div", {}, h("h3", { text: "Think time" }), think),
+        h("div", {}, h("h3", { text: "What went wrong" }), tiles,
+          h("p.games-lost", {}, "Games lost to these: ", h("b", { "data-testid": "health-games-lost", text: health.games_lost })))),
+      health.lost.length ? [
+        h("h3", { text: "Games lost" }),
+        h("div.table-wrap", {}, h("table", { "data-testid": "health-lost" },
+          h("thead", {}, h("tr", {}, h("th", { text: "Game" }), h("th", { text: "Cause" }), h("th.num", { text: "Ply" }),
+            h("th", { text: "Kind" }), h("th", { text: "Ended" }))),
+          h("tbody", {}, lostRows)))] : null,
+      h("h3", { text: "Incidents" }),
+      health.incidents.length
+        ? h("div.table-wrap", {}, h("table.incidents", { "data-testid": "health-incidents" },
+          h("thead", {}, h("tr", {}, h("th", { text: "Game" }), h("th.num", { text: "Ply" }), h("th", { text: "What" }),
+            h("th.num", { text: "After", title: "since the decision was sent (or how long it was away)" }), h("th", { text: "Sent" }))),
+          h("tbody", {}, incidentRows)))
+        : h("p.empty", { "data-testid": "health-no-incidents", text: "No incident in these games." }),
+      health.incidents.length >= 50 ? h("p.empty", { text: "The 50 most recent are listed; all are counted above." }) : null);
   }
 
   async function showBot(root, name, view) {
@@ -711,6 +1071,7 @@
               h("tbody", {}, rows)))
             : h("p.empty", { text: "No game yet." }))),
     );
+    if (body.health) root.append(healthPanel(body.name, body.health, body.games));
   }
 
   // ---------------------------------------------------------------- tournaments
@@ -1060,17 +1421,23 @@
   let current = null;
 
   function route() {
+    const hash = location.hash || "#/";
+    const game = hash.match(/^#\/games?\/([^/?#]+)/);
+    // Another position or other eyes in the game on show: no need to load it again.
+    if (game && current instanceof GameView && current.id === decodeURIComponent(game[1])) {
+      current.navigate(gameQuery(hash));
+      return;
+    }
     if (current) current.destroy();
     current = null;
-    const hash = location.hash || "#/";
     for (const section of document.querySelectorAll("main > .route")) section.hidden = true;
     let m;
     let nav = null;
-    if ((m = hash.match(/^#\/game\/([^/?#]+)/))) {
-      const id = decodeURIComponent(m[1]);
+    if (game) {
+      const id = decodeURIComponent(game[1]);
       document.title = `Game ${id} · Mandala Arena`;
       $("#game").hidden = false;
-      current = new GameView($("#game"), id);
+      current = new GameView($("#game"), id, gameQuery(hash));
     } else if ((m = hash.match(/^#\/bot\/([^/?#]+)/))) {
       const name = decodeURIComponent(m[1]);
       document.title = `${name} · Mandala Arena`;

@@ -7,6 +7,10 @@ ply, so the page's board can be compared with the API's spectator view of a posi
 stands still. Every wait is one of Playwright's auto-waiting ``expect`` assertions with a
 timeout, or a wait for a server frame; nothing sleeps.
 
+A bot that misbehaves on purpose (an illegal move, a frame that is no move, then silence until
+its clock runs out) is followed from the health on its profile to the seat replay of those
+decisions, through its eyes and back to the spectator's.
+
 The storage banner is checked against a real fault: the server's SQLite database lives on a
 small tmpfs the test mounts (so it needs root) and fills up, while the spool stays on the
 normal disk.
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import json
 import math
 import os
 import re
@@ -30,10 +35,12 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from tournament_kit import create, play, post
 
-from arena_testkit import ADMIN, Harness, WsClient, random_policy, settings_for
+from arena_testkit import ADMIN, Harness, WsClient, gather, play_out, random_policy, settings_for
+from mandala.moves import MOVES
 from mandala_client.bots import RandomBot
 from protocol.messages import Decision, Error, GameOver, GameStart, LadderStatus
 from server.app import create_app
@@ -46,6 +53,8 @@ HOLD_AT = 6
 """The ply at which the bots hold their first ladder game, for the board comparison."""
 GARBAGE = re.compile(r"null|undefined|NaN|\[object")
 """What a slip in the page's script would print."""
+DECISION_MS = 400
+"""The clock of the game where a bot stops answering."""
 SMALL_DISK = "4m"
 """The size of the tmpfs that holds the database in the storage banner test."""
 
@@ -510,6 +519,167 @@ async def test_a_tournament_live_from_the_list_to_its_final_ranking(make_arena: 
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def illegal_move(d: Decision) -> dict[str, Any]:
+    """A well-formed move that is not among the decision's legal moves."""
+    legal = [msgspec.to_builtins(m) for m in d.legal]
+    return next(m for m in (msgspec.to_builtins(x) for x in MOVES) if m not in legal)
+
+
+HOSTILE = '{"type": "move", "game_id": "%s", "request_id": %d, "move": {"type": "<img src=x onerror=window.pwned=1>"}}'
+"""A frame that decodes as JSON but not as a move: the page must show its text as text."""
+
+
+async def test_a_bot_author_goes_from_the_health_on_the_profile_to_the_decision_that_went_wrong(
+        make_arena: Any, browser: Any) -> None:
+    """slowpoke answers its 2nd decision with an illegal move, then a frame that is no move
+    (with markup in it), then a legal move; at its 4th decision it stops answering and loses
+    on time. Its profile counts that and links each incident to the seat replay at that
+    decision, which shows its hand, the decision, its answer and the incidents in words."""
+    from playwright.async_api import expect
+
+    arena: Harness = await make_arena(decision_ms=DECISION_MS)
+    slow = await arena.bot("slowpoke")
+    steady = await arena.bot("steady")
+    game_id = await arena.start_game(["slowpoke", "steady"], reshuffle_seed=9)
+    sent: dict[str, Any] = {}
+    marks: dict[str, int] = {}
+
+    async def misbehave() -> None:
+        decisions = 0
+        while True:
+            msg = await slow.recv(30)
+            if isinstance(msg, GameOver):
+                return
+            if not isinstance(msg, Decision):
+                continue
+            decisions += 1
+            if decisions == 2:
+                marks["illegal"] = msg.request_id
+                sent.update(illegal_move(msg))
+                await slow.send({"type": "move", "game_id": game_id, "request_id": msg.request_id, "move": sent})
+                assert (await slow.until(Error)).code == "illegal_move"
+                await slow.ws.send_str(HOSTILE % (game_id, msg.request_id))
+                assert (await slow.until(Error)).code == "invalid_message"
+                await slow.send_move(msg, msg.legal[0])
+            elif decisions == 4:  # no answer: the clock runs out
+                marks["stalled"] = msg.request_id
+            else:
+                await slow.send_move(msg, msg.legal[0])
+
+    await gather(misbehave(), play_out(steady, random_policy(3)))
+    illegal_at, stalled_at = marks["illegal"], marks["stalled"]
+    health = (await arena.get_json("/api/bots/slowpoke"))["health"]
+    assert (health["timeouts"], health["illegal_moves"], health["invalid_answers"]) == (1, 1, 1)
+    replay = await arena.get_json(f"/api/games/{game_id}/replay?seat=0")
+    at_illegal = replay["plies"][illegal_at]
+    refused = at_illegal["incidents"][0]
+    assert refused["code"] == "illegal_move" and refused["sent"] == sent
+
+    page = await browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    await page.goto(str(arena.client.make_url("/")) + "#/bot/slowpoke")
+
+    # The profile's health: the counts, the game lost on time, the incidents.
+    box = page.get_by_test_id("bot-health")
+    await expect(box).to_be_visible(timeout=WAIT_MS)
+    for key, n in [("timeouts", 1), ("illegal-moves", 1), ("invalid-answers", 1), ("late-answers", 0),
+                   ("disconnects", 0), ("resignations", 0), ("forfeits", 0), ("games-lost", 1)]:
+        await expect(box.get_by_test_id(f"health-{key}")).to_have_text(str(n))
+    think = health["think_ms"]
+    await expect(box.get_by_test_id("health-slowest")).to_have_attribute(
+        "href", f"#/game/{game_id}?seat=0&ply={think['slowest']['ply']}")
+    lost = box.get_by_test_id("health-lost-row")
+    await expect(lost).to_have_count(1)
+    await expect(lost).to_have_attribute("data-cause", "timeout")
+    await expect(lost).to_contain_text("vs steady")
+    await expect(lost).to_contain_text("ran out of time")
+    await expect(lost.get_by_test_id("health-lost-link")).to_have_attribute(
+        "href", f"#/game/{game_id}?seat=0&ply={stalled_at}")
+    rows = box.get_by_test_id("health-incident")
+    await expect(rows).to_have_count(3)
+    await expect(rows.get_by_test_id("health-incident-kind")).to_have_text([
+        f"refused: illegal_move ({refused['rule']})", "refused: invalid_message", "time-out"])
+    # What was sent, cut short in the table, all of it in the title.
+    hostile = HOSTILE % (game_id, illegal_at)
+    compact = json.dumps(sent, separators=(",", ":"))  # as the page's JSON.stringify writes it
+    await expect(rows.nth(1).locator("code")).to_have_text(hostile[:59] + "…")
+    await expect(rows.nth(1).locator("code")).to_have_attribute("title", hostile)
+    await expect(rows.nth(0).locator("code")).to_have_text(compact)
+    await expect(box).not_to_contain_text(GARBAGE)
+    shots = os.environ.get("MANDALA_WEB_SCREENSHOTS")
+    if shots:
+        await page.screenshot(path=f"{shots}/bot-health.png", full_page=True)
+
+    # The illegal move's link: the seat replay at that decision, through slowpoke's eyes.
+    await rows.nth(0).get_by_test_id("health-incident-link").click()
+    await expect(page).to_have_url(re.compile(re.escape(f"#/game/{game_id}?seat=0&ply={illegal_at}") + "$"))
+    await expect(page.get_by_test_id("ply")).to_have_text(str(illegal_at), timeout=WAIT_MS)
+    await expect(page.get_by_test_id("eyes-seat-0")).to_have_attribute("aria-pressed", "true")
+    await expect(page.get_by_test_id("eyes-seat-0")).to_have_text("slowpoke")
+    await expect(page.get_by_test_id("eyes-spectator")).to_have_attribute("aria-pressed", "false")
+    decision = page.get_by_test_id("replay-decision")
+    await expect(decision.get_by_test_id("decision-request")).to_have_text(f"request {illegal_at}")
+    await expect(decision.get_by_test_id("decision-answer")).not_to_contain_text("no answer")
+    await expect(decision.get_by_test_id("decision-think")).to_contain_text(re.compile(r"thought [\d.]+ ms of 400 ms"))
+    legal = at_illegal["decision"]["legal"]
+    await expect(decision.get_by_test_id("decision-legal")).to_have_attribute("data-count", str(len(legal)))
+    await expect(decision.get_by_test_id("legal-answer")).to_have_count(1)
+    await expect(decision.get_by_test_id("legal-move")).to_have_count(len(legal) - 1)
+    incidents = decision.get_by_test_id("replay-incident")
+    await expect(incidents).to_have_count(2)
+    await expect(incidents.nth(0)).to_contain_text(re.compile(
+        rf"^refused: illegal_move \({re.escape(refused['rule'])}\) after [\d.]+ ms — sent {re.escape(compact)}"))
+    await expect(incidents.nth(1)).to_contain_text("refused: invalid_message after")
+    await expect(incidents.nth(1).get_by_test_id("incident-sent")).to_have_text(hostile)
+    assert await page.evaluate("window.pwned") is None
+    await expect(page.locator("#game img")).to_have_count(0)
+    # Its own hand is on the board (the opponent's is not), and the incidents are marked.
+    hand = at_illegal["view"]["private"]["hand"]
+    await expect(page.get_by_test_id("hand-0")).to_have_attribute("data-total", str(sum(hand.values())))
+    await expect(page.get_by_test_id("hand-1")).to_have_count(0)
+    marked = page.get_by_test_id("incident-mark")
+    await expect(marked).to_have_count(2)
+    assert await marked.evaluate_all("(ms) => ms.map((m) => Number(m.dataset.ply))") == [illegal_at, stalled_at]
+    if shots:
+        await page.screenshot(path=f"{shots}/seat-replay.png", full_page=True)
+
+    # The last decision: never answered, the clock ran out.
+    await page.get_by_test_id("replay-last").click()
+    await expect(page.get_by_test_id("ply")).to_have_text(str(stalled_at))
+    await expect(decision.get_by_test_id("decision-request")).to_have_text(f"request {stalled_at}")
+    await expect(decision.get_by_test_id("decision-answer")).to_have_text("Answer: no answer")
+    await expect(decision.get_by_test_id("legal-answer")).to_have_count(0)
+    await expect(incidents).to_have_count(1)
+    await expect(incidents).to_have_text(re.compile(r"^timed out after [\d.]+ ms$"))
+    await expect(page).to_have_url(re.compile(re.escape(f"#/game/{game_id}?seat=0") + "$"))
+
+    # Through the spectator's eyes: no hand, no decision; and back.
+    await page.get_by_test_id("eyes-spectator").click()
+    await expect(page.get_by_test_id("eyes-spectator")).to_have_attribute("aria-pressed", "true")
+    await expect(decision).to_be_hidden()
+    await expect(page.get_by_test_id("hand-0")).to_have_count(0)
+    await expect(page.get_by_test_id("ply")).to_have_text(str(stalled_at))
+    await expect(page).to_have_url(re.compile(re.escape(f"#/game/{game_id}") + "$"))
+    await page.get_by_test_id("eyes-seat-0").click()
+    await expect(decision.get_by_test_id("decision-answer")).to_have_text("Answer: no answer")
+    await expect(page.get_by_test_id("hand-0")).to_be_visible()
+    await page.get_by_test_id("eyes-seat-1").click()
+    await expect(decision.get_by_test_id("no-decision")).to_have_text("No decision of steady at this position.")
+    await expect(decision.get_by_test_id("replay-incident")).to_have_count(0)
+    await expect(page.get_by_test_id("hand-1")).to_be_visible()
+    await expect(page.get_by_test_id("hand-0")).to_have_count(0)
+    await expect(page.get_by_test_id("game-view")).not_to_contain_text(GARBAGE)
+
+    # A hash that names the bot instead of its seat, typed in, lands on the same decision.
+    await page.evaluate(f"location.hash = '#/game/{game_id}?bot=slowpoke&ply={illegal_at}'")
+    await expect(page.get_by_test_id("eyes-seat-0")).to_have_attribute("aria-pressed", "true", timeout=WAIT_MS)
+    await expect(page.get_by_test_id("ply")).to_have_text(str(illegal_at))
+    await expect(incidents).to_have_count(2)
+    await expect(page).to_have_url(re.compile(re.escape(f"#/game/{game_id}?seat=0&ply={illegal_at}") + "$"))
+    assert errors == []
 
 
 def fill(path: Path) -> None:
