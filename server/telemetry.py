@@ -15,11 +15,14 @@ read back by the seat replay (``GET /api/games/{id}/replay?seat=``) and a bot's 
                     "message": "...", "sent": {"type": "claim", ...}}, ...],
      "dropped": 0}
 
-Recording costs an append per move; nothing here is on a path that can fail a game.
+Recording costs an append of a machine double per move (an ``array``, not a list of float
+objects: a running game holds no Python object per move, which keeps thousands of live games
+from scattering their floats over the allocator's pools); nothing here can fail a game.
 """
 
 from __future__ import annotations
 
+from array import array
 from typing import Any, Literal
 
 IncidentKind = Literal["refused", "late", "timeout", "disconnect", "reconnect", "resign"]
@@ -38,23 +41,24 @@ def ms(seconds: float) -> float:
 class Telemetry:
     """One game's measurements; see the module's docstring."""
 
-    __slots__ = ("decision_ms", "think_ms", "slowest", "incidents", "dropped")
+    __slots__ = ("decision_ms", "think_s", "slowest_ply", "slowest_s", "incidents", "dropped")
 
     def __init__(self, decision_ms: int) -> None:
         self.decision_ms = decision_ms
-        self.think_ms: tuple[list[float], list[float]] = ([], [])
-        self.slowest: list[list[float] | None] = [None, None]
-        """Each seat's slowest answer as ``[ply, think_ms]``."""
+        self.think_s = (array("d"), array("d"))
+        """Each seat's think times in seconds, in the order of its moves."""
+        self.slowest_ply = [-1, -1]
+        self.slowest_s = [0.0, 0.0]
+        """Each seat's slowest answer: its ply (-1: none yet) and its think time."""
         self.incidents: list[dict[str, Any]] = []
         self.dropped = 0
 
     def moved(self, seat: int, ply: int, think_s: float) -> None:
         """``seat`` answered the decision at ``ply`` after ``think_s`` seconds."""
-        t = ms(think_s)
-        self.think_ms[seat].append(t)
-        slowest = self.slowest[seat]
-        if slowest is None or t > slowest[1]:
-            self.slowest[seat] = [ply, t]
+        self.think_s[seat].append(think_s)
+        if think_s > self.slowest_s[seat] or self.slowest_ply[seat] < 0:
+            self.slowest_ply[seat] = ply
+            self.slowest_s[seat] = think_s
 
     def incident(self, kind: IncidentKind, seat: int, ply: int, at_s: float, **fields: Any) -> None:
         """Note an incident at ``at_s`` seconds into the game; ``fields`` whose value is
@@ -67,8 +71,10 @@ class Telemetry:
         self.incidents.append(entry)
 
     def to_json(self) -> dict[str, Any]:
-        return {"decision_ms": self.decision_ms, "think_ms": [list(self.think_ms[0]), list(self.think_ms[1])],
-                "slowest": list(self.slowest), "incidents": list(self.incidents),
+        return {"decision_ms": self.decision_ms, "think_ms": [[ms(t) for t in seat] for seat in self.think_s],
+                "slowest": [[self.slowest_ply[s], ms(self.slowest_s[s])] if self.slowest_ply[s] >= 0 else None
+                            for s in (0, 1)],
+                "incidents": list(self.incidents),
                 "dropped": self.dropped}
 
 
