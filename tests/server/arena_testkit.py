@@ -30,6 +30,7 @@ import msgspec
 from aiohttp import WSMsgType, web
 from aiohttp.test_utils import TestClient
 
+from mandala.moves import MOVES
 from protocol.messages import (
     PROTOCOL_VERSION,
     Decision,
@@ -249,6 +250,48 @@ async def play(client: WsClient, bot: Any) -> None:
         if isinstance(msg, Decision):
             move = await asyncio.to_thread(bot.choose, msg.view, msg.legal)
             await client.send_move(msg, move)
+
+
+def illegal_move(d: Decision) -> dict[str, Any]:
+    """A well-formed move that is not among the decision's legal moves."""
+    legal = [msgspec.to_builtins(m) for m in d.legal]
+    return next(m for m in (msgspec.to_builtins(x) for x in MOVES) if m not in legal)
+
+
+@dataclass
+class Misbehaved:
+    """What :func:`misbehave` did: the illegal move it sent and the decisions it did it at."""
+
+    sent: dict[str, Any] = field(default_factory=dict)
+    illegal_at: int = -1
+    stalled_at: int = -1
+
+
+async def misbehave(client: WsClient, game_id: str, bad_frame: str) -> Misbehaved:
+    """Play ``game_id`` badly: at the bot's 2nd decision an illegal move, then ``bad_frame %
+    (game_id, request_id)`` (a frame that is no move), then a legal move; at its 4th decision
+    no answer, so it loses on time; otherwise the first legal move."""
+    done = Misbehaved()
+    decisions = 0
+    while True:
+        msg = await client.recv(30)
+        if isinstance(msg, GameOver):
+            return done
+        if not isinstance(msg, Decision):
+            continue
+        decisions += 1
+        if decisions == 2:
+            done.illegal_at = msg.request_id
+            done.sent.update(illegal_move(msg))
+            await client.send({"type": "move", "game_id": game_id, "request_id": msg.request_id, "move": done.sent})
+            assert (await client.until(Error)).code == "illegal_move"
+            await client.ws.send_str(bad_frame % (game_id, msg.request_id))
+            assert (await client.until(Error)).code == "invalid_message"
+            await client.send_move(msg, msg.legal[0])
+        elif decisions == 4:
+            done.stalled_at = msg.request_id
+        else:
+            await client.send_move(msg, msg.legal[0])
 
 
 async def gather(*aws: Any, timeout: float = 30.0) -> list[Any]:

@@ -14,18 +14,11 @@ from typing import Any
 
 import msgspec
 
-from arena_testkit import Harness, WsClient, gather, play_out, random_policy
-from mandala.moves import MOVES
-from protocol.messages import Decision, Error, GameOver, GameStart, MoveAccepted, Update
+from arena_testkit import Harness, WsClient, gather, misbehave, play_out, random_policy
+from protocol.messages import Decision, GameOver, GameStart, MoveAccepted, Update
 from test_server_http import api_error
 
 DECISION_MS = 400
-
-
-def illegal(d: Decision) -> dict[str, Any]:
-    """A well-formed move that is not among the decision's legal moves."""
-    legal = [msgspec.to_builtins(m) for m in d.legal]
-    return next(m for m in (msgspec.to_builtins(x) for x in MOVES) if m not in legal)
 
 
 async def frames_until_over(client: WsClient, policy: Any) -> list[Any]:
@@ -84,35 +77,9 @@ async def test_a_bot_that_sends_an_illegal_move_then_times_out_finds_which_decis
     slow = await arena.bot("slowpoke")
     fine = await arena.bot("steady")
     game_id = await arena.start_game(["slowpoke", "steady"], reshuffle_seed=9)
-    decisions = 0
-    sent_illegal: dict[str, Any] = {}
-    illegal_at = stalled_at = -1
     garbage = '{"type": "move", "game_id": "%s", "request_id": %d, "move": {"type": "teleport"}}'
-
-    async def misbehave() -> None:
-        nonlocal decisions, illegal_at, stalled_at
-        while True:
-            msg = await slow.recv(30)
-            if isinstance(msg, GameOver):
-                return
-            if not isinstance(msg, Decision):
-                continue
-            decisions += 1
-            if decisions == 2:  # an illegal move, then a frame that does not decode, then a legal move
-                illegal_at = msg.request_id
-                sent_illegal.update(illegal(msg))
-                await slow.send({"type": "move", "game_id": game_id, "request_id": msg.request_id,
-                                 "move": sent_illegal})
-                assert (await slow.until(Error)).code == "illegal_move"
-                await slow.ws.send_str(garbage % (game_id, msg.request_id))
-                assert (await slow.until(Error)).code == "invalid_message"
-                await slow.send_move(msg, msg.legal[0])
-            elif decisions == 4:  # no answer: the clock runs out
-                stalled_at = msg.request_id
-            else:
-                await slow.send_move(msg, msg.legal[0])
-
-    await gather(misbehave(), play_out(fine, random_policy(3)))
+    done, _ = await gather(misbehave(slow, game_id, garbage), play_out(fine, random_policy(3)))
+    sent_illegal, illegal_at, stalled_at = done.sent, done.illegal_at, done.stalled_at
     over = await arena.get_json(f"/api/games/{game_id}")
     assert over["result"]["end_reason"] == "timeout" and over["result"]["winner"] == 1
 

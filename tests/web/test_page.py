@@ -35,12 +35,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import pytest
 from tournament_kit import create, play, post
 
-from arena_testkit import ADMIN, Harness, WsClient, gather, play_out, random_policy, settings_for
-from mandala.moves import MOVES
+from arena_testkit import ADMIN, Harness, WsClient, gather, misbehave, play_out, random_policy, settings_for
 from mandala_client.bots import RandomBot
 from protocol.messages import Decision, Error, GameOver, GameStart, LadderStatus
 from server.app import create_app
@@ -521,12 +519,6 @@ async def test_a_tournament_live_from_the_list_to_its_final_ranking(make_arena: 
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-def illegal_move(d: Decision) -> dict[str, Any]:
-    """A well-formed move that is not among the decision's legal moves."""
-    legal = [msgspec.to_builtins(m) for m in d.legal]
-    return next(m for m in (msgspec.to_builtins(x) for x in MOVES) if m not in legal)
-
-
 HOSTILE = '{"type": "move", "game_id": "%s", "request_id": %d, "move": {"type": "<img src=x onerror=window.pwned=1>"}}'
 """A frame that decodes as JSON but not as a move: the page must show its text as text."""
 
@@ -543,33 +535,8 @@ async def test_a_bot_author_goes_from_the_health_on_the_profile_to_the_decision_
     slow = await arena.bot("slowpoke")
     steady = await arena.bot("steady")
     game_id = await arena.start_game(["slowpoke", "steady"], reshuffle_seed=9)
-    sent: dict[str, Any] = {}
-    marks: dict[str, int] = {}
-
-    async def misbehave() -> None:
-        decisions = 0
-        while True:
-            msg = await slow.recv(30)
-            if isinstance(msg, GameOver):
-                return
-            if not isinstance(msg, Decision):
-                continue
-            decisions += 1
-            if decisions == 2:
-                marks["illegal"] = msg.request_id
-                sent.update(illegal_move(msg))
-                await slow.send({"type": "move", "game_id": game_id, "request_id": msg.request_id, "move": sent})
-                assert (await slow.until(Error)).code == "illegal_move"
-                await slow.ws.send_str(HOSTILE % (game_id, msg.request_id))
-                assert (await slow.until(Error)).code == "invalid_message"
-                await slow.send_move(msg, msg.legal[0])
-            elif decisions == 4:  # no answer: the clock runs out
-                marks["stalled"] = msg.request_id
-            else:
-                await slow.send_move(msg, msg.legal[0])
-
-    await gather(misbehave(), play_out(steady, random_policy(3)))
-    illegal_at, stalled_at = marks["illegal"], marks["stalled"]
+    done, _ = await gather(misbehave(slow, game_id, HOSTILE), play_out(steady, random_policy(3)))
+    sent, illegal_at, stalled_at = done.sent, done.illegal_at, done.stalled_at
     health = (await arena.get_json("/api/bots/slowpoke"))["health"]
     assert (health["timeouts"], health["illegal_moves"], health["invalid_answers"]) == (1, 1, 1)
     replay = await arena.get_json(f"/api/games/{game_id}/replay?seat=0")
