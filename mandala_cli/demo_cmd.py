@@ -18,6 +18,7 @@ import ctypes
 import ctypes.util
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -47,6 +48,22 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--ladder-games-per-hour", type=int, metavar="N",
                    help="the server's limit on ladder games per bot per hour (default: none)")
     p.set_defaults(run=run)
+
+
+def node_command(node: str, script: Path) -> list[str] | None:
+    """``node`` running ``script`` with a WebSocket client: built in from Node 22, behind
+    ``--experimental-websocket`` on Node 20.10 to 21; ``None`` for an older Node."""
+    try:
+        version = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    found = re.match(r"v(\d+)\.(\d+)\.", version.strip())
+    if found is None:
+        return None
+    major, minor = int(found.group(1)), int(found.group(2))
+    if (major, minor) < (20, 10):
+        return None
+    return [node, *(["--experimental-websocket"] if major < 22 else []), str(script)]
 
 
 def _request(url: str, body: dict[str, Any] | None = None, token: str | None = None) -> Any:
@@ -137,14 +154,17 @@ def run(args: argparse.Namespace) -> int:
                        {**os.environ, "MANDALA_ADMIN_TOKEN": admin})
         _wait_for(base, server)
         bots = dict(BOTS)
-        node = shutil.which("node")
-        if node and JS_BOT.exists() and not args.no_javascript:
+        node = shutil.which("node") if JS_BOT.exists() and not args.no_javascript else None
+        js = node_command(node, JS_BOT) if node else None
+        if js is not None:
             bots["javascript"] = "node"
+        elif node:
+            print("mandala demo: the Node.js bot needs Node >= 20.10; it is left out", file=sys.stderr)
         for name, spec in bots.items():
             token = _request(base + "/api/bots", {"name": name}, admin)["token"]
             env = {**os.environ, "MANDALA_TOKEN": token}
             if spec == "node":
-                start(name, [str(node), str(JS_BOT), "--url", ws, "--ladder", "--max-games", "2"], env)
+                start(name, [*(js or []), "--url", ws, "--ladder", "--max-games", "2"], env)
             else:
                 start(name, [sys.executable, "-m", "mandala_client.cli", "--url", ws, "--bot", spec, "--ladder",
                              "--max-games", "2"], env)

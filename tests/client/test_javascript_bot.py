@@ -1,21 +1,18 @@
-"""The JavaScript bot, ``clients/javascript/mandala-bot.mjs``, run by Node against a real server,
-and its hand-written WebSocket client against a raw RFC 6455 peer written here byte by byte.
+"""The JavaScript bot, ``clients/javascript/mandala-bot.mjs``, run by Node against a real server:
+challenges, several games at once, reconnecting, the ladder, refusals and its command line.
+The bot uses Node's built-in WebSocket client (``--experimental-websocket`` before Node 22).
 
-Without Node >= 20 on PATH these tests are skipped with a loud reason; with ``CI=true`` they
+Without Node >= 20.10 on PATH these tests are skipped with a loud reason; with ``CI=true`` they
 fail instead, since CI must run them.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
-import hashlib
-import json
 import os
 import re
 import shutil
 import signal
-import struct
 import subprocess
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -25,34 +22,43 @@ import pytest
 
 import mandala
 from arena_testkit import ADMIN, Harness, WsClient, exit_of, random_policy, wait_until
+from mandala_cli import demo_cmd
 from protocol.messages import Challenged, Decision, Error, GameOver, Update
 from server.connection import Connection
 
 ROOT = Path(__file__).resolve().parents[2]
 BOT_JS = ROOT / "clients" / "javascript" / "mandala-bot.mjs"
-NODE_MIN = 20
+NODE_MIN = (20, 10)
+LINES_MAX = 250
 RULES_END = {"river", "deck", "no_moves", "turn_limit"}
 GAME_TIMEOUT = 60.0
 
 
 @pytest.fixture(scope="module")
 def node() -> str:
-    """The ``node`` executable, at least version 20."""
+    """The ``node`` executable, at least version 20.10."""
     exe = shutil.which("node")
     why = None
     if exe is None:
-        why = "NODE.JS NOT FOUND: the JavaScript bot's tests did not run (install Node >= 20 and put `node` on PATH)"
+        why = "NODE.JS NOT FOUND: the JavaScript bot's tests did not run (install Node >= 20.10 and put `node` on PATH)"
     else:
         version = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
-        found = re.match(r"v(\d+)\.", version)
-        if found is None or int(found.group(1)) < NODE_MIN:
-            why = f"NODE.JS {version or '(unknown version)'} IS TOO OLD: the JavaScript bot's tests need Node >= {NODE_MIN}"
+        found = re.match(r"v(\d+)\.(\d+)\.", version)
+        if found is None or (int(found.group(1)), int(found.group(2))) < NODE_MIN:
+            why = f"NODE.JS {version or '(unknown version)'} IS TOO OLD: the JavaScript bot's tests need Node >= 20.10"
     if why is not None:
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(why + "; CI=true requires it", pytrace=False)
         pytest.skip(why)
     assert exe is not None
     return exe
+
+
+def node_command(node: str) -> list[str]:
+    """How to run the bot: Node before 22 needs ``--experimental-websocket`` for its WebSocket."""
+    command = demo_cmd.node_command(node, BOT_JS)
+    assert command is not None
+    return command
 
 
 # ------------------------------------------------------------------ against the real server
@@ -64,7 +70,7 @@ def ws_url(arena: Harness) -> str:
 
 async def start_js(node: str, arena: Harness, token: str, *args: str) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
-        node, str(BOT_JS), "--url", ws_url(arena), "--token", token, *args,
+        *node_command(node), "--url", ws_url(arena), "--token", token, *args,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
 
 
@@ -157,9 +163,6 @@ async def test_js_bot_challenges_and_plays_complete_games(
     log = await played(arena, proc, overs, errors_to)
     assert log.count(" started: ") == 3 and log.count(" over: ") == 3
     assert "error" not in log and "done: 3 games played" in log
-    # game_over frames carry the whole record: well past 125 bytes, so the bot's client read
-    # 16-bit frame lengths (the 64-bit ones are tested against the raw peer below).
-    assert min(len(raw) for raw in py.raw if raw.startswith('{"type":"game_over"')) > 125
 
 
 async def test_js_bot_accepts_challenges_and_plays_two_games_at_once(
@@ -278,174 +281,18 @@ def test_js_bot_refuses_a_bad_command_line(node: str) -> None:
     env = {k: v for k, v in os.environ.items() if k != "MANDALA_TOKEN"}
     for args, says in [([], "no token"), (["--token", "t", "--ladder", "--challenge", "x"], "exclude"),
                        (["--token", "t", "--games", "0"], "--games must be a positive integer")]:
-        done = subprocess.run([node, str(BOT_JS), *args], capture_output=True, text=True, timeout=30, env=env)
+        done = subprocess.run([*node_command(node), *args], capture_output=True, text=True, timeout=30, env=env)
         assert done.returncode == 2 and says in done.stderr, done.stderr
 
 
-# ------------------------------------------------------------------ against a raw RFC 6455 peer
-
-WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
-
-# Imports the bot's client, echoes every text message and prints one JSON line per event.
-ECHO_CLIENT = """
-import { WebSocketClient } from %s;
-const out = (event) => process.stdout.write(JSON.stringify(event) + '\\n');
-const ws = new WebSocketClient(process.argv[2], { closeTimeoutMs: 2000 });
-ws.on('open', () => out({ event: 'open' }));
-ws.on('message', (data, isBinary) => {
-  out({ event: 'message', bytes: Buffer.byteLength(data), binary: isBinary });
-  if (!isBinary) ws.send(data);
-});
-ws.on('error', (err) => out({ event: 'error', message: err.message }));
-ws.on('close', (code, reason) => out({ event: 'close', code, reason }));
-"""
+def test_the_bot_is_one_small_file_on_the_built_in_websocket() -> None:
+    text = BOT_JS.read_text(encoding="utf-8")
+    assert len(text.splitlines()) < LINES_MAX
+    assert "import" not in text.replace("import { parseArgs } from 'node:util';", "")  # nothing else to install
+    assert "new WebSocket(" in text
 
 
-def server_frame(opcode: int, payload: bytes, fin: bool = True, masked: bool = False) -> bytes:
-    """One frame as a server sends it (unmasked unless asked), with the shortest length form."""
-    head = bytes([(0x80 if fin else 0) | opcode])
-    mask_bit = 0x80 if masked else 0
-    n = len(payload)
-    if n < 126:
-        head += bytes([mask_bit | n])
-    elif n < 65536:
-        head += bytes([mask_bit | 126]) + struct.pack("!H", n)
-    else:
-        head += bytes([mask_bit | 127]) + struct.pack("!Q", n)
-    if masked:
-        key = b"\x01\x02\x03\x04"
-        payload = bytes(b ^ key[i % 4] for i, b in enumerate(payload))
-        head += key
-    return head + payload
-
-
-async def read_client_frame(reader: asyncio.StreamReader) -> tuple[int, bytes, int]:
-    """One frame from the client: (opcode, unmasked payload, the 7-bit length field). The
-    client must mask every frame and, as it never fragments, set FIN."""
-    b0, b1 = await reader.readexactly(2)
-    assert b0 & 0x80 and not b0 & 0x70, f"first byte {b0:#x}: FIN unset or reserved bits set"
-    assert b1 & 0x80, "a client frame without a mask"
-    field = b1 & 0x7F
-    n = field
-    if field == 126:
-        (n,) = struct.unpack("!H", await reader.readexactly(2))
-    elif field == 127:
-        (n,) = struct.unpack("!Q", await reader.readexactly(8))
-    key = await reader.readexactly(4)
-    data = await reader.readexactly(n)
-    return b0 & 0x0F, bytes(b ^ key[i % 4] for i, b in enumerate(data)), field
-
-
-async def accept_upgrade(reader: asyncio.StreamReader, wrong_accept: bool = False) -> bytes:
-    """Read the client's handshake request, check it, and return the 101 answer to send."""
-    request = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
-    assert request[0] == "GET /ws?x=1 HTTP/1.1"
-    headers = {k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in request[1:] if line)}
-    assert headers["upgrade"].lower() == "websocket" and "upgrade" in headers["connection"].lower()
-    assert headers["sec-websocket-version"] == "13" and "sec-websocket-extensions" not in headers
-    key = headers["sec-websocket-key"]
-    assert len(base64.b64decode(key)) == 16
-    accept = base64.b64encode(hashlib.sha1((key + WS_GUID).encode()).digest()).decode()
-    if wrong_accept:
-        accept = base64.b64encode(b"x" * 20).decode()
-    return (f"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-            f"Sec-WebSocket-Accept: {accept}\r\n\r\n").encode()
-
-
-Peer = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
-
-
-async def run_against_peer(node: str, tmp_path: Path, peer: Peer) -> list[dict[str, Any]]:
-    """Run the echo client against ``peer`` (one connection); the client's events."""
-    failures: list[BaseException] = []
-
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            await peer(reader, writer)
-        except BaseException as e:  # reported by the test, not lost in the server task
-            failures.append(e)
-        finally:
-            writer.close()
-
-    server = await asyncio.start_server(handle, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    script = tmp_path / "echo_client.mjs"
-    script.write_text(ECHO_CLIENT % json.dumps(BOT_JS.as_uri()))
-    async with server:
-        proc = await asyncio.create_subprocess_exec(
-            node, str(script), f"ws://127.0.0.1:{port}/ws?x=1",
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-        out, err = await asyncio.wait_for(proc.communicate(), 30)
-    assert proc.returncode == 0, err.decode()
-    if failures:
-        raise failures[0]
-    return [json.loads(line) for line in out.decode().splitlines()]
-
-
-async def test_ws_client_frames_fragments_pings_and_close(node: str, tmp_path: Path) -> None:
-    small = b"hello"
-    medium = ("é" * 150).encode()  # 300 bytes: the 16-bit length form
-    large = ("0123456789abcdef" * 4375).encode()  # 70 000 bytes: the 64-bit length form
-    parts = ["fragmented ", "messages, with ", "a split ☃"]
-    whole = "".join(parts).encode()
-    cut = len(whole) - 2  # the snowman's three bytes are split between two fragments
-    pieces = [whole[:11], whole[11:cut], whole[cut:]]
-
-    async def peer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        answer = await accept_upgrade(reader)
-        writer.write(answer + server_frame(0x1, small))  # a frame in the same write as the 101
-        writer.write(server_frame(0x1, medium))
-        big = server_frame(0x1, large)
-        writer.write(big[:5])  # a header cut in the middle of its 64-bit length
-        await writer.drain()
-        await asyncio.sleep(0.05)
-        writer.write(big[5:])
-        writer.write(server_frame(0x1, pieces[0], fin=False))
-        writer.write(server_frame(0x9, b"hb"))  # a ping between the fragments
-        writer.write(server_frame(0x0, pieces[1], fin=False))
-        writer.write(server_frame(0x0, pieces[2]))
-        await writer.drain()
-        echoes: list[tuple[bytes, int]] = []
-        pongs: list[bytes] = []
-        while len(echoes) < 4 or not pongs:
-            opcode, data, field = await asyncio.wait_for(read_client_frame(reader), 10)
-            if opcode == 0xA:
-                pongs.append(data)
-            else:
-                assert opcode == 0x1
-                echoes.append((data, field))
-        assert pongs == [b"hb"]
-        assert echoes == [(small, 5), (medium, 126), (large, 127), (whole, len(whole))]
-        writer.write(server_frame(0x8, struct.pack("!H", 1000) + b"bye"))
-        await writer.drain()
-        opcode, data, _ = await asyncio.wait_for(read_client_frame(reader), 10)
-        assert (opcode, data) == (0x8, struct.pack("!H", 1000))  # the close echoed with its code
-
-    events = await run_against_peer(node, tmp_path, peer)
-    assert events == [{"event": "open"}] + [
-        {"event": "message", "bytes": len(m), "binary": False} for m in (small, medium, large, whole)
-    ] + [{"event": "close", "code": 1000, "reason": "bye"}]
-
-
-async def test_ws_client_refuses_a_wrong_handshake_answer(node: str, tmp_path: Path) -> None:
-    async def peer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        writer.write(await accept_upgrade(reader, wrong_accept=True))
-        await writer.drain()
-        await reader.read()  # the client hangs up
-
-    events = await run_against_peer(node, tmp_path, peer)
-    assert events == [{"event": "error", "message": "bad Sec-WebSocket-Accept in the handshake answer"},
-                      {"event": "close", "code": 1006, "reason": ""}]
-
-
-async def test_ws_client_fails_the_connection_on_a_masked_server_frame(node: str, tmp_path: Path) -> None:
-    async def peer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        writer.write(await accept_upgrade(reader) + server_frame(0x1, b"masked", masked=True))
-        await writer.drain()
-        opcode, data, _ = await asyncio.wait_for(read_client_frame(reader), 10)
-        assert opcode == 0x8 and struct.unpack("!H", data[:2]) == (1002,)
-
-    events = await run_against_peer(node, tmp_path, peer)
-    assert events[0] == {"event": "open"}
-    assert events[1]["event"] == "error" and "masked" in events[1]["message"]
-    assert events[2:] == [{"event": "close", "code": 1002, "reason": "the server masked a frame"}]
+def test_the_bot_says_how_to_get_a_websocket_on_a_node_without_one(node: str) -> None:
+    done = subprocess.run([node, "--no-experimental-websocket", str(BOT_JS), "--token", "t"],
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 1 and "--experimental-websocket" in done.stderr and "Node >= 22" in done.stderr
