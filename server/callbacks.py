@@ -34,3 +34,17 @@ def spawn(tasks: set[asyncio.Task[Any]], coro: Coroutine[Any, Any, Any], what: s
             log.error("%s failed", what, exc_info=t.exception())
 
     task.add_done_callback(done)
+
+
+CANCEL_AGAIN_S = 1.0
+
+
+async def cancel_and_wait(tasks: list[asyncio.Task[Any]]) -> None:
+    """Cancel ``tasks`` and wait until every one has ended. A cancellation that lands inside a
+    library call which swallows it (redis-py's pipeline can, mid-command) would leave a task
+    running for ever, and a shutdown waiting on it: such a task is cancelled again each second."""
+    pending = set(tasks)
+    while pending:
+        for task in pending:
+            task.cancel()
+        _, pending = await asyncio.wait(pending, timeout=CANCEL_AGAIN_S)

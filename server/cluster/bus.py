@@ -33,7 +33,7 @@ import msgspec
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from ..callbacks import call_safely
+from ..callbacks import call_safely, cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -126,9 +126,7 @@ class ClusterBus(Generic[M]):
         ]
 
     async def close(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await cancel_and_wait(self._tasks)
         self._tasks = []
         self._sent = self._posted
         self._wake_waiters(ClusterUnavailable(f"node {self.node} left the cluster"))

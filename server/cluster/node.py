@@ -49,7 +49,7 @@ from protocol.messages import (
 )
 from protocol.tournaments import LiveTournament
 
-from ..callbacks import spawn
+from ..callbacks import cancel_and_wait, spawn
 from ..clock import utc_now
 from ..connection import Connection, encode
 from ..refusal import Refusal
@@ -259,9 +259,7 @@ class ClusterNode:
             await asyncio.wait_for(self.bus.sent(), 2.0)
         except (TimeoutError, ClusterUnavailable):
             pass
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await cancel_and_wait(self._tasks)
         for task in list(self._spawned):
             task.cancel()
         self._tasks = []
