@@ -256,7 +256,6 @@ class GameRecorder:
                 self._queue.popleft()
             for write in batch:
                 call_safely(write.durable, "a game recorder callback")
-                call_safely(write.stored, "a game recorder callback")
             if not self._queue:
                 self._drained.set()
                 if self.failing is not None:
@@ -287,11 +286,15 @@ class GameRecorder:
 
     async def _store(self, batch: list[Write]) -> None:
         """Store rows in one transaction, in queue order. Rated games get both Elo updates,
-        each computed from the ratings stored just before it, under the rating lock."""
+        each computed from the ratings stored just before it, under the rating lock, and their
+        ``stored`` callbacks run before it is released: whoever reads the stored ratings and
+        what those callbacks keep in memory under the lock sees both or neither."""
         writes = [GameWrite(w.row, w.final, self._rate_for(w.row) if w.final else None) for w in batch]
         if any(w.rate is not None for w in writes):
             async with self.rating_lock:
                 await self.storage.write_games(writes)
+                for write in batch:
+                    call_safely(write.stored, "a game recorder callback")
         else:
             await self.storage.write_games(writes)
 

@@ -591,10 +591,13 @@ class Ladder:
                     self.manager.recorder.faults.note("reading the standings", e)
 
     async def refresh_standings(self) -> LiveStandings:
-        rows = await self.storage.standings()
+        # Under the rating lock, the stored ratings and game counts and the results kept in
+        # memory (appended as each rated game is stored, under the same lock) are one snapshot.
+        async with self.manager.recorder.rating_lock:
+            rows = await self.storage.standings()
+            results = list(self.results)
         self.ratings = {r.bot: r.rating for r in rows}
         listed = [r for r in rows if self.place(r.bot) == "listed"]
-        results = list(self.results)
         center = sum(r.rating for r in listed) / len(listed) if listed else self.settings.elo_initial
         fits = await asyncio.to_thread(bradley_terry.fit, results, [r.bot for r in listed], center)
         wdl: dict[str, list[int]] = {r.bot: [0, 0, 0] for r in listed}
