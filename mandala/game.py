@@ -379,19 +379,27 @@ class Game:
 
     # ------------------------------------------------------------------ moves
 
+    def check(self, move: Move) -> int:
+        """The code of ``move`` if it may be pushed now (for :meth:`push_code`), the game
+        untouched; else raise :class:`IllegalMove` naming the rule it breaks.
+
+        For a caller that must decide on a move before applying it (a server that
+        stores each move before it takes effect).
+        """
+        legal = self._legal
+        if legal is not None and type(move) in _KINDS:  # a listed legal move needs no checking
+            code = code_of(move)
+            if code is not None and code in legal:
+                return code
+        return self._check(move)
+
     def push(self, move: Move) -> None:
         """Apply ``move`` for the player whose decision it is.
 
         Raises :class:`IllegalMove`, naming the rule, and leaves the game
         untouched when the move is not legal now.
         """
-        legal = self._legal
-        if legal is not None and type(move) in _KINDS:  # a listed legal move needs no checking
-            code = code_of(move)
-            if code is not None and code in legal:
-                self.push_code(code)
-                return
-        self.push_code(self._check(move))
+        self.push_code(self.check(move))
 
     def _check(self, move: Move) -> int:
         """The code of ``move`` if it is legal now; else raise the rule it breaks."""

@@ -17,7 +17,7 @@ import msgspec
 from .cards import COLORS, Color
 from .errors import IllegalMove, RecordError
 from .game import Game, SetupError
-from .moves import MOVES, Claim, Discard, Field, Mountain, Pass, move_from_dict
+from .moves import MOVES, Claim, Discard, Field, Mountain, Move, Pass, move_from_dict
 from .views import Seat
 
 
@@ -60,12 +60,24 @@ _PLAYED: tuple[tuple[PlayedMove, ...], ...] = tuple(
     for seat in (0, 1)
 )
 """Every move with every seat, built once: played moves are frozen and shared like ``MOVES``."""
+_CODES: dict[PlayedMove, int] = {m: code for seat in _PLAYED for code, m in enumerate(seat)}
 
 
 def played(game: Game, ply: int = -1) -> PlayedMove:
     """The move made at ``ply`` (the last one by default), with the seat that made it."""
     seat, code = game.history[ply]
     return _PLAYED[seat][code]
+
+
+def played_move(seat: int, code: int) -> PlayedMove:
+    """The move with code ``code`` (:meth:`Game.check`) made by ``seat``, as records list it
+    (one shared, frozen instance)."""
+    return _PLAYED[seat][code]
+
+
+def move_of(entry: PlayedMove) -> Move:
+    """The R22 move of a played move (without its player), for :meth:`Game.push`."""
+    return MOVES[_CODES[entry]]
 
 
 def record_of(game: Game) -> Record:

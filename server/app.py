@@ -7,8 +7,9 @@ storage fails), and marks games left running by it as aborted; shutdown aborts r
 
 With ``settings.redis`` the server is one node of a cluster (:mod:`server.cluster.node`): it
 joins before it serves (an unreachable Redis stops the start with
-:class:`~server.cluster.bus.ClusterUnavailable`), marks aborted only the running games no living
-node hosts, and leaves the cluster after its games are aborted and announced.
+:class:`~server.cluster.bus.ClusterUnavailable`) and takes back the games it ran before a
+restart from their move logs; it stops without ending its games, which the ladder's leader
+takes over (:mod:`server.cluster.takeover`).
 """
 
 from __future__ import annotations
@@ -99,14 +100,14 @@ async def _startup(app: web.Application) -> None:
     await arena.manager.recorder.open()
     if cluster is None:
         aborted = await arena.storage.abort_running(utc_now())
-    else:
-        running = [row.game_id for row in await arena.storage.list_games("running", 1 << 20)]
-        aborted = await arena.storage.abort_running(utc_now(), await cluster.stale_games(running))
-    if aborted:
-        log.warning("%d game(s) left running by a server that stopped marked aborted", aborted)
+        if aborted:
+            log.warning("%d game(s) left running by a server that stopped marked aborted", aborted)
     await arena.ladder.start(lead=cluster is None)
     await arena.tournaments.start(lead=cluster is None)
     if cluster is not None:
+        adopted = await cluster.takeover.adopt_own()  # the others' are the leader's to take
+        if adopted:
+            log.warning("%d game(s) this node ran before it restarted taken back from their move logs", adopted)
         cluster.run()
 
 
@@ -116,7 +117,10 @@ async def _shutdown(app: web.Application) -> None:
     await arena.ladder.stop()
     await arena.live.close()
     arena.challenges.clear()
-    arena.manager.abort_all()
+    if arena.cluster is not None:
+        arena.cluster.leave()  # its games are taken over by another node, not aborted
+    else:
+        arena.manager.abort_all()
     conns = list(arena.presence.connections)
     for conn in conns:
         conn.close(CLOSE_GOING_AWAY, "server shutting down")

@@ -80,6 +80,11 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     storage_wait_s: float = 300.0
     """At start, how long to wait for storage to open and take the spooled games before giving up."""
 
+    # A cluster's games when their node dies (README, "A game survives its node").
+    takeover_budget_s: Annotated[float, Meta(gt=0, le=3600)] = 30.0
+    """How long the node taking over a dead node's game keeps trying to read its move log
+    before it gives the game up (aborted, its seats closed with 4010)."""
+
     # The ladder (README, "The ladder").
     elo_initial: float = 1500.0
     """A new bot's rating (and every bot's after a ratings reset)."""

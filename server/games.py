@@ -22,7 +22,7 @@ import msgspec
 import mandala
 from mandala import Game, IllegalMove, Record, RecordError
 from mandala.moves import Move
-from mandala.record import PlayedMove, played
+from mandala.record import PlayedMove, move_of, played, played_move
 from protocol.messages import (
     ClientMessage,
     Decision,
@@ -39,7 +39,7 @@ from protocol.messages import (
     Update,
 )
 
-from .clock import utc_now
+from .clock import seconds_since, utc_now
 from .config import Settings
 from .connection import Connection, encode
 from .deals import Deal, build_game
@@ -47,6 +47,7 @@ from .presence import Presence
 from .recorder import GameRecorder
 from .refusal import Refusal
 from .storage import GameRow, GameStatus
+from .storage.base import Claim, LoggedMove, MoveWrite
 from .telemetry import Telemetry, clipped, ms
 
 log = logging.getLogger(__name__)
@@ -81,6 +82,25 @@ class GamesElsewhere(Protocol):
 
     def watch(self, conn: Connection, game_id: str, host: str, on: bool) -> None: ...
 
+    def moved(self, room: GameRoom) -> None:
+        """Another node took over ``room``'s game: its spectators here follow it there."""
+
+    def adopting(self, room: GameRoom) -> None:
+        """This node takes over ``room``'s game: the cluster hears it runs here now, and the
+        connections here that watched it watch it here."""
+
+
+REQUEST_EPOCH = 1_000_000
+"""A decision's ``request_id`` is ``epoch * REQUEST_EPOCH + ply``: the game's ply for a game
+that never changed node, and after each takeover (a new epoch) an id no decision of the game
+had before, greater than all of them (a game never reaches a million plies)."""
+
+
+class Journal(Protocol):
+    """Where a cluster's games store each move before it takes effect (the recorder)."""
+
+    def append(self, move: MoveWrite, durable: Callable[[], None], lost: Callable[[], None]) -> None: ...
+
 
 class Pending:
     """The decision the game waits for: whose it is, its request id, and when it was asked."""
@@ -106,10 +126,15 @@ class GameRoom:
         kind: GameKind,
         pair_id: str | None,
         decision_ms: int,
-        explicit_reshuffles: int,
+        deal: Deal,
         tournament: tuple[str, int] | None = None,
         deliver: Deliver,
         on_end: Callable[[GameRoom], None],
+        epoch: int = 0,
+        host: str | None = None,
+        journal: Journal | None = None,
+        on_lost: Callable[[GameRoom], None] | None = None,
+        started: str | None = None,
     ) -> None:
         self.id = game_id
         self.players = players
@@ -120,18 +145,29 @@ class GameRoom:
         self.tournament_id: str | None = tournament[0] if tournament is not None else None
         self.slot: int | None = tournament[1] if tournament is not None else None
         self.decision_ms = decision_ms
-        self.started = utc_now()
+        self.deal = deal
+        self.epoch = epoch
+        """Times another node took this game over; part of every ``request_id``."""
+        self.host = host
+        self.started = started or utc_now()
         self.ended: str | None = None
         self.status: GameStatus = "running"
         self.outcome: GameResult | None = None
         self.spectators: set[Spectator] = set()
         self.pending: Pending | None = None
         self.away: set[int] = set()
-        self._explicit_reshuffles = explicit_reshuffles
+        self._storing: list[Callable[[], None]] | None = None
+        """While a move is being stored: what the bots asked meanwhile (a resignation),
+        done once it is applied."""
+        self.lost = False
+        """Another node runs the game now (a write of ours was refused): this room is dead."""
+        self._explicit_reshuffles = len(deal.reshuffles or ())
         self._deliver = deliver
         self._on_end = on_end
+        self._journal = journal
+        self._on_lost = on_lost
         self._loop = asyncio.get_running_loop()
-        self._t0 = self._loop.time()
+        self._t0 = self._loop.time() - (seconds_since(self.started) if started is not None else 0.0)
         self.telemetry = Telemetry(decision_ms)
         self._away_since: dict[int, float] = {}
         self._clock: asyncio.TimerHandle | None = None
@@ -210,6 +246,10 @@ class GameRoom:
             result=msgspec.to_builtins(self.outcome) if self.outcome else None,
             record=msgspec.to_builtins(self.record()) if done else None,
             telemetry=self.telemetry.to_json() if done else None,
+            host=self.host,
+            epoch=self.epoch,
+            deal=msgspec.to_builtins(self.deal) if record else None,
+            decision_ms=self.decision_ms,
         )
 
     # ------------------------------------------------------------------ messages to seats
@@ -282,7 +322,7 @@ class GameRoom:
             return
         seat: int = self.game.to_move  # type: ignore[assignment]
         now = self._loop.time()
-        self.pending = Pending(seat, self.ply, now)
+        self.pending = Pending(seat, self.epoch * REQUEST_EPOCH + self.ply, now)
         if self._clock is None:
             self._clock = self._loop.call_at(now + self.decision_ms / 1000, self._clock_rang)
         self._send_decision(self.decision_ms)
@@ -393,17 +433,55 @@ class GameRoom:
         if len(self.game.reshuffles) < self._explicit_reshuffles and not self._probe(move):
             return
         try:
-            self.game.push(move)
+            code = self.game.check(move)
         except IllegalMove as e:
             raise self._refuse("illegal_move", e.message, request_id, e.rule) from None
         self.pending = None
+        if self._journal is None:
+            self._apply(seat, request_id, code, elapsed)
+            return
+        # In a cluster the move takes effect once stored: a node that takes the game over
+        # replays exactly the moves that were accepted. Meanwhile no decision is pending, so
+        # no clock runs and nobody is charged for the write.
+        ply = self.ply
+        self._storing = []
+        self._journal.append(
+            MoveWrite(self.id, self.epoch, LoggedMove(ply, self.epoch, played_move(seat, code), ms(elapsed))),
+            durable=lambda: self._apply(seat, request_id, code, elapsed, ply),
+            lost=self.lose,
+        )
+
+    def _apply(self, seat: int, request_id: int, code: int, elapsed: float, ply: int | None = None) -> None:
+        """Apply an accepted move: confirm it, show it to everyone, ask the next decision.
+        A move that was being stored (``ply``) is dropped if the game ended or moved meanwhile;
+        then what the bots asked while it was stored is done."""
+        later, self._storing = self._storing or [], None
+        if ply is not None and (self.over or self.lost or self.ply != ply):
+            return
+        self.game.push_code(code)
         self.telemetry.moved(seat, self.ply - 1, elapsed)
-        try:  # confirm the move, show it to everyone, ask the next decision
+        try:
             self._deliver(self.players[seat], MoveAccepted(self.id, request_id, round(elapsed * 1000, 3)))
             self._broadcast_update(played(self.game))
             self._ask()
         except Exception:
             self._failed()
+        for action in later:
+            action()
+
+    def lose(self) -> None:
+        """Storage refused a write: another node took the game over. Stop here, say nothing."""
+        if self.lost:
+            return
+        self.lost = True
+        self._storing = None
+        if self._clock is not None:
+            self._clock.cancel()
+            self._clock = None
+        self.pending = None
+        log.warning("game %s: another node runs it now (its epoch moved past %d); stopped here", self.id, self.epoch)
+        if self._on_lost is not None:
+            self._on_lost(self)
 
     def _probe(self, move: Move) -> bool:
         """Try ``move`` on a copy while explicit reshuffles are pending: the engine checks a given
@@ -423,13 +501,47 @@ class GameRoom:
     def resign(self, seat: int) -> None:
         if self.over:
             raise self._refuse("game_over", f"game {self.id} is over")
+        if self._storing is not None:  # after the move being stored, as the bots sent them
+            self._storing.append(lambda: self._resign_later(seat))
+            return
         self._note("resign", seat, after_ms=self._thought(seat))
         self._end_for(1 - seat, "resign")
 
+    def _resign_later(self, seat: int) -> None:
+        try:
+            self.resign(seat)
+        except Refusal as r:
+            self._deliver(self.players[seat], r.to_error())
+
     def abort(self) -> None:
         """End without a winner (server stopping, unplayable deal)."""
-        if not self.over:
+        if not self.over and not self.lost:
             self._end_for(None, "aborted", "aborted")
+
+    def release(self) -> None:
+        """Stop running the game here without ending it: its clock stops and nothing more is
+        sent; its stored row and move log are left for another node to take it over."""
+        if self._clock is not None:
+            self._clock.cancel()
+            self._clock = None
+        self.pending = None
+        self.lost = True
+
+    def take_over(self, node: str) -> None:
+        """Run a game rebuilt from its move log (another node ran it before): each seat is
+        told it is resumed and shown where it stands, and the decision due is asked afresh,
+        with a new request id and a full clock."""
+        for seat in (0, 1):
+            self._note("takeover", seat, epoch=self.epoch, node=node)
+        try:
+            for seat in (0, 1):
+                self._deliver(self.players[seat], self._game_start(seat, resumed=True))
+                self._deliver(self.players[seat], Update(self.id, self.ply, None, self._view(seat)))
+            for conn in list(self.spectators):
+                conn.send(Update(self.id, self.ply, None, self._view(None)))
+            self._ask()
+        except Exception:
+            self._failed()
 
     # ------------------------------------------------------------------ presence
 
@@ -493,6 +605,10 @@ class GameManager:
         self.house: dict[str, Any] = {}
         self.listeners: list[GameEvents] = []
         self.elsewhere: GamesElsewhere | None = None
+        self.host: str | None = None
+        """In a cluster, this node's name: the host stored with each game it starts."""
+        self.journal: Journal | None = None
+        """In a cluster, where each move is stored before it takes effect (the recorder)."""
 
     # ------------------------------------------------------------------ starting and ending
 
@@ -519,32 +635,66 @@ class GameManager:
             if seat is not None and not seat.reachable:
                 raise Refusal("cluster_unavailable", f"{name} is connected to another node, which cannot be reached now")
         deal = deal or Deal()
+        if deal.reshuffle_seed is None:  # fixed now, so the game can be dealt again (a takeover)
+            deal = msgspec.structs.replace(deal, reshuffle_seed=secrets.randbits(63))
         game = build_game(deal)
         game_id = secrets.token_urlsafe(6)
         while game_id in self.running or game_id in self.finished:
             game_id = secrets.token_urlsafe(6)
-        room = GameRoom(
-            game_id,
-            players,
-            game,
-            rated=rated,
-            kind=kind,
-            pair_id=pair_id,
-            decision_ms=decision_ms or self.settings.decision_ms,
-            explicit_reshuffles=len(deal.reshuffles or ()),
-            tournament=tournament,
-            deliver=self._deliver,
-            on_end=self._on_end,
-        )
-        self.running[game_id] = room
-        for name in players:
-            self._by_bot.setdefault(name, {})[game_id] = room
+        room = self._room(game_id, players, game, deal, rated=rated, kind=kind, pair_id=pair_id,
+                          decision_ms=decision_ms or self.settings.decision_ms, tournament=tournament)
         self.recorder.save(room.to_row())
         log.debug("game %s started (%s): %s vs %s", game_id, kind, *players)
         for listener in self.listeners:
             listener.game_started(room)
         room.begin()
         return room
+
+    def _room(self, game_id: str, players: tuple[str, str], game: Game, deal: Deal, **fields: Any) -> GameRoom:
+        """A room for ``game``, registered as running here."""
+        room = GameRoom(game_id, players, game, deal=deal, deliver=self._deliver, on_end=self._on_end,
+                        host=self.host, journal=self.journal, on_lost=self._lost, **fields)
+        self.running[game_id] = room
+        for name in players:
+            self._by_bot.setdefault(name, {})[game_id] = room
+        return room
+
+    def adopt(self, claim: Claim) -> GameRoom:
+        """Run here a game another node ran, rebuilt from its deal and its move log (a
+        :meth:`Storage.claim_game`): its seats are told it resumed and the decision due is
+        asked afresh. Raises :class:`RecordError` if the log does not replay."""
+        row = claim.row
+        if row.deal is None or row.decision_ms is None:
+            raise RecordError("R23", f"game {row.game_id} was stored without its deal")
+        try:
+            deal = msgspec.convert(row.deal, Deal)
+            game = build_game(deal)
+        except (msgspec.ValidationError, mandala.SetupError) as e:
+            raise RecordError("R3", f"game {row.game_id}: its stored deal does not deal: {e}") from None
+        for ply, entry in enumerate(claim.moves):
+            if entry.ply != ply or entry.move.player != game.to_move:
+                raise RecordError("R23", f"game {row.game_id}: its move log has no move {ply} by seat {game.to_move}", ply)
+            try:
+                game.push(move_of(entry.move))
+            except (IllegalMove, KeyError) as e:
+                raise RecordError("R23", f"game {row.game_id}: its move log does not replay: {e}", ply) from None
+        tournament = (row.tournament_id, row.slot) if row.tournament_id is not None and row.slot is not None else None
+        room = self._room(row.game_id, (row.players[0], row.players[1]), game, deal, rated=row.rated,
+                          kind=row.kind, pair_id=row.pair_id, decision_ms=row.decision_ms, tournament=tournament,
+                          epoch=row.epoch, started=row.started)
+        room.telemetry.restore(claim.moves)
+        log.warning("game %s taken over at ply %d (epoch %d)", room.id, room.ply, room.epoch)
+        if self.elsewhere is not None:
+            self.elsewhere.adopting(room)
+        room.take_over(self.host or "")
+        return room
+
+    def release_all(self) -> None:
+        """Stop running every game here without ending it (a cluster node leaving: another
+        node takes them over from their move logs)."""
+        for room in list(self.running.values()):
+            room.release()
+            self._unregister(room)
 
     def _deliver(self, name: str, msg: Any) -> None:
         conn = self.presence.get(name) or self.house.get(name)
@@ -553,15 +703,33 @@ class GameManager:
 
     def _on_end(self, room: GameRoom) -> None:
         """A game is over. A finished game is announced (``game_over`` to its bots, the
-        listeners told) once it is durable; an aborted one at once."""
+        listeners told) once it is durable; an aborted one at once, but in a cluster, where
+        another node may have taken the game over, also only once stored."""
         log.debug("game %s over: %s", room.id, room.outcome)
         row = room.to_row()
-        if room.status == "aborted":
+        if room.status == "aborted" and self.journal is None:
             self.recorder.finish(row)
             self._announce(room)
             return
         stored = (lambda: self._rated_game_stored(room)) if room.rated else None
-        self.recorder.finish(row, durable=lambda: self._announce(room), stored=stored)
+        self.recorder.finish(row, durable=lambda: self._announce(room), stored=stored, lost=room.lose)
+
+    def _lost(self, room: GameRoom) -> None:
+        """Another node runs ``room``'s game now: forget it here without a word to its seats
+        (they hear from the new host); this node's spectators follow it there."""
+        self._unregister(room)
+        if self.elsewhere is not None:
+            self.elsewhere.moved(room)
+
+    def _unregister(self, room: GameRoom) -> None:
+        if self.running.get(room.id) is room:
+            del self.running[room.id]
+        for name in room.players:
+            games = self._by_bot.get(name)
+            if games is not None and games.get(room.id) is room:
+                del games[room.id]
+                if not games:
+                    del self._by_bot[name]
 
     def _rated_game_stored(self, room: GameRoom) -> None:
         for listener in self.listeners:
@@ -572,13 +740,7 @@ class GameManager:
 
     def _announce(self, room: GameRoom) -> None:
         """Move the room from running to finished, send ``game_over``, tell the listeners."""
-        self.running.pop(room.id, None)
-        for name in room.players:
-            games = self._by_bot.get(name)
-            if games is not None:
-                games.pop(room.id, None)
-                if not games:
-                    del self._by_bot[name]
+        self._unregister(room)
         self.finished[room.id] = room
         while len(self.finished) > self.settings.finished_cache:
             self.finished.popitem(last=False)

@@ -12,6 +12,12 @@ overtakes its start, and rated games are stored, with the Elo update each comput
 stored ratings, in the order they finished, so the ratings always equal a replay of the
 stored rated games. A rated game stays rated however long storage fails.
 
+In a cluster the same queue carries each move of the node's games to their move logs
+(``server/takeover.py``): a move is accepted once stored, and a game's end only once the
+database has it (a spool on this node's disk is no use to the node that takes its games
+over). A write for a game another node took over meanwhile is refused by the database and
+reported to its game (``lost``), never retried.
+
 While storage fails the recorder is *failing*: :meth:`GameRecorder.check` refuses new games
 with ``storage_unavailable``, ``/health`` answers 503, the live page shows a banner. Each
 distinct failure is logged once with its traceback, then counted. The head of the queue is
@@ -36,7 +42,7 @@ from .ladder import elo
 from .refusal import Refusal
 from .spool import Spool, SpoolError
 from .storage import GameRow, RatingChange, Standing, Storage
-from .storage.base import GameWrite, Rate, score_of_seat0
+from .storage.base import GameWrite, MoveWrite, Rate, score_of_seat0
 
 log = logging.getLogger(__name__)
 
@@ -73,20 +79,30 @@ class FaultLog:
 
 @dataclass(eq=False)
 class Write:
-    """One row on its way to storage."""
+    """One game row, or one move of a game's log, on its way to storage."""
 
-    row: GameRow
+    row: GameRow | None
+    """The row (``None`` for a move)."""
     final: bool
     """The game's last row (finished or aborted), stored with :meth:`Storage.finish_game`."""
     durable: Callable[[], None] | None = None
-    """Called once the row is stored or spooled (a finished game's ``game_over``)."""
+    """Called once the row is stored or spooled (a finished game's ``game_over``), or the move
+    stored."""
     stored: Callable[[], None] | None = None
     """Called once the row is in the database."""
+    lost: Callable[[], None] | None = None
+    """Called instead of the others when storage refused the write because another node runs
+    the game now (it took the game over): nothing of it was written."""
+    move: MoveWrite | None = None
     spooled: bool = False
+    spoolable: bool = False
+    """A finished game's last row, which may be spooled while the database fails."""
 
     @property
-    def spoolable(self) -> bool:
-        return self.final and self.row.status == "finished"
+    def game_id(self) -> str:
+        item = self.row if self.row is not None else self.move
+        assert item is not None
+        return item.game_id
 
 
 class GameRecorder:
@@ -96,6 +112,10 @@ class GameRecorder:
         self.settings = settings
         self.storage = storage
         self.spool = spool
+        self.spools = settings.redis is None
+        """Whether a finished game may be announced once spooled. Not in a cluster: another
+        node that takes over a dead node's games reads the database, never its spool, so
+        there a game is announced only once the database has it (like each move)."""
         self.rating_lock = asyncio.Lock()
         """Held from reading two bots' ratings to storing their update (and by a ratings
         reset), so no rated game starts from a rating that is being replaced."""
@@ -122,11 +142,18 @@ class GameRecorder:
         """Queue a running game's row (its start)."""
         self._push(Write(row, final=False))
 
+    def append(self, move: MoveWrite, durable: Callable[[], None], lost: Callable[[], None]) -> None:
+        """Queue a move for its game's log; ``durable`` runs once it is stored, ``lost`` if
+        another node runs the game now (the move was not stored)."""
+        self._push(Write(None, final=False, durable=durable, lost=lost, move=move))
+
     def finish(self, row: GameRow, durable: Callable[[], None] | None = None,
-               stored: Callable[[], None] | None = None) -> None:
-        """Queue a game's last row; ``durable`` runs once it is stored or spooled, ``stored``
-        once it is in the database."""
-        write = Write(row, final=True, durable=durable, stored=stored)
+               stored: Callable[[], None] | None = None, lost: Callable[[], None] | None = None) -> None:
+        """Queue a game's last row; ``durable`` runs once it is stored or (one node only)
+        spooled, ``stored`` once it is in the database, ``lost`` instead of them if another
+        node runs the game now."""
+        spoolable = row.status == "finished" and self.spools
+        write = Write(row, final=True, durable=durable, stored=stored, lost=lost, spoolable=spoolable)
         self._push(write)
         if self.failing is not None and write.spoolable:
             task = asyncio.get_running_loop().create_task(self._spool_waiting())
@@ -150,7 +177,7 @@ class GameRecorder:
     @property
     def pending(self) -> int:
         """Finished games not yet in the database."""
-        return sum(1 for w in self._queue if w.spoolable)
+        return sum(1 for w in self._queue if w.final and w.row is not None and w.row.status == "finished")
 
     def health(self) -> dict[str, Any]:
         """What ``/health`` says about storage."""
@@ -245,9 +272,9 @@ class GameRecorder:
                 continue
             batch = list(itertools.islice(self._queue, BATCH_MAX))
             try:
-                await asyncio.wait_for(self._store(batch), self.settings.storage_timeout_s)
+                lost = await asyncio.wait_for(self._store(batch), self.settings.storage_timeout_s)
             except Exception as e:
-                self._fail(f"storing game {batch[0].row.game_id}", e)  # the head, retried until stored
+                self._fail(f"storing game {batch[0].game_id}", e)  # the head, retried until stored
                 await self._spool_waiting()
                 self._tell_pending()
                 await self._pause()
@@ -255,7 +282,10 @@ class GameRecorder:
             for _ in batch:
                 self._queue.popleft()
             for write in batch:
-                call_safely(write.durable, "a game recorder callback")
+                if lost and write.game_id in lost:
+                    call_safely(write.lost, "a game recorder callback")
+                else:
+                    call_safely(write.durable, "a game recorder callback")
             if not self._queue:
                 self._drained.set()
                 if self.failing is not None:
@@ -284,24 +314,33 @@ class GameRecorder:
         await asyncio.sleep(self._backoff)
         self._backoff = min(self._backoff * 2, self.settings.storage_retry_max_s)
 
-    async def _store(self, batch: list[Write]) -> None:
-        """Store rows in one transaction, in queue order. Rated games get both Elo updates,
+    async def _store(self, batch: list[Write]) -> frozenset[str]:
+        """Store rows and moves in one transaction, in queue order; the games whose writes
+        were refused because another node runs them now. Rated games get both Elo updates,
         each computed from the ratings stored just before it, under the rating lock, and their
         ``stored`` callbacks run before it is released: whoever reads the stored ratings and
         what those callbacks keep in memory under the lock sees both or neither."""
-        writes = [GameWrite(w.row, w.final, self._rate_for(w.row) if w.final else None) for w in batch]
-        if any(w.rate is not None for w in writes):
-            async with self.rating_lock:
-                await self.storage.write_games(writes)
-                for write in batch:
+        writes = [self._for_storage(w) for w in batch]
+        if not any(isinstance(w, GameWrite) and w.rate is not None for w in writes):
+            return await self.storage.write_games(writes)
+        async with self.rating_lock:
+            lost = await self.storage.write_games(writes)
+            for write in batch:
+                if write.stored is not None and write.game_id not in lost:
                     call_safely(write.stored, "a game recorder callback")
-        else:
-            await self.storage.write_games(writes)
+        return lost
 
     async def store_final(self, row: GameRow) -> None:
         """Store a game's last row now (games go through the queue; this is its last step).
-        Storing a game already stored changes nothing."""
-        await self._store([Write(row, final=True)])
+        Storing a game already stored changes nothing; one another node runs now is dropped."""
+        if await self._store([Write(row, final=True)]):
+            log.warning("game %s: another node runs it now; its spooled end was not stored", row.game_id)
+
+    def _for_storage(self, w: Write) -> GameWrite | MoveWrite:
+        if w.move is not None:
+            return w.move
+        assert w.row is not None
+        return GameWrite(w.row, w.final, self._rate_for(w.row) if w.final else None)
 
     def _rate_for(self, row: GameRow) -> Rate | None:
         if not (row.rated and row.status == "finished"):
@@ -324,7 +363,7 @@ class GameRecorder:
             if not waiting:
                 return
             try:
-                await asyncio.to_thread(self.spool.append, [w.row for w in waiting])
+                await asyncio.to_thread(self.spool.append, [w.row for w in waiting if w.row is not None])
             except Exception as e:
                 self.spool_failing = self.faults.note(f"writing the spool {self.spool.path}", e)
                 return

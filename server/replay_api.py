@@ -21,6 +21,7 @@ from aiohttp import web
 import mandala
 
 from .arena import ARENA
+from .games import REQUEST_EPOCH
 from .http_api import ApiError, json_response, over_game
 
 
@@ -31,17 +32,24 @@ def plies(record: dict[str, Any], seat: int | None = None, telemetry: dict[str, 
     moves = record["moves"]
     think = iter((telemetry or {}).get("think_ms", [[], []])[seat] if seat is not None else ())
     incidents: defaultdict[int, list[dict[str, Any]]] = defaultdict(list)
+    epochs: dict[int, int] = {}
+    """The ply at which each takeover asked its decision again, and the game's new epoch."""
     for incident in (telemetry or {}).get("incidents", []):
         if incident.get("seat") == seat:
             incidents[incident["ply"]].append(incident)
+        if incident.get("kind") == "takeover":
+            epochs[incident["ply"]] = max(epochs.get(incident["ply"], 0), incident["epoch"])
     out: list[dict[str, Any]] = []
+    epoch = 0
 
     def step(ply: int, game: mandala.Game) -> None:
+        nonlocal epoch
+        epoch = max(epoch, epochs.get(ply, 0))
         entry: dict[str, Any] = {"ply": ply, "move": moves[ply - 1] if ply else None, "view": mandala.view(game, seat)}
         if seat is not None and not game.is_over and game.to_move == seat:
             answer = moves[ply] if ply < len(moves) else None
             entry["decision"] = {
-                "request_id": ply,
+                "request_id": epoch * REQUEST_EPOCH + ply,
                 "legal": game.legal_moves,
                 "answer": answer,
                 "think_ms": next(think, None) if answer is not None else None,

@@ -4,7 +4,9 @@ A :class:`Telemetry` lives in each running game. It records each move's think ti
 time from sending the decision to receiving the answer, as the clock counted it) and every
 *incident*: an answer refused (an illegal move, a stale request id, a frame that did not
 decode), an answer that came after the clock ran out, a time-out, a disconnect and the
-reconnect, a resignation. It is stored with the game's last row (``games.telemetry``) and
+reconnect, a resignation, and in a cluster a takeover (the game's node died and another
+rebuilt it from its move log: the incidents noted before it died are lost, the think times
+are kept in the log). It is stored with the game's last row (``games.telemetry``) and
 read back by the seat replay (``GET /api/games/{id}/replay?seat=``) and a bot's health
 (``GET /api/bots/{name}``). Its JSON, as PROTOCOL.md §17 shows it::
 
@@ -25,7 +27,9 @@ from __future__ import annotations
 from array import array
 from typing import Any, Literal
 
-IncidentKind = Literal["refused", "late", "timeout", "disconnect", "reconnect", "resign"]
+from .storage.base import LoggedMove
+
+IncidentKind = Literal["refused", "late", "timeout", "disconnect", "reconnect", "resign", "takeover"]
 INCIDENTS_MAX = 100
 """Incidents kept per game; more are only counted (``dropped``), so a bot that floods a
 game with bad answers costs bounded memory and storage."""
@@ -60,10 +64,15 @@ class Telemetry:
             self.slowest_ply[seat] = ply
             self.slowest_s[seat] = think_s
 
+    def restore(self, moves: list[LoggedMove]) -> None:
+        """The think times of a game rebuilt from its move log."""
+        for m in moves:
+            self.moved(m.move.player, m.ply, m.think_ms / 1000)
+
     def incident(self, kind: IncidentKind, seat: int, ply: int, at_s: float, **fields: Any) -> None:
         """Note an incident at ``at_s`` seconds into the game; ``fields`` whose value is
         ``None`` are left out."""
-        if len(self.incidents) >= INCIDENTS_MAX:
+        if len(self.incidents) >= INCIDENTS_MAX and kind != "takeover":  # takeovers are few, and kept
             self.dropped += 1
             return
         entry: dict[str, Any] = {"kind": kind, "seat": seat, "ply": ply, "at_ms": ms(at_s)}

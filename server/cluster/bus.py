@@ -55,6 +55,15 @@ Outgoing = tuple[str, Any] | Command
 """A message (its channel and itself), or a command."""
 
 
+_DATA_AGE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('SET', KEYS[1], now, 'NX')
+return now - tonumber(redis.call('GET', KEYS[1]))
+"""
+"""How long (ms, Redis's clock) the cluster's keys have been on this Redis."""
+
+
 def node_channel(node: str) -> str:
     return f"{PREFIX}:node:{node}"
 
@@ -82,6 +91,7 @@ class ClusterBus(Generic[M]):
         self.node = node
         self.alive_s = alive_s
         self._redis = aioredis.Redis.from_url(url, socket_connect_timeout=5, socket_timeout=5)
+        self._data_age = self._redis.register_script(_DATA_AGE)
         self._decoder: msgspec.json.Decoder[Envelope[M]] = msgspec.json.Decoder(Envelope[messages])  # type: ignore[valid-type]
         self._encoder = msgspec.json.Encoder()
         self._handlers: list[Callable[[str, M], None]] = []
@@ -97,6 +107,10 @@ class ClusterBus(Generic[M]):
         self.healthy = False
         """Whether this node hears the others now."""
         self.health_listeners: list[Callable[[bool], None]] = []
+        self.presumed_dead_listeners: list[Callable[[], None]] = []
+        """Told when this node finds its liveness key had expired: the others took it for
+        dead (it was paused, or cut off from Redis, for longer than ``alive_s``)."""
+        self._alive_set = False
 
     @property
     def redis(self) -> aioredis.Redis:
@@ -130,6 +144,7 @@ class ClusterBus(Generic[M]):
         self._tasks = []
         self._sent = self._posted
         self._wake_waiters(ClusterUnavailable(f"node {self.node} left the cluster"))
+        self._alive_set = False
         try:
             await self._redis.delete(alive_key(self.node))
         except (RedisError, OSError):
@@ -219,13 +234,23 @@ class ClusterBus(Generic[M]):
 
     # ------------------------------------------------------------------ membership
 
+    async def data_age_s(self) -> float:
+        """How long this Redis has held the cluster's keys (``mandala:born``): short after it
+        restarted empty or was flushed, when living nodes may not have set their liveness
+        keys again yet, so a missing key does not yet mean a dead node."""
+        return int(await self._data_age(keys=[f"{PREFIX}:born"])) / 1000
+
     async def nodes(self) -> list[str]:
         """The nodes alive now (their key has not expired), sorted by name."""
         names = [key.decode().rsplit(":", 1)[1] async for key in self._redis.scan_iter(alive_key("*"))]
         return sorted(names)
 
     async def _refresh(self) -> None:
-        await self._redis.set(alive_key(self.node), b"1", px=int(self.alive_s * 1000))
+        was = await self._redis.set(alive_key(self.node), b"1", px=int(self.alive_s * 1000), get=True)
+        if was is None and self._alive_set:
+            for listener in list(self.presumed_dead_listeners):
+                call_safely(listener, "a presumed-dead listener")
+        self._alive_set = True
 
     async def _keep_alive(self) -> None:
         while True:

@@ -60,17 +60,24 @@ class Capacity(msgspec.Struct, tag="capacity", frozen=True):
 
 
 class GameBegan(msgspec.Struct, tag="game_began", frozen=True):
-    """A game started on ``host`` (every node: where to send its moves, the bots' slots, /live)."""
+    """A game started on ``host`` (every node: where to send its moves, the bots' slots, /live),
+    or, ``taken_over``, runs on ``host`` now at ``epoch`` (its former host died): its moves go
+    there from now on, and the spectators follow it."""
 
     host: str
     game: GameSummary
+    epoch: int = 0
+    taken_over: bool = False
 
 
 class GameEnded(msgspec.Struct, tag="game_ended", frozen=True):
-    """A game of ``host`` is over and announced (``game`` as it ended)."""
+    """A game of ``host`` is over and announced (``game`` as it ended), or, ``lost``, it
+    cannot go on (its host died and it could not be taken over): each node closes its seats
+    there with 4010."""
 
     host: str
     game: GameSummary
+    lost: bool = False
 
 
 class LeaderIs(msgspec.Struct, tag="leader_is", frozen=True):

@@ -14,8 +14,11 @@ Faults: Redis lost — games whose seats this node holds both go on; a game with
 another node is aborted by its host, and a bot here whose game another node hosts is closed
 with 4010 (its game is gone from here; on reconnecting, ``welcome`` lists what still runs);
 no game or challenge across nodes starts (``cluster_unavailable``). When Redis is back the
-node announces its bots and games again. A node that dies: its bots count as gone, its games
-are aborted, and their seats elsewhere are closed with 4010 the same way.
+node announces its bots and games again. A node that dies: its bots count as gone, and its
+games are taken over by the ladder's leader from their move logs (``takeover.py``); a node
+that stops (SIGTERM) leaves its games to be taken over the same way. A node that finds it was
+taken for dead (its liveness key expired while it was paused) drops the games another node
+took meanwhile, then announces its bots and games again.
 """
 
 from __future__ import annotations
@@ -50,7 +53,6 @@ from protocol.messages import (
 from protocol.tournaments import LiveTournament
 
 from ..callbacks import cancel_and_wait, spawn
-from ..clock import utc_now
 from ..connection import Connection, encode
 from ..refusal import Refusal
 from ..summary import game_summary
@@ -74,6 +76,7 @@ from .messages import (
     Watching,
 )
 from .presence import ClusterPresence, Place, text_of
+from .takeover import Takeover
 
 if TYPE_CHECKING:
     from ..arena import Arena
@@ -96,6 +99,10 @@ CALL_TIMEOUT_S = 10.0
 ENDED_KEPT = 1024
 """Games of other nodes remembered after their end, so a late move still reaches the host
 (which answers ``game_over``) rather than getting ``unknown_game``."""
+ORPHAN_GRACE_S = 10.0
+"""A game whose host is gone and that no node took over nor gave up after ``takeover_budget_s``
+and this long (no leader all that time) is given up here: its seats on this node are closed
+with 4010."""
 
 _began = msgspec.json.Decoder(GameBegan)
 _encoder = msgspec.json.Encoder()
@@ -171,6 +178,14 @@ class ClusterNode:
         self._spawned: set[asyncio.Task[Any]] = set()
         self._table: LiveStandings | None = None
         self._arena: Arena | None = None
+        self.takeover = Takeover(self)
+        self._previous: list[GameBegan] = []
+        """This node's games in the cluster's directory when it started (a previous life's)."""
+        self._orphaned: dict[str, float] = {}
+        """Games of other nodes whose host is gone, since when (loop time): they wait to be
+        taken over."""
+        self._gone: set[str] = set()
+        """Nodes noticed gone (their bots forgotten), until they are alive again."""
         self._handlers: dict[type, Callable[[str, Any], None]] = {
             Capacity: self._on_capacity, ToBot: self._on_to_bot, ToConn: self._on_to_conn,
             FromBot: self._on_from_bot, Watching: self._on_watching, GameBegan: self._on_game_began,
@@ -180,6 +195,7 @@ class ClusterNode:
         }
         self.bus.subscribe(self._heard)
         self.bus.health_listeners.append(self._health_changed)
+        self.bus.presumed_dead_listeners.append(self._presumed_dead)
 
     @property
     def arena(self) -> Arena:
@@ -200,6 +216,8 @@ class ClusterNode:
         self._arena = arena
         arena.presence.elsewhere = self
         arena.manager.elsewhere = self
+        arena.manager.host = self.node
+        arena.manager.journal = arena.manager.recorder
         arena.manager.listeners.append(self)
         arena.ladder.publish = self._publish_standings
         arena.ladder.may_act = self.lease.valid
@@ -216,6 +234,7 @@ class ClusterNode:
         await self.bus.open()
         try:
             await self._load()
+            await self.presence.forget_own()  # bots of this node's previous life
         except (RedisError, OSError) as e:
             await self.bus.close()
             raise ClusterUnavailable(f"Redis at {self.bus.url}: {e}") from None
@@ -236,25 +255,36 @@ class ClusterNode:
         self.capacity = {text_of(k): int(v) for k, v in (await self.bus.redis.hgetall(CAPACITY)).items()}
         alive = set(await self.bus.nodes())
         self.games = {}
+        self._previous = []
         for key, value in (await self.bus.redis.hgetall(GAMES)).items():
             try:
                 began = _began.decode(value)
             except msgspec.DecodeError:
                 log.warning("node %s: undecodable entry %r in %s dropped", self.node, key, GAMES)
                 continue
-            if began.host != self.node and began.host in alive:
+            if began.host == self.node:
+                self._previous.append(began)
+            elif began.host in alive:
                 self.games[began.game.game_id] = began
 
-    async def stale_games(self, running: list[str]) -> list[str]:
-        """Of the games storage lists as running, those no living node hosts (this node's
-        before a restart, or a dead node's): to be marked aborted at start."""
-        stale = [game_id for game_id in running if game_id not in self.games]
-        for i in range(0, len(stale), 1000):
-            await self.bus.redis.hdel(GAMES, *stale[i:i + 1000])
-        return stale
+    def forget_previous(self) -> None:
+        """At start, once this node took back its games of a previous life: the others it ran
+        then (their end, or their start, was never stored) are lost."""
+        for began in self._previous:
+            if began.game.game_id not in self.arena.manager.running:
+                self.lose_game(began, f"game {began.game.game_id} did not outlive this node's restart")
+        self._previous = []
+
+    def leave(self) -> None:
+        """A clean stop: stop running this node's games without ending them (once this node
+        is gone, the leader takes them over from their move logs)."""
+        released = list(self.arena.manager.running)
+        self.arena.manager.release_all()
+        if released:
+            log.warning("node %s leaves %d game(s) to be taken over", self.node, len(released))
 
     async def close(self) -> None:
-        """Leave: the last frames (the aborted games' ``game_over``) go out first."""
+        """Leave: the last frames go out first."""
         try:
             await asyncio.wait_for(self.bus.sent(), 2.0)
         except (TimeoutError, ClusterUnavailable):
@@ -262,6 +292,7 @@ class ClusterNode:
         await cancel_and_wait(self._tasks)
         for task in list(self._spawned):
             task.cancel()
+        await self.takeover.close()
         self._tasks = []
         await self.bus.close()
 
@@ -270,7 +301,8 @@ class ClusterNode:
 
     async def _tick(self) -> None:
         """Every half second: the leader says it leads (and what the standings are, for nodes that
-        joined since); every node looks for nodes that died."""
+        joined since) and takes over the games of nodes that are gone; every node looks for
+        nodes that died."""
         while True:
             await asyncio.sleep(TICK_S)
             try:
@@ -278,33 +310,41 @@ class ClusterNode:
                     self.bus.post(None, LeaderIs(self.node))
                     self._publish_standings(self.arena.ladder.table)
                 if self.healthy:
-                    await self._sweep()
+                    alive = await self._sweep()
+                    if self.leading:
+                        await self.takeover.sweep(alive)
             except (RedisError, OSError, ClusterUnavailable) as e:
                 log.debug("node %s: cluster tick failed: %s", self.node, e)
             except Exception:
                 log.exception("node %s: cluster tick failed", self.node)
 
-    async def _sweep(self) -> None:
-        """Nodes that stopped refreshing their liveness are gone: forget their bots, end
-        their games, mark them aborted in storage (every node that notices does, to the same
-        effect)."""
+    async def _sweep(self) -> set[str]:
+        """Nodes that stopped refreshing their liveness are gone: forget their bots (their
+        games wait to be taken over, and are given up here if nobody does in time). Returns
+        the nodes alive."""
         alive = set(await self.bus.nodes())
         known = {p.node for p in self.presence.elsewhere().values()} | {g.host for g in self.games.values()}
         if self.leader is not None and self.leader not in alive:
             self.leader = None  # seeks wait for the next leader rather than go to a dead one
-        for node in sorted(known - alive - {self.node}):
+        self._gone &= known - alive
+        for node in sorted(known - alive - {self.node} - self._gone):
             log.warning("node %s: node %s is gone", self.node, node)
+            self._gone.add(node)
             for bot in self.presence.forget_node(node):
                 self._left(bot)
-            lost = [g for g in self.games.values() if g.host == node]
-            for began in lost:
-                self._host_lost(began, f"the node hosting game {began.game.game_id} stopped")
             await self.presence.sweep()
-            if lost:
-                ids = [b.game.game_id for b in lost]
-                await self.arena.storage.abort_running(utc_now(), ids)
-                await self.bus.redis.hdel(GAMES, *ids)
             self.arena.ladder.wake()
+        now = asyncio.get_running_loop().time()
+        give_up = self.arena.settings.takeover_budget_s + ORPHAN_GRACE_S
+        for game_id in [g for g in self._orphaned if g not in self.games]:
+            del self._orphaned[game_id]
+        for began in list(self.games.values()):
+            game_id = began.game.game_id
+            if began.host in alive:
+                self._orphaned.pop(game_id, None)
+            elif now - self._orphaned.setdefault(game_id, now) > give_up:
+                self._host_lost(began, f"the node hosting game {game_id} stopped and nobody took the game over")
+        return alive
 
     # ------------------------------------------------------------------ this node's bots
 
@@ -421,11 +461,38 @@ class ClusterNode:
 
     # ------------------------------------------------------------------ GameEvents (games hosted here)
 
-    def game_started(self, room: GameRoom) -> None:
-        began = GameBegan(self.node, game_summary(room.to_row(record=False)))
+    def game_started(self, room: GameRoom, taken_over: bool = False) -> None:
+        began = GameBegan(self.node, game_summary(room.to_row(record=False)), room.epoch, taken_over)
         payload = _encoder.encode(began)
         self.bus.post_command(lambda pipe: pipe.hset(GAMES, room.id, payload))
         self.bus.post(None, began)
+
+    def adopting(self, room: GameRoom) -> None:
+        self.games.pop(room.id, None)
+        self._orphaned.pop(room.id, None)
+        for conn in self.arena.presence.connections:
+            if room.id in conn.watching:
+                room.spectators.add(conn)
+        self.game_started(room, taken_over=True)
+
+    def moved(self, room: GameRoom) -> None:
+        began = self.games.get(room.id)
+        if began is not None and began.host != self.node:
+            self._follow(room.id, began.host)
+
+    def _follow(self, game_id: str, host: str) -> None:
+        """The connections here watching ``game_id`` watch it on ``host``, where it runs now
+        (which sends each of them the game as it stands)."""
+        for conn in self.arena.presence.connections:
+            if game_id in conn.watching:
+                self.bus.post(host, Watching(conn.id, game_id, True))
+
+    def lose_game(self, began: GameBegan, why: str) -> None:
+        """A game whose host is gone cannot go on: every node closes its seats (4010)."""
+        summary = msgspec.structs.replace(began.game, status="aborted")
+        self.bus.post_command(lambda pipe: pipe.hdel(GAMES, began.game.game_id))
+        self.bus.post(None, GameEnded(began.host, summary, lost=True))
+        log.warning("node %s: %s", self.node, why)
 
     def game_ended(self, room: GameRoom) -> None:
         self.bus.post_command(lambda pipe: pipe.hdel(GAMES, room.id))
@@ -529,19 +596,34 @@ class ClusterNode:
     def _on_game_began(self, sender: str, m: GameBegan) -> None:
         if m.host == self.node:
             return
-        self.games[m.game.game_id] = m
-        self.arena.live.publish(LiveGameStarted(m.game))
+        game_id = m.game.game_id
+        room = self.arena.manager.running.get(game_id)
+        if room is not None and m.epoch <= room.epoch:
+            return  # an old announcement of a game this node took over since
+        known = self.games.get(game_id)
+        self.games[game_id] = m
+        self._orphaned.pop(game_id, None)
+        if room is not None:
+            room.lose()  # taken over while this node was paused: it runs there now (spectators follow)
+        elif known is None and not m.taken_over:
+            self.arena.live.publish(LiveGameStarted(m.game))
+        elif m.taken_over:
+            self._follow(game_id, m.host)
 
     def _on_game_ended(self, sender: str, m: GameEnded) -> None:
         if m.host == self.node:
             return
         game_id = m.game.game_id
-        if self.games.pop(game_id, None) is None:
+        began = self.games.pop(game_id, None)
+        if began is None:
             return
         self.ended[game_id] = m.host
         while len(self.ended) > ENDED_KEPT:
             self.ended.popitem(last=False)
-        self._forget_game(m.game)
+        if m.lost:
+            self._host_lost(began, f"game {game_id} was lost with its node")
+        else:
+            self._forget_game(m.game)
         self.arena.live.publish(LiveGameEnded(m.game))
         if self.leading:
             self.arena.ladder.wake()
@@ -681,6 +763,27 @@ class ClusterNode:
     def _elsewhere(self, bot: str) -> bool:
         place = self.presence.place(bot)
         return place is not None and place.node != self.node and self.arena.presence.get_local(bot) is None
+
+    def _presumed_dead(self) -> None:
+        log.error("node %s was taken for dead (its liveness key had expired): checking its games", self.node)
+        self._spawn(self._recover(), "recovering after being taken for dead")
+
+    async def _recover(self) -> None:
+        """Back from a pause long enough for the others to take this node for dead: drop the
+        games another node took over meanwhile (their epoch moved on; one whose stored state
+        cannot be read is kept: its next write tells), then announce the bots and the rest."""
+        arena = self.arena
+        try:
+            stored = {g.game_id: g for g in await arena.storage.running_games()}
+        except Exception as e:
+            log.warning("node %s: could not read which games it still runs (%s)", self.node, e)
+            stored = None
+        if stored is not None:
+            for room in list(arena.manager.running.values()):
+                g = stored.get(room.id)
+                if g is not None and (g.host != self.node or g.epoch != room.epoch):
+                    room.lose()
+        await self._rejoin()
 
     async def _rejoin(self) -> None:
         """Redis is back: learn the cluster again, and tell it this node's bots and games."""

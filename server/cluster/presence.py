@@ -153,6 +153,14 @@ class ClusterPresence:
         self._forget(bot, place.seq)
         await self.bus.broadcast(Detached(bot, place.node, place.conn, place.seq))
 
+    async def forget_own(self) -> list[str]:
+        """At start: forget (everywhere) the bots this node held in a previous life, which a
+        restart quicker than its liveness key's expiry left in the map; returns them."""
+        gone = [(bot, place) for bot, place in self._places.items() if place.node == self.node]
+        for bot, place in gone:
+            await self.detach(bot, place)
+        return [bot for bot, _ in gone]
+
     async def sweep(self) -> list[str]:
         """Forget the bots of nodes that are no longer alive; returns those bots."""
         alive = set(await self.bus.nodes())

@@ -13,6 +13,8 @@ from typing import Any, Literal, Protocol
 
 import msgspec
 
+from mandala.record import PlayedMove
+
 GameStatus = Literal["running", "finished", "aborted"]
 LadderStanding = Literal["new", "listed", "removed"]
 """A bot's stored place on the ladder: ``new`` until it passes qualification, ``listed``
@@ -59,6 +61,16 @@ class GameRow(msgspec.Struct, frozen=True, kw_only=True):
     """What the server measured of the seats, stored with the game's last row:
     ``think_ms`` (each move's think time, by ply) and ``incidents`` (refused answers,
     time-outs, disconnects, resignations); see ``server/telemetry.py``."""
+    host: str | None = None
+    """In a cluster, the node that runs the game now (``None`` on one node)."""
+    epoch: int = 0
+    """How many times another node took the game over (``server/takeover.py``). Only the
+    host of the stored epoch may append the game's moves or store its end."""
+    deal: dict[str, Any] | None = None
+    """What the game was dealt from (``server.deals.Deal`` as JSON, its reshuffle seed fixed),
+    so that another node can rebuild it from its moves; lists leave it out."""
+    decision_ms: int | None = None
+    """The game's time per decision (a tournament's may differ from the server's)."""
 
 
 class GameFilter(msgspec.Struct, frozen=True, kw_only=True):
@@ -72,6 +84,35 @@ class GameFilter(msgspec.Struct, frozen=True, kw_only=True):
     """Started at or after (ISO 8601, UTC)."""
     until: str | None = None
     """Started before (ISO 8601, UTC)."""
+
+
+class LoggedMove(msgspec.Struct, frozen=True, array_like=True):
+    """One move of a running game's move log: durable before the bot hears it was accepted."""
+
+    ply: int
+    """Its place in the game (0 for the first move)."""
+    epoch: int
+    """The game's epoch when its host stored it."""
+    move: PlayedMove
+    """The R22 move with its ``player`` (R23)."""
+    think_ms: float
+    """The time the host's clock counted for the decision it answers."""
+
+
+class RunningGame(msgspec.Struct, frozen=True, array_like=True):
+    """A game stored as running: which node runs it, at which epoch."""
+
+    game_id: str
+    host: str | None
+    epoch: int
+
+
+class Claim(msgspec.Struct, frozen=True, kw_only=True):
+    """A running game taken over (:meth:`Storage.claim_game`): its row at the new epoch and
+    its move log, in order."""
+
+    row: GameRow
+    moves: list[LoggedMove]
 
 
 class RatingChange(msgspec.Struct, frozen=True, kw_only=True):
@@ -143,11 +184,28 @@ class GameWrite:
     point of the transaction (after the rows before it)."""
 
 
+@dataclass(frozen=True)
+class MoveWrite:
+    """One move for a running game's log (:meth:`Storage.write_games`): stored only while the
+    game is still running at ``epoch``, that is, while the writer still runs it."""
+
+    game_id: str
+    epoch: int
+    move: LoggedMove
+
+
+Write = GameWrite | MoveWrite
+
+
 def fixed_changes(changes: list[RatingChange]) -> Rate | None:
     """The :class:`Rate` of rating changes computed beforehand."""
     if not changes:
         return None
     return lambda a, b: changes
+
+
+decode_played = msgspec.json.Decoder(PlayedMove).decode
+"""A logged move from its JSON (raises ``msgspec.DecodeError`` for one that is not a move)."""
 
 
 def encode_json(value: Any) -> str | None:
@@ -160,7 +218,7 @@ class OneGameWrites(ABC):
     backend's :meth:`Storage.write_games`, so one transaction body serves all three."""
 
     @abstractmethod
-    async def write_games(self, writes: Sequence[GameWrite]) -> None:
+    async def write_games(self, writes: Sequence[Write]) -> frozenset[str]:
         """See :meth:`Storage.write_games`."""
 
     async def save_game(self, row: GameRow) -> None:
@@ -229,12 +287,29 @@ class Storage(Protocol):
         """Mark every ``running`` game (or those of ``game_ids`` still running) ``aborted``:
         they died with the server that ran them. Returns how many."""
 
-    async def write_games(self, writes: Sequence[GameWrite]) -> None:
-        """Store game rows in order, in one transaction (all or none; one commit for many
-        games). A row that is not final is inserted or replaced; a final one is stored as
+    async def write_games(self, writes: Sequence[Write]) -> frozenset[str]:
+        """Store game rows and moves in order, in one transaction (all or none; one commit for
+        many games). A row that is not final is inserted or replaced; a final one is stored as
         :meth:`finish_game` says, its rating changes computed by its ``rate`` from the
-        standings stored at that point. Raises ``LookupError`` if a rated game's bot is
-        missing, :class:`RatingConflict` as :meth:`finish_game` does."""
+        standings stored at that point, and the game's move log is dropped (the record holds
+        its moves). A move is appended to its game's log.
+
+        Returns the games whose writes were refused because the game is no longer running at
+        the epoch the write names (another node took it over, or it is over): for those,
+        nothing was written; the rest of the transaction stands. Raises ``LookupError`` if a
+        rated game's bot is missing, :class:`RatingConflict` as :meth:`finish_game` does."""
+
+    async def claim_game(self, game_id: str, epoch: int, host: str) -> Claim | None:
+        """Take a running game over for ``host``: if it is still running at ``epoch``, move it
+        to ``epoch + 1`` on ``host`` and return its row and move log, read in the same
+        transaction (a move its former host appends later is refused); else ``None``."""
+
+    async def abandon_game(self, game_id: str, epoch: int, ended: str) -> bool:
+        """Mark a game ``aborted`` if it is still running at ``epoch`` (its next epoch, so its
+        host can store nothing more of it) and drop its move log; whether it was."""
+
+    async def running_games(self) -> list[RunningGame]:
+        """Every game stored as running, with its host and epoch."""
 
     async def finish_game(self, row: GameRow, rating_changes: list[RatingChange]) -> None:
         """Write a game's final row and, for a rated game, each bot's new rating and its

@@ -17,17 +17,23 @@ import msgspec
 from .base import (
     INITIAL_RATING,
     BotRow,
+    Claim,
     GameFilter,
     GameRow,
     GameStatus,
     GameWrite,
     LadderStanding,
+    LoggedMove,
+    MoveWrite,
     NameTaken,
     OneGameWrites,
     RatingConflict,
     RatingEntry,
+    RunningGame,
     Standing,
     TournamentRow,
+    Write,
+    decode_played,
     encode_json,
     score_of_seat0,
 )
@@ -110,6 +116,21 @@ MIGRATIONS: list[list[str]] = [
         "ALTER TABLE games ADD COLUMN telemetry TEXT",
         "CREATE INDEX games_started ON games (started, id)",
     ],
+    # 6: games that survive their node (see sqlite.py).
+    [
+        "ALTER TABLE games ADD COLUMN host TEXT",
+        "ALTER TABLE games ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE games ADD COLUMN deal TEXT",
+        "ALTER TABLE games ADD COLUMN decision_ms INTEGER",
+        """CREATE TABLE game_moves (
+            game_id  TEXT NOT NULL,
+            ply      INTEGER NOT NULL,
+            epoch    INTEGER NOT NULL,
+            move     TEXT NOT NULL,
+            think_ms DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (game_id, ply)
+        )""",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -120,11 +141,12 @@ COMMAND_TIMEOUT_S = 10.0
 _MIGRATION_LOCK = 0x4D414E44  # pg_advisory_xact_lock key: one server migrates at a time
 
 _GAME_COLUMNS = ("id, players, status, rated, first_player, ply, record, result, end_reason, started, ended, kind,"
-                 " pair_id, tournament_id, slot, telemetry")
-_SUMMARY_COLUMNS = _GAME_COLUMNS.replace("record,", "NULL AS record,").replace("telemetry", "NULL AS telemetry")
-"""The game columns without the record and the telemetry (lists need neither)."""
-_HEALTH_COLUMNS = _GAME_COLUMNS.replace("record,", "NULL AS record,")
-"""The game columns without the record (a bot's health reads its telemetry)."""
+                 " pair_id, tournament_id, slot, telemetry, host, epoch, deal, decision_ms")
+_SUMMARY_COLUMNS = (_GAME_COLUMNS.replace("record,", "NULL AS record,").replace("telemetry,", "NULL AS telemetry,")
+                    .replace("deal,", "NULL AS deal,"))
+"""The game columns without the record, the telemetry and the deal (lists need none of them)."""
+_HEALTH_COLUMNS = _GAME_COLUMNS.replace("record,", "NULL AS record,").replace("deal,", "NULL AS deal,")
+"""The game columns without the record and the deal (a bot's health reads its telemetry)."""
 _TOURNAMENT_COLUMNS = "id, name, definition, state, created, started, ended, schedule"
 _BOT_COLUMNS = "name, token_hash, created, ladder"
 _SINCE_RESET = "finish_seq > COALESCE((SELECT value::bigint FROM ladder_settings WHERE key = 'rated_since'), 0)"
@@ -148,6 +170,10 @@ def _game_row(r: asyncpg.Record) -> GameRow:
         tournament_id=r["tournament_id"],
         slot=r["slot"],
         telemetry=msgspec.json.decode(r["telemetry"]) if r["telemetry"] is not None else None,
+        host=r["host"],
+        epoch=r["epoch"],
+        deal=msgspec.json.decode(r["deal"]) if r["deal"] is not None else None,
+        decision_ms=r["decision_ms"],
     )
 
 
@@ -300,17 +326,19 @@ class PostgresStorage(OneGameWrites):
         await conn.execute(
             f"""INSERT INTO games ({_GAME_COLUMNS}, seat0, seat1)
                 VALUES ($1, $2::jsonb, $3, $4, $5, $6, $7::jsonb, $8::jsonb, $9, $10, $11, $12, $13, $14, $15,
-                        $16, $17, $18)
+                        $16, $17, $18, $19, $20, $21, $22)
                 ON CONFLICT (id) DO UPDATE SET
                     players = EXCLUDED.players, status = EXCLUDED.status, rated = EXCLUDED.rated,
                     first_player = EXCLUDED.first_player, ply = EXCLUDED.ply, record = EXCLUDED.record,
                     result = EXCLUDED.result, end_reason = EXCLUDED.end_reason, started = EXCLUDED.started,
                     ended = EXCLUDED.ended, kind = EXCLUDED.kind, pair_id = EXCLUDED.pair_id,
                     tournament_id = EXCLUDED.tournament_id, slot = EXCLUDED.slot, telemetry = EXCLUDED.telemetry,
-                    seat0 = EXCLUDED.seat0, seat1 = EXCLUDED.seat1""",
+                    host = EXCLUDED.host, epoch = EXCLUDED.epoch, deal = EXCLUDED.deal,
+                    decision_ms = EXCLUDED.decision_ms, seat0 = EXCLUDED.seat0, seat1 = EXCLUDED.seat1""",
             g.game_id, encode_json(g.players), g.status, g.rated, g.first_player, g.ply,
             encode_json(g.record), encode_json(g.result), g.end_reason, g.started, g.ended, g.kind, g.pair_id,
-            g.tournament_id, g.slot, encode_json(g.telemetry), g.players[0], g.players[1],
+            g.tournament_id, g.slot, encode_json(g.telemetry), g.host, g.epoch, encode_json(g.deal), g.decision_ms,
+            g.players[0], g.players[1],
         )
 
     async def get_game(self, game_id: str) -> GameRow | None:
@@ -331,35 +359,101 @@ class PostgresStorage(OneGameWrites):
 
     async def abort_running(self, ended: str, game_ids: Sequence[str] | None = None) -> int:
         sql = "UPDATE games SET status = 'aborted', end_reason = 'aborted', ended = $1 WHERE status = 'running'"
-        if game_ids is None:
-            tag = await self._p().execute(sql, ended)
-        else:
-            tag = await self._p().execute(sql + " AND id = ANY($2::text[])", ended, list(game_ids))
-        return int(tag.split()[-1])
+        async with self._p().acquire() as conn, conn.transaction():
+            if game_ids is None:
+                ids = [r[0] for r in await conn.fetch(sql + " RETURNING id", ended)]
+            else:
+                ids = [r[0] for r in await conn.fetch(sql + " AND id = ANY($2::text[]) RETURNING id", ended,
+                                                      list(game_ids))]
+            await conn.execute("DELETE FROM game_moves WHERE game_id = ANY($1::text[])", ids)
+        return len(ids)
+
+    async def claim_game(self, game_id: str, epoch: int, host: str) -> Claim | None:
+        async with self._p().acquire() as conn, conn.transaction():
+            r = await conn.fetchrow(
+                f"UPDATE games SET host = $3, epoch = epoch + 1 WHERE id = $1 AND epoch = $2 AND status = 'running'"
+                f" RETURNING {_GAME_COLUMNS}", game_id, epoch, host,
+            )
+            if r is None:
+                return None
+            moves = await conn.fetch(
+                "SELECT ply, epoch, move, think_ms FROM game_moves WHERE game_id = $1 ORDER BY ply", game_id
+            )
+        return Claim(row=_game_row(r), moves=[LoggedMove(m[0], m[1], decode_played(m[2]), m[3]) for m in moves])
+
+    async def abandon_game(self, game_id: str, epoch: int, ended: str) -> bool:
+        async with self._p().acquire() as conn, conn.transaction():
+            tag = await conn.execute(
+                "UPDATE games SET status = 'aborted', end_reason = 'aborted', ended = $3, epoch = epoch + 1"
+                " WHERE id = $1 AND epoch = $2 AND status = 'running'", game_id, epoch, ended,
+            )
+            if tag.split()[-1] != "1":
+                return False
+            await conn.execute("DELETE FROM game_moves WHERE game_id = $1", game_id)
+        return True
+
+    async def running_games(self) -> list[RunningGame]:
+        rows = await self._p().fetch("SELECT id, host, epoch FROM games WHERE status = 'running' ORDER BY id")
+        return [RunningGame(r[0], r[1], r[2]) for r in rows]
 
     # ------------------------------------------------------------------ ratings
 
     async def _between_game_and_ratings(self) -> None:
         """Does nothing; tests replace it to fail a :meth:`finish_game` half-way."""
 
-    async def write_games(self, writes: Sequence[GameWrite]) -> None:
+    async def write_games(self, writes: Sequence[Write]) -> frozenset[str]:
+        lost: set[str] = set()
+        moves: list[MoveWrite] = []
         async with self._p().acquire() as conn, conn.transaction():
             for w in writes:
-                if w.final:
-                    await self._finish_game(conn, w)
-                else:
+                if isinstance(w, MoveWrite):
+                    moves.append(w)
+                    continue
+                if moves:  # in order: a game's moves before the rows queued after them
+                    lost |= await self._append_moves(conn, moves)
+                    moves = []
+                if not w.final:
                     await self._write_game(conn, w.row)
+                elif not await self._finish_game(conn, w):
+                    lost.add(w.row.game_id)
+            if moves:
+                lost |= await self._append_moves(conn, moves)
+        return frozenset(lost)
 
-    async def _finish_game(self, conn: Any, w: GameWrite) -> None:
+    @staticmethod
+    async def _append_moves(conn: Any, moves: list[MoveWrite]) -> set[str]:
+        """Append moves to their games' logs, those of games still running at the epoch each
+        names; the games of the others. The games' rows are locked (``FOR SHARE``, in id order)
+        until the commit, so a takeover (:meth:`claim_game`, which updates them) waits for
+        these moves and reads them, or comes first and these are refused."""
+        ids = sorted({m.game_id for m in moves})
+        owned = {r[0]: r[1] for r in await conn.fetch(
+            "SELECT id, epoch FROM games WHERE id = ANY($1::text[]) AND status = 'running' ORDER BY id FOR SHARE", ids)}
+        kept = [m for m in moves if owned.get(m.game_id) == m.epoch]
+        if kept:
+            await conn.execute(
+                "INSERT INTO game_moves (game_id, ply, epoch, move, think_ms)"
+                " SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::text[], $5::float8[])"
+                " ON CONFLICT (game_id, ply) DO NOTHING",  # a batch retried after a commit it was not told of
+                [m.game_id for m in kept], [m.move.ply for m in kept], [m.epoch for m in kept],
+                [encode_json(m.move.move) for m in kept], [m.move.think_ms for m in kept],
+            )
+        return {m.game_id for m in moves if owned.get(m.game_id) != m.epoch}
+
+    async def _finish_game(self, conn: Any, w: GameWrite) -> bool:
+        """Store a game's last row; false (nothing written) if another node runs it now."""
         row = w.row
-        stored = await conn.fetchval("SELECT status FROM games WHERE id = $1 FOR UPDATE", row.game_id)
-        if stored == "finished":
-            return
+        stored = await conn.fetchrow("SELECT status, epoch FROM games WHERE id = $1 FOR UPDATE", row.game_id)
+        if stored is not None and stored["status"] == "finished":
+            return True
+        if stored is not None and stored["epoch"] != row.epoch:
+            return False
         await self._write_game(conn, row)
         await conn.execute("UPDATE games SET finish_seq = nextval('games_finish_order') WHERE id = $1", row.game_id)
+        await conn.execute("DELETE FROM game_moves WHERE game_id = $1", row.game_id)
         await self._between_game_and_ratings()
         if w.rate is None:
-            return
+            return True
         standings = [await self._standing(conn, name) for name in row.players]
         a, b = standings
         if a is None or b is None:
@@ -377,6 +471,7 @@ class PostgresStorage(OneGameWrites):
                 " VALUES ($1, $2, $3, $4, $5, $6)",
                 row.game_id, c.bot, c.rating_before, c.rating_after, c.games_before, row.ended or "",
             )
+        return True
 
     async def standings(self) -> list[Standing]:
         rows = await self._p().fetch("SELECT name, rating, rated_games FROM bots ORDER BY rating DESC, lower(name)")

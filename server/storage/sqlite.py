@@ -21,17 +21,23 @@ import msgspec
 from .base import (
     INITIAL_RATING,
     BotRow,
+    Claim,
     GameFilter,
     GameRow,
     GameStatus,
     GameWrite,
     LadderStanding,
+    LoggedMove,
+    MoveWrite,
     NameTaken,
     OneGameWrites,
     RatingConflict,
     RatingEntry,
+    RunningGame,
     Standing,
     TournamentRow,
+    Write,
+    decode_played,
     encode_json,
     score_of_seat0,
 )
@@ -118,6 +124,23 @@ MIGRATIONS: list[list[str]] = [
         "ALTER TABLE games ADD COLUMN telemetry TEXT",
         "CREATE INDEX games_started ON games (started, id)",
     ],
+    # 6: games that survive their node. In a cluster each running game names its host and
+    # epoch (bumped by each takeover), keeps what it was dealt from, and logs its moves
+    # until its last row is stored, so another node can rebuild it (``server/takeover.py``).
+    [
+        "ALTER TABLE games ADD COLUMN host TEXT",
+        "ALTER TABLE games ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE games ADD COLUMN deal TEXT",
+        "ALTER TABLE games ADD COLUMN decision_ms INTEGER",
+        """CREATE TABLE game_moves (
+            game_id  TEXT NOT NULL,
+            ply      INTEGER NOT NULL,
+            epoch    INTEGER NOT NULL,
+            move     TEXT NOT NULL,
+            think_ms REAL NOT NULL,
+            PRIMARY KEY (game_id, ply)
+        )""",
+    ],
 ]
 """Applied in order on open, each in its own transaction with its number in ``schema_version``.
 Append new ones; never edit one that has shipped."""
@@ -125,11 +148,11 @@ Append new ones; never edit one that has shipped."""
 SCHEMA_VERSION = len(MIGRATIONS)
 
 _GAME_COLUMNS = ("id, players, status, rated, first_player, ply, record, result, end_reason, started, ended, kind,"
-                 " pair_id, tournament_id, slot, telemetry")
-_SUMMARY_COLUMNS = _GAME_COLUMNS.replace("record,", "NULL,").replace("telemetry", "NULL")
-"""The game columns without the record and the telemetry (lists need neither)."""
-_HEALTH_COLUMNS = _GAME_COLUMNS.replace("record,", "NULL,")
-"""The game columns without the record (a bot's health reads its telemetry)."""
+                 " pair_id, tournament_id, slot, telemetry, host, epoch, deal, decision_ms")
+_SUMMARY_COLUMNS = _GAME_COLUMNS.replace("record,", "NULL,").replace("telemetry,", "NULL,").replace("deal,", "NULL,")
+"""The game columns without the record, the telemetry and the deal (lists need none of them)."""
+_HEALTH_COLUMNS = _GAME_COLUMNS.replace("record,", "NULL,").replace("deal,", "NULL,")
+"""The game columns without the record and the deal (a bot's health reads its telemetry)."""
 _TOURNAMENT_COLUMNS = "id, name, definition, state, created, started, ended, schedule"
 _BOT_COLUMNS = "name, token_hash, created, ladder"
 _SINCE_RESET = "finish_seq > COALESCE((SELECT CAST(value AS INTEGER) FROM ladder_settings WHERE key = 'rated_since'), 0)"
@@ -142,7 +165,8 @@ def _is_contention(e: sqlite3.OperationalError) -> bool:
 
 
 def _game_row(row: tuple[Any, ...]) -> GameRow:
-    gid, players, status, rated, first, ply, record, result, reason, started, ended, kind, pair_id, tid, slot, tel = row
+    (gid, players, status, rated, first, ply, record, result, reason, started, ended, kind, pair_id, tid, slot, tel,
+     host, epoch, deal, decision_ms) = row
     return GameRow(
         game_id=gid,
         players=msgspec.json.decode(players),
@@ -160,6 +184,10 @@ def _game_row(row: tuple[Any, ...]) -> GameRow:
         tournament_id=tid,
         slot=slot,
         telemetry=msgspec.json.decode(tel) if tel else None,
+        host=host,
+        epoch=epoch,
+        deal=msgspec.json.decode(deal) if deal else None,
+        decision_ms=decision_ms,
     )
 
 
@@ -314,12 +342,13 @@ class SqliteStorage(OneGameWrites):
     def _write_game(db: sqlite3.Connection, g: GameRow) -> None:
         db.execute(
             f"INSERT OR REPLACE INTO games ({_GAME_COLUMNS}, seat0, seat1)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 g.game_id, encode_json(g.players), g.status, int(g.rated), g.first_player, g.ply,
                 encode_json(g.record), encode_json(g.result),
                 g.end_reason, g.started, g.ended, g.kind, g.pair_id, g.tournament_id, g.slot,
-                encode_json(g.telemetry), g.players[0], g.players[1],
+                encode_json(g.telemetry), g.host, g.epoch, encode_json(g.deal), g.decision_ms,
+                g.players[0], g.players[1],
             ),
         )
 
@@ -350,34 +379,86 @@ class SqliteStorage(OneGameWrites):
 
     def _abort_running(self, ended: str, game_ids: Sequence[str] | None) -> int:
         sql = "UPDATE games SET status = 'aborted', end_reason = 'aborted', ended = ? WHERE status = 'running'"
-        if game_ids is None:
-            return self._conn().execute(sql, (ended,)).rowcount
-        return sum(self._conn().execute(sql + " AND id = ?", (ended, g)).rowcount for g in game_ids)
+        with self._transaction() as db:
+            if game_ids is None:
+                ids = [r[0] for r in db.execute("SELECT id FROM games WHERE status = 'running'").fetchall()]
+                db.execute(sql, (ended,))
+            else:
+                ids = [g for g in game_ids if db.execute(sql + " AND id = ?", (ended, g)).rowcount]
+            db.executemany("DELETE FROM game_moves WHERE game_id = ?", [(g,) for g in ids])
+        return len(ids)
+
+    def _claim_game(self, game_id: str, epoch: int, host: str) -> Claim | None:
+        with self._transaction() as db:  # BEGIN IMMEDIATE: no other writer until the commit
+            if not db.execute("UPDATE games SET host = ?, epoch = epoch + 1 WHERE id = ? AND epoch = ?"
+                              " AND status = 'running'", (host, game_id, epoch)).rowcount:
+                return None
+            r = db.execute(f"SELECT {_GAME_COLUMNS} FROM games WHERE id = ?", (game_id,)).fetchone()
+            moves = db.execute(
+                "SELECT ply, epoch, move, think_ms FROM game_moves WHERE game_id = ? ORDER BY ply", (game_id,)
+            ).fetchall()
+        return Claim(row=_game_row(r), moves=[LoggedMove(p, e, decode_played(m), t) for p, e, m, t in moves])
+
+    def _abandon_game(self, game_id: str, epoch: int, ended: str) -> bool:
+        with self._transaction() as db:
+            done = db.execute(
+                "UPDATE games SET status = 'aborted', end_reason = 'aborted', ended = ?, epoch = epoch + 1"
+                " WHERE id = ? AND epoch = ? AND status = 'running'", (ended, game_id, epoch),
+            ).rowcount == 1
+            if done:
+                db.execute("DELETE FROM game_moves WHERE game_id = ?", (game_id,))
+        return done
+
+    def _running_games(self) -> list[RunningGame]:
+        rows = self._conn().execute("SELECT id, host, epoch FROM games WHERE status = 'running' ORDER BY id")
+        return [RunningGame(g, h, e) for g, h, e in rows.fetchall()]
 
     def _between_game_and_ratings(self) -> None:
         """Does nothing; tests replace it to fail a :meth:`finish_game` half-way."""
 
-    def _write_games(self, writes: list[GameWrite]) -> None:
+    def _write_games(self, writes: list[Write]) -> frozenset[str]:
+        lost: set[str] = set()
         with self._transaction() as db:
             for w in writes:
-                if w.final:
-                    self._finish_game(db, w)
-                else:
+                if isinstance(w, MoveWrite):
+                    if not self._append_move(db, w):
+                        lost.add(w.game_id)
+                elif not w.final:
                     self._write_game(db, w.row)
+                elif not self._finish_game(db, w):
+                    lost.add(w.row.game_id)
+        return frozenset(lost)
 
-    def _finish_game(self, db: sqlite3.Connection, w: GameWrite) -> None:
+    @staticmethod
+    def _append_move(db: sqlite3.Connection, w: MoveWrite) -> bool:
+        """Append a move to its game's log if the game still runs at the move's epoch (one
+        writer at a time: the transaction holds the database's write lock)."""
+        stored = db.execute("SELECT epoch FROM games WHERE id = ? AND status = 'running'", (w.game_id,)).fetchone()
+        if stored is None or stored[0] != w.epoch:
+            return False
+        db.execute(
+            "INSERT OR IGNORE INTO game_moves (game_id, ply, epoch, move, think_ms) VALUES (?, ?, ?, ?, ?)",
+            (w.game_id, w.move.ply, w.epoch, encode_json(w.move.move), w.move.think_ms),
+        )
+        return True
+
+    def _finish_game(self, db: sqlite3.Connection, w: GameWrite) -> bool:
+        """Store a game's last row; false (nothing written) if another node runs it now."""
         g = w.row
-        stored = db.execute("SELECT status FROM games WHERE id = ?", (g.game_id,)).fetchone()
+        stored = db.execute("SELECT status, epoch FROM games WHERE id = ?", (g.game_id,)).fetchone()
         if stored is not None and stored[0] == "finished":
-            return
+            return True
+        if stored is not None and stored[1] != g.epoch:
+            return False
         self._write_game(db, g)
         db.execute(
             "UPDATE games SET finish_seq = (SELECT COALESCE(MAX(finish_seq), 0) + 1 FROM games) WHERE id = ?",
             (g.game_id,),
         )
+        db.execute("DELETE FROM game_moves WHERE game_id = ?", (g.game_id,))
         self._between_game_and_ratings()
         if w.rate is None:
-            return
+            return True
         a, b = (self._standing(name) for name in g.players)
         if a is None or b is None:
             raise LookupError(f"rated game {g.game_id}: bot missing from storage: {g.players}")
@@ -393,6 +474,7 @@ class SqliteStorage(OneGameWrites):
                 " VALUES (?, ?, ?, ?, ?, ?)",
                 (g.game_id, c.bot, c.rating_before, c.rating_after, c.games_before, g.ended or ""),
             )
+        return True
 
     def _standings(self) -> list[Standing]:
         rows = self._conn().execute("SELECT name, rating, rated_games FROM bots ORDER BY rating DESC, name").fetchall()
@@ -536,8 +618,17 @@ class SqliteStorage(OneGameWrites):
     async def list_bots(self) -> list[BotRow]:
         return await self._run(self._list_bots)
 
-    async def write_games(self, writes: Sequence[GameWrite]) -> None:
-        await self._run(self._write_games, list(writes))
+    async def write_games(self, writes: Sequence[Write]) -> frozenset[str]:
+        return await self._run(self._write_games, list(writes))
+
+    async def claim_game(self, game_id: str, epoch: int, host: str) -> Claim | None:
+        return await self._run(self._claim_game, game_id, epoch, host)
+
+    async def abandon_game(self, game_id: str, epoch: int, ended: str) -> bool:
+        return await self._run(self._abandon_game, game_id, epoch, ended)
+
+    async def running_games(self) -> list[RunningGame]:
+        return await self._run(self._running_games)
 
     async def get_game(self, game_id: str) -> GameRow | None:
         return await self._run(self._get_game, game_id)

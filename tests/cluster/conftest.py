@@ -31,6 +31,15 @@ def redis_url() -> str:
 
 
 @pytest.fixture
+async def fresh_redis(redis_url: str) -> str:
+    """``redis_url``, emptied (for nodes as processes: nothing of an earlier test's cluster)."""
+    r = aioredis.Redis.from_url(redis_url)
+    await r.flushdb()
+    await r.aclose()
+    return redis_url
+
+
+@pytest.fixture
 def pg_url() -> str:
     return required_url(PG_URL_ENV, "CLUSTER TESTS", "a throwaway PostgreSQL via scripts/test-postgres.sh")
 
@@ -43,6 +52,24 @@ async def pg_schema(pg_url: str) -> AsyncIterator[str]:
     conn = await asyncpg.connect(pg_url)
     try:
         await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    finally:
+        await conn.close()
+
+
+@pytest.fixture
+async def database(pg_url: str) -> AsyncIterator[str]:
+    """A fresh PostgreSQL database (nodes as processes use the default schema), dropped after."""
+    name = f"cluster_{uuid.uuid4().hex[:12]}"
+    conn = await asyncpg.connect(pg_url)
+    try:
+        await conn.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await conn.close()
+    base, _, _ = pg_url.rpartition("/")
+    yield f"{base}/{name}"
+    conn = await asyncpg.connect(pg_url)
+    try:
+        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     finally:
         await conn.close()
 

@@ -11,12 +11,12 @@ import subprocess
 from pathlib import Path
 
 import redis.asyncio as aioredis
-from test_cluster_games import bots_on, check_record, connected_everywhere
 
 from arena_testkit import Closed, Decision, GameOver, free_port, gather, play_out, random_policy, wait_until
 from conftest import MakeCluster
 from protocol.messages import CLOSE_GAME_HOST_LOST, Challenged, ChallengeSent, Error, GameStart
 from server.cluster.bus import node_channel
+from test_cluster_games import bots_on, check_record, connected_everywhere
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "test-redis.sh"
 

@@ -10,42 +10,16 @@ import asyncio
 import signal
 import subprocess
 import sys
-import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import aiohttp
-import asyncpg
-import pytest
 
 from arena_testkit import SERVE, Seen, ServeProcess, assert_ratings_replay, free_port, ladder_bot, wait_until
+from cluster_kit import node
 from server.storage.postgres import PostgresStorage
 
 BOTS = ["ann", "ben", "cat"]
-
-
-@pytest.fixture
-async def database(pg_url: str) -> AsyncIterator[str]:
-    """A fresh PostgreSQL database (nodes as processes use the default schema), dropped after."""
-    name = f"cluster_{uuid.uuid4().hex[:12]}"
-    conn = await asyncpg.connect(pg_url)
-    try:
-        await conn.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await conn.close()
-    base, _, _ = pg_url.rpartition("/")
-    yield f"{base}/{name}"
-    conn = await asyncpg.connect(pg_url)
-    try:
-        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    finally:
-        await conn.close()
-
-
-def node(database: str, redis_url: str, name: str, config: Path, tmp_path: Path) -> ServeProcess:
-    return ServeProcess(database, free_port(), config, tmp_path / f"{name}.log", "--redis", redis_url, "--node", name,
-                        "--spool", str(tmp_path / f"{name}-spool.jsonl"))
 
 
 async def leader(http: aiohttp.ClientSession, server: ServeProcess) -> str | None:

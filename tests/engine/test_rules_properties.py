@@ -112,7 +112,7 @@ def test_r1_r7_r9_invariants_after_every_move(plan: tuple[int, int, list[int]]) 
 
 @settings(SETTINGS, max_examples=10)
 @given(game_plans())
-def test_r22_push_succeeds_exactly_for_the_legal_codes(plan: tuple[int, int, list[int]]) -> None:
+def test_r22_push_and_check_succeed_exactly_for_the_legal_codes(plan: tuple[int, int, list[int]]) -> None:
     seed, first, choices = plan
 
     def probe(game: Game, _code: int) -> None:
@@ -124,6 +124,7 @@ def test_r22_push_succeeds_exactly_for_the_legal_codes(plan: tuple[int, int, lis
             move = MOVES[code]
             assert game.is_legal(move) == (code in legal)
             if code in legal:
+                assert game.check(move) == code
                 trial = game.copy()
                 trial.push(move)
                 assert trial.history[-1][1] == code
@@ -131,6 +132,9 @@ def test_r22_push_succeeds_exactly_for_the_legal_codes(plan: tuple[int, int, lis
                 with pytest.raises(IllegalMove) as info:
                     game.push(move)
                 assert info.value.rule.startswith("R")
+                with pytest.raises(IllegalMove) as checked:
+                    game.check(move)
+                assert (checked.value.rule, checked.value.message) == (info.value.rule, info.value.message)
         assert internal_state(game) == before
         assert (view(game, 0), view(game, 1), view(game)) == views
         assert record_dict(game) == record

@@ -1,0 +1,191 @@
+"""A game survives the death of its node: nodes as processes over a real Redis and PostgreSQL.
+
+The node hosting a game is frozen (``SIGSTOP``) while a bot's answer is on its way, then
+killed (``SIGKILL``): the ladder's leader rebuilds the game from its move log within 5 s, asks
+the decision again with a new request id and a full clock, and the game plays to its end; the
+answer the dead node never stored is never applied. A node paused past its liveness (the
+others take it for dead) learns it lost the game at its first write and stops; a node that
+stops cleanly leaves its games to be taken over; one restarted at once takes its own back.
+Every seat's frames are checked: request ids only grow, no move is shown twice."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import msgspec
+
+from arena_testkit import ServeProcess, WsClient, wait_until
+from cluster_kit import FAST, connect, node, replays_to_result, seat_consistency, starts
+from protocol.messages import Challenged, ChallengeSent, Decision, Error, GameOver, GameStart, Update
+from server.games import REQUEST_EPOCH
+from server.storage.postgres import PostgresStorage
+
+DECISION_MS = 10_000
+
+
+async def leader_of(http: aiohttp.ClientSession, server: ServeProcess) -> str | None:
+    got = await server.health(http)
+    return None if got is None else got[1]["cluster"]["leader"]
+
+
+async def three_nodes(http: aiohttp.ClientSession, database: str, redis_url: str,
+                      tmp_path: Path) -> list[ServeProcess]:
+    """n1 (which leads the ladder), n2 and n3, each ready and knowing that n1 leads."""
+    config = tmp_path / "arena.toml"
+    config.write_text(FAST + f"decision_ms = {DECISION_MS}\n")
+    n1 = node(database, redis_url, "n1", config, tmp_path)
+    await n1.ready(http)
+    await wait_until(lambda: leader_of(http, n1), 10, "n1 never led")
+    nodes = [n1]
+    for name in ("n2", "n3"):
+        n = node(database, redis_url, name, config, tmp_path)
+        await n.ready(http)
+        nodes.append(n)
+    for n in nodes:
+        await wait_until(lambda n=n: _is(leader_of(http, n), "n1"), 5, "a node did not learn that n1 leads")
+    return nodes
+
+
+async def _is(value: Any, expected: object) -> bool:
+    return await value == expected
+
+
+async def challenge(a: WsClient, b: WsClient, opponent: str) -> tuple[GameStart, GameStart]:
+    """``a`` challenges ``b`` (so the game runs on ``a``'s node) and ``b`` accepts."""
+    await a.send({"type": "challenge", "opponent": opponent})
+    sent = await a.recv()
+    assert isinstance(sent, ChallengeSent), sent
+    got = await b.until(Challenged)
+    await b.send({"type": "accept", "challenge_id": got.challenge_id})
+    return await a.until(GameStart), await b.until(GameStart)
+
+
+async def play_until(seats: dict[int, WsClient], game_id: str, stop: Any) -> Decision:
+    """Both seats answer their decisions with their first legal move until a decision
+    ``stop(decision)`` holds; that decision (unanswered)."""
+    waiting = {seat: asyncio.ensure_future(c.until(Decision, 10)) for seat, c in seats.items()}
+    try:
+        while True:
+            done, _ = await asyncio.wait(waiting.values(), timeout=10, return_when=asyncio.FIRST_COMPLETED)
+            assert done, "no decision came"
+            for seat, task in list(waiting.items()):
+                if task in done:
+                    d = task.result()
+                    assert d.game_id == game_id
+                    if stop(d):
+                        return d
+                    await seats[seat].send_move(d, d.legal[0])
+                    waiting[seat] = asyncio.ensure_future(seats[seat].until(Decision, 10))
+    finally:
+        for task in waiting.values():
+            task.cancel()
+        await asyncio.gather(*waiting.values(), return_exceptions=True)
+
+
+async def play_out(seats: dict[int, WsClient], game_id: str) -> GameOver:
+    """Both seats answer with their last legal move until the game is over; its ``game_over``."""
+    async def one(c: WsClient) -> GameOver:
+        while True:
+            msg = await c.recv(30)
+            if isinstance(msg, Decision) and msg.game_id == game_id:
+                await c.send_move(msg, msg.legal[-1])
+            elif isinstance(msg, GameOver) and msg.game_id == game_id:
+                return msg
+
+    overs = await asyncio.wait_for(asyncio.gather(*(one(c) for c in seats.values())), 60)
+    assert overs[0] == overs[1]
+    return overs[0]
+
+
+async def stored_game(database: str, game_id: str) -> Any:
+    store = PostgresStorage(database, max_size=1)
+    await store.open()
+    try:
+        return await store.get_game(game_id)
+    finally:
+        await store.close()
+
+
+async def test_a_game_outlives_the_kill_9_of_its_host_and_an_answer_it_never_stored_is_asked_again(
+        database: str, fresh_redis: str, tmp_path: Path) -> None:
+    async with aiohttp.ClientSession() as http:
+        nodes = await three_nodes(http, database, fresh_redis, tmp_path)
+        n1, n2, n3 = nodes
+        try:
+            tokens = await n1.create_bots(http, ["alice", "bob"])
+            alice, _ = await connect(http, n2.url, tokens["alice"])
+            bob, _ = await connect(http, n3.url, tokens["bob"])
+            spectator, _ = await connect(http, n3.url, None)
+            for server, bot in ((n3, "alice"), (n2, "bob")):
+                await wait_until(lambda s=server, b=bot: _connected(http, s, b), 5, f"{bot} unknown on a node")
+            start, _ = await challenge(alice, bob, "bob")  # hosted by n2, alice's node
+            game_id = start.game_id
+            await spectator.send({"type": "watch", "game_id": game_id})
+            await spectator.until(Update)
+            seats = {start.seat: alice, 1 - start.seat: bob}
+            # A few moves, then alice's decision: n2 freezes, her answer is sent, n2 dies.
+            d = await play_until(seats, game_id, lambda d: d.request_id >= 8 and d.seat == start.seat)
+            n2.proc.send_signal(signal.SIGSTOP)
+            await alice.send_move(d, d.legal[0])
+            n2.proc.send_signal(signal.SIGKILL)
+            n2.proc.wait(10)
+            loop = asyncio.get_running_loop()
+            killed = loop.time()
+            resumed = await bob.until(GameStart, 10)
+            took = loop.time() - killed
+            assert took < 5.0, f"the game was taken over {took:.2f} s after its node died"
+            assert resumed.resumed and resumed.game_id == game_id
+            again = await spectator.until(Update, 10)  # the spectator follows the game to n1
+            while again.move is not None:  # the moves it had not read yet
+                again = await spectator.until(Update, 10)
+            assert again.ply == d.request_id
+
+            # alice comes back through another node: the same decision, asked afresh.
+            alice, welcome = await connect(http, n1.url, tokens["alice"])
+            assert welcome.games == [game_id]
+            back = await alice.expect(GameStart)
+            assert back.resumed and back.game_id == game_id
+            view = await alice.expect(Update)
+            assert view.ply == d.request_id and view.move is None
+            asked = await alice.expect(Decision)
+            assert asked.request_id == REQUEST_EPOCH + d.request_id
+            assert asked.legal == d.legal and asked.view == d.view
+            assert DECISION_MS - 3000 < asked.deadline_ms <= DECISION_MS  # a full clock, less the reconnect
+            # Her old answer is refused, not applied; she answers again, with another move.
+            await alice.send_move(d, d.legal[0])
+            assert (await alice.until(Error)).code == "stale_request"
+            await alice.send_move(asked, asked.legal[-1])
+            seats = {start.seat: alice, 1 - start.seat: bob}
+            over = await play_out(seats, game_id)
+            assert (await spectator.until(GameOver, 10)) == over
+            # The bot's author sees it in the seat replay: the decision asked again, and why.
+            async with http.get(f"{n3.url}/api/games/{game_id}/replay?seat={start.seat}") as resp:
+                replay = await resp.json()
+            at = replay["plies"][d.request_id]
+            assert at["decision"]["request_id"] == REQUEST_EPOCH + d.request_id
+            took_over, stale = at["incidents"]
+            assert (took_over["kind"], took_over["epoch"], took_over["node"]) == ("takeover", 1, "n1")
+            assert (stale["kind"], stale["code"], stale["request_id"]) == ("refused", "stale_request", d.request_id)
+        finally:
+            for n in nodes:
+                if n.proc.poll() is None:
+                    n.kill(signal.SIGTERM)
+    replays_to_result(over)
+    assert over.record.moves[d.request_id] == msgspec.convert(
+        {**msgspec.to_builtins(d.legal[-1]), "player": start.seat}, type(over.record.moves[d.request_id]))
+    for client in (alice, bob, spectator):
+        assert seat_consistency(client.frames) == []
+    assert len(starts(bob.frames, game_id)) == 2  # the start, and the takeover
+    row = await stored_game(database, game_id)
+    assert (row.status, row.host, row.epoch) == ("finished", "n1", 1)
+    assert row.result["winner"] == over.result.winner
+
+
+async def _connected(http: aiohttp.ClientSession, server: ServeProcess, bot: str) -> bool:
+    """Whether ``server`` knows ``bot`` is connected (to any node)."""
+    async with http.get(server.url + f"/api/bots/{bot}") as resp:
+        return bool((await resp.json()).get("connected"))
