@@ -23,9 +23,11 @@ run: $(STAMP)
 # A throwaway PostgreSQL (scripts/test-postgres.sh) for the storage tests' PostgreSQL leg and a
 # throwaway Redis (scripts/test-redis.sh) for the cluster tests; if one cannot start, its tests
 # are skipped loudly (they fail under CI=true). Both are stopped whatever pytest's outcome, and
-# pytest's exit status is kept. Debian's chromium (scripts/install-chromium.sh) for the browser tests.
+# pytest's exit status is kept. Debian's chromium for the browser tests and haproxy for the
+# cluster's chaos test (scripts/install-package.sh).
 test: $(STAMP) lint
-	@scripts/install-chromium.sh || echo "make test: chromium is missing; the browser tests will be skipped" >&2; \
+	@scripts/install-package.sh chromium $${MANDALA_CHROMIUM:-/usr/bin/chromium} || echo "make test: chromium is missing; the browser tests will be skipped" >&2; \
+	scripts/install-package.sh haproxy /usr/sbin/haproxy || echo "make test: haproxy is missing; the chaos test will be skipped" >&2; \
 	url=$$(scripts/test-postgres.sh start) || url=; \
 	if [ -n "$$url" ]; then export MANDALA_TEST_DATABASE_URL="$$url"; \
 	else echo "make test: PostgreSQL did not start; the PostgreSQL storage tests will be skipped" >&2; fi; \

@@ -489,10 +489,11 @@ class ClusterNode:
 
     def lose_game(self, began: GameBegan, why: str) -> None:
         """A game whose host is gone cannot go on: every node closes its seats (4010)."""
-        summary = msgspec.structs.replace(began.game, status="aborted")
-        self.bus.post_command(lambda pipe: pipe.hdel(GAMES, began.game.game_id))
-        self.bus.post(None, GameEnded(began.host, summary, lost=True))
         log.warning("node %s: %s", self.node, why)
+        ended = GameEnded(began.host, msgspec.structs.replace(began.game, status="aborted"), lost=True)
+        self._on_game_ended(self.node, ended)  # here at once; the others when they hear it
+        self.bus.post_command(lambda pipe: pipe.hdel(GAMES, began.game.game_id))
+        self.bus.post(None, ended)
 
     def game_ended(self, room: GameRoom) -> None:
         self.bus.post_command(lambda pipe: pipe.hdel(GAMES, room.id))

@@ -78,17 +78,26 @@ class Takeover:
         arena = self.cluster.arena
         if await self.cluster.bus.data_age_s() < self.cluster.bus.alive_s * 1.5:
             return
-        stored = await arena.storage.running_games()
-        for g in stored:
-            hosted = g.host is not None and g.host in alive and g.host != self.node
-            if hosted or g.game_id in self.taking or g.game_id in self.given_up or g.game_id in arena.manager.running:
+        try:
+            stored: list[RunningGame] | None = await arena.storage.running_games()
+        except Exception as e:  # storage fails: take over what the cluster knows, retrying
+            log.debug("node %s: reading the running games failed: %s", self.node, e)
+            stored = None
+        orphans = [g for g in stored or () if g.host is None or g.host not in alive or g.host == self.node]
+        if stored is None:
+            orphans = [RunningGame(b.game.game_id, b.host, b.epoch) for b in self.cluster.games.values()
+                       if b.host not in alive]
+        else:
+            running = {g.game_id for g in stored}
+            for began in list(self.cluster.games.values()):
+                game_id = began.game.game_id
+                if began.host not in alive and game_id not in running and game_id not in self.taking:
+                    self.cluster.lose_game(began, f"the node hosting game {game_id} stopped before it was stored")
+        for g in orphans:
+            if g.game_id in self.taking or g.game_id in self.given_up or g.game_id in arena.manager.running:
                 continue
             self.taking.add(g.game_id)
             spawn(self._tasks, self._take(g, self.cluster.lease.valid), f"taking over game {g.game_id}")
-        running = {g.game_id for g in stored}
-        for began in list(self.cluster.games.values()):
-            if began.host not in alive and began.game.game_id not in running | self.taking:
-                self.cluster.lose_game(began, f"the node hosting game {began.game.game_id} stopped before it was stored")
 
     async def _take(self, g: RunningGame, allowed: Any) -> None:
         """Claim ``g`` and run it here; retried while storage fails, given up after
@@ -110,7 +119,9 @@ class Takeover:
                                   self.node, g.game_id, budget, e)
                         self._give_up(g.game_id, g.epoch, "its move log could not be read")
                         return
-                    log.warning("node %s: taking over game %s failed (%s); retrying", self.node, g.game_id, e)
+                    if backoff == RETRY_MIN_S:
+                        log.warning("node %s: taking over game %s failed (%s); retrying for up to %g s",
+                                    self.node, g.game_id, e, budget)
                     await asyncio.sleep(backoff)
                     backoff = min(backoff * 2, RETRY_MAX_S)
             if claim is None:

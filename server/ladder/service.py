@@ -162,7 +162,8 @@ class Ladder:
         self._stopped = False
         self.places = {b.name: b.ladder for b in await self.storage.list_bots()}
         self.paused = await self.storage.get_setting("paused") == "1"
-        self.results = await self.storage.rated_results()
+        async with self.manager.recorder.rating_lock:  # no rated game stored meanwhile goes uncounted
+            self.results = await self.storage.rated_results()
         self._count_meetings()
         await self._count_recent()
         if not self.leading:  # the lead was lost meanwhile

@@ -189,3 +189,201 @@ async def _connected(http: aiohttp.ClientSession, server: ServeProcess, bot: str
     """Whether ``server`` knows ``bot`` is connected (to any node)."""
     async with http.get(server.url + f"/api/bots/{bot}") as resp:
         return bool((await resp.json()).get("connected"))
+
+
+async def hosted_game(http: aiohttp.ClientSession, nodes: list[ServeProcess],
+                      tokens: dict[str, str]) -> tuple[WsClient, WsClient, GameStart]:
+    """alice on n2 challenges bob on n3: a game hosted by n2. Her client, his, her start."""
+    _, n2, n3 = nodes
+    alice, _ = await connect(http, n2.url, tokens["alice"])
+    bob, _ = await connect(http, n3.url, tokens["bob"])
+    for server, bot in ((n3, "alice"), (n2, "bob")):
+        await wait_until(lambda s=server, b=bot: _connected(http, s, b), 5, f"{bot} unknown on a node")
+    start, _ = await challenge(alice, bob, "bob")
+    return alice, bob, start
+
+
+def log_of(server: ServeProcess) -> str:
+    return server.log_path.read_text()
+
+
+async def test_a_node_paused_past_its_liveness_loses_its_game_and_never_applies_a_move(
+        database: str, fresh_redis: str, tmp_path: Path) -> None:
+    async with aiohttp.ClientSession() as http:
+        nodes = await three_nodes(http, database, fresh_redis, tmp_path)
+        n1, n2, _ = nodes
+        try:
+            tokens = await n1.create_bots(http, ["alice", "bob"])
+            alice, bob, start = await hosted_game(http, nodes, tokens)
+            game_id = start.game_id
+            seats = {start.seat: alice, 1 - start.seat: bob}
+            d = await play_until(seats, game_id, lambda d: d.request_id >= 6 and d.seat == start.seat)
+            # n2 stops for longer than its liveness key lives: n1 takes the game over.
+            n2.proc.send_signal(signal.SIGSTOP)
+            resumed = await bob.until(GameStart, 10)
+            assert resumed.resumed and resumed.game_id == game_id
+            # alice answers the decision n2 asked, and n2 wakes up still believing it runs the game.
+            await alice.send_move(d, d.legal[0])
+            n2.proc.send_signal(signal.SIGCONT)
+            # Her connection stays on n2; the game reaches her from n1, through n2.
+            back = await alice.until(GameStart, 10)
+            assert back.resumed and back.game_id == game_id
+            asked = await alice.until(Decision, 10)
+            assert asked.request_id == REQUEST_EPOCH + d.request_id
+            await alice.send_move(asked, asked.legal[-1])
+            over = await play_out(seats, game_id)
+            await wait_until(lambda: "another node runs it now" in log_of(n2), 5, "n2 never said it lost the game")
+            assert f"game {game_id} taken over at ply {d.request_id} (epoch 1)" in log_of(n1)
+        finally:
+            for n in nodes:
+                if n.proc.poll() is None:
+                    n.kill(signal.SIGTERM)
+    replays_to_result(over)
+    assert over.record.moves[d.request_id] == msgspec.convert(
+        {**msgspec.to_builtins(d.legal[-1]), "player": start.seat}, type(over.record.moves[d.request_id]))
+    assert not [f for f in alice.frames if type(f).__name__ == "MoveAccepted" and f.request_id == d.request_id]
+    for client in (alice, bob):
+        assert seat_consistency(client.frames) == []
+    row = await stored_game(database, game_id)
+    assert (row.status, row.host, row.epoch) == ("finished", "n1", 1)
+
+
+async def test_a_node_that_stops_leaves_its_game_to_another_node(
+        database: str, fresh_redis: str, tmp_path: Path) -> None:
+    async with aiohttp.ClientSession() as http:
+        nodes = await three_nodes(http, database, fresh_redis, tmp_path)
+        n1, n2, n3 = nodes
+        try:
+            tokens = await n1.create_bots(http, ["alice", "bob"])
+            alice, bob, start = await hosted_game(http, nodes, tokens)
+            game_id = start.game_id
+            d = await play_until({start.seat: alice, 1 - start.seat: bob}, game_id,
+                                 lambda d: d.request_id >= 5 and d.seat != start.seat)
+            assert n2.kill(signal.SIGTERM) == 0
+            assert "n2 leaves 1 game(s) to be taken over" in log_of(n2)
+            assert await alice.closed() == 1001
+            resumed = await bob.until(GameStart, 5)
+            assert resumed.resumed and resumed.game_id == game_id
+            asked = await bob.until(Decision, 5)  # his decision, asked again
+            assert asked.request_id == REQUEST_EPOCH + d.request_id and asked.deadline_ms == DECISION_MS
+            alice, welcome = await connect(http, n3.url, tokens["alice"])
+            assert welcome.games == [game_id]
+            await bob.send_move(asked, asked.legal[0])
+            over = await play_out({start.seat: alice, 1 - start.seat: bob}, game_id)
+        finally:
+            for n in nodes:
+                if n.proc.poll() is None:
+                    n.kill(signal.SIGTERM)
+    replays_to_result(over)
+    assert over.result.end_reason != "aborted"
+    for client in (alice, bob):
+        assert seat_consistency(client.frames) == []
+    row = await stored_game(database, game_id)
+    assert (row.status, row.host, row.epoch) == ("finished", "n1", 1)
+
+
+async def test_a_node_restarted_at_once_takes_its_game_back(
+        database: str, fresh_redis: str, tmp_path: Path) -> None:
+    async with aiohttp.ClientSession() as http:
+        nodes = await three_nodes(http, database, fresh_redis, tmp_path)
+        n1, n2, _ = nodes
+        try:
+            tokens = await n1.create_bots(http, ["alice", "bob"])
+            alice, bob, start = await hosted_game(http, nodes, tokens)
+            game_id = start.game_id
+            d = await play_until({start.seat: alice, 1 - start.seat: bob}, game_id,
+                                 lambda d: d.request_id >= 5 and d.seat != start.seat)
+            port = int(n2.url.rsplit(":", 1)[1])
+            n2.kill(signal.SIGKILL)
+            nodes[1] = n2 = node(database, fresh_redis, "n2", tmp_path / "arena.toml", tmp_path, port)
+            await n2.ready(http)
+            resumed = await bob.until(GameStart, 10)
+            assert resumed.resumed and resumed.game_id == game_id
+            asked = await bob.until(Decision, 5)
+            assert asked.request_id == REQUEST_EPOCH + d.request_id
+            alice, welcome = await connect(http, n2.url, tokens["alice"])
+            assert welcome.games == [game_id]
+            await bob.send_move(asked, asked.legal[0])
+            over = await play_out({start.seat: alice, 1 - start.seat: bob}, game_id)
+        finally:
+            for n in nodes:
+                if n.proc.poll() is None:
+                    n.kill(signal.SIGTERM)
+    replays_to_result(over)
+    for client in (alice, bob):
+        assert seat_consistency(client.frames) == []
+    row = await stored_game(database, game_id)
+    # Taken back by n2 as it started (quicker than its liveness key's expiry), or by n1.
+    assert row.status == "finished" and row.epoch == 1 and row.host in ("n1", "n2")
+    taker = n2 if row.host == "n2" else n1
+    assert f"game {game_id} taken over" in log_of(taker)
+
+
+async def test_postgresql_down_during_a_takeover_is_waited_for_then_the_game_is_given_up(
+        fresh_redis: str, tmp_path: Path) -> None:
+    """PostgreSQL (a server of the test's own) stops as a node dies: the takeover is retried and
+    succeeds once it is back; when it stays away past ``takeover_budget_s``, the game is given
+    up (its seat on a living node closed with 4010) and stored aborted once PostgreSQL is back."""
+    from test_storage_faults import PostgresDown
+
+    fault = PostgresDown(tmp_path)
+    config = tmp_path / "arena.toml"
+    config.write_text(FAST + f"decision_ms = {DECISION_MS}\ntakeover_budget_s = 6.0\nstorage_retry_max_s = 0.25\n"
+                      "storage_probe_s = 0.2\nstorage_timeout_s = 2.0\n")
+    nodes: list[ServeProcess] = []
+    try:
+        async with aiohttp.ClientSession() as http:
+            for name in ("n1", "n2", "n3"):
+                nodes.append(node(fault.db, fresh_redis, name, config, tmp_path))
+                await nodes[-1].ready(http)
+                if name == "n1":
+                    await wait_until(lambda: leader_of(http, nodes[0]), 10, "n1 never led")
+            n1, n2, n3 = nodes
+            tokens = await n1.create_bots(http, ["alice", "bob"])
+
+            # A short outage: the takeover waits for PostgreSQL, then the game goes on.
+            alice, bob, start = await hosted_game(http, nodes, tokens)
+            game_id = start.game_id
+            d = await play_until({start.seat: alice, 1 - start.seat: bob}, game_id,
+                                 lambda d: d.request_id >= 5 and d.seat != start.seat)
+            n2.kill(signal.SIGKILL)
+            fault.inject()
+            await wait_until(lambda: f"taking over game {game_id} failed" in log_of(n1), 15,
+                             "n1 never tried to take the game over")
+            fault.clear()
+            resumed = await bob.until(GameStart, 15)
+            assert resumed.resumed and resumed.game_id == game_id
+            asked = await bob.until(Decision, 5)
+            assert asked.request_id == REQUEST_EPOCH + d.request_id
+            alice, _ = await connect(http, n1.url, tokens["alice"])
+            await bob.send_move(asked, asked.legal[0])
+            over = await play_out({start.seat: alice, 1 - start.seat: bob}, game_id)
+            replays_to_result(over)
+
+            # A long one: the game is given up and its seat on a living node closed with 4010.
+            await bob.send({"type": "challenge", "opponent": "alice"})  # hosted by n3, bob's node
+            got = await alice.until(Challenged)
+            await alice.send({"type": "accept", "challenge_id": got.challenge_id})
+            mine = await alice.until(GameStart)
+            lost = mine.game_id
+            await bob.until(GameStart)
+            await play_until({mine.seat: alice, 1 - mine.seat: bob}, lost, lambda d: d.request_id >= 2)  # stored
+            n3.kill(signal.SIGKILL)
+            fault.inject()
+            assert await alice.closed(20) == 4010
+            assert f"game {lost}: its move log could not be read for 6 s" in log_of(n1)
+            fault.clear()
+            await wait_until(lambda: _status(http, n1, lost), 15, "the game given up was never stored aborted")
+    finally:
+        for n in nodes:
+            if n.proc.poll() is None:
+                n.kill(signal.SIGTERM)
+        fault.close()
+    for client in (alice, bob):
+        assert seat_consistency(client.frames) == []
+
+
+async def _status(http: aiohttp.ClientSession, server: ServeProcess, game_id: str) -> bool:
+    """Whether ``server`` says the game is stored aborted."""
+    async with http.get(f"{server.url}/api/games/{game_id}") as resp:
+        return resp.status == 200 and (await resp.json())["status"] == "aborted"

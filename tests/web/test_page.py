@@ -16,7 +16,7 @@ small tmpfs the test mounts (so it needs root) and fills up, while the spool sta
 normal disk.
 
 Without ``/usr/bin/chromium`` (or ``$MANDALA_CHROMIUM``) the tests are skipped loudly
-(``make test`` installs it with ``scripts/install-chromium.sh``), and fail when ``CI=true``.
+(``make test`` installs it with ``scripts/install-package.sh``), and fail when ``CI=true``.
 Set ``MANDALA_WEB_SCREENSHOTS`` to a directory to keep screenshots of the standings, of a
 board and of the storage banner.
 """
@@ -71,7 +71,7 @@ async def browser() -> AsyncIterator[Any]:
     except ImportError:
         _unavailable("the playwright package is not installed (it is in the test extra: pip install -e '.[test]')")
     if not CHROMIUM.exists():
-        _unavailable(f"{CHROMIUM} is missing (make test installs Debian's chromium with scripts/install-chromium.sh)")
+        _unavailable(f"{CHROMIUM} is missing (make test installs Debian's chromium with scripts/install-package.sh)")
     with tempfile.TemporaryDirectory(prefix="mandala-chromium-") as profile:
         async with async_playwright() as pw:
             context = await pw.chromium.launch_persistent_context(
