@@ -71,8 +71,10 @@ load: $(STAMP)
 
 # The same load on cluster nodes (PostgreSQL and Redis started for it): one node, two nodes with
 # each pair on one node, two nodes with each pair across them (bench/cluster_load.py).
+# DURABLE=1 runs its PostgreSQL with fsync on: make load-cluster DURABLE=1
+DURABLE ?=
 load-cluster: $(STAMP)
-	$(PY) bench/cluster_load.py --pairs $(PAIRS) --seconds $(SECONDS) --think $(THINK)
+	$(PY) bench/cluster_load.py --pairs $(PAIRS) --seconds $(SECONDS) --think $(THINK) $(if $(DURABLE),--durable)
 
 schema: $(STAMP)
 	$(PY) -m protocol.schema

@@ -11,9 +11,12 @@ the first legal move at once or after ``--think`` seconds), as ``bench/load.py``
 
 Server CPU counts every node (not PostgreSQL or Redis); each node is pinned to a core of its own
 where there are enough (with two cores, the second node shares this load client's core: read
-the load average beside the figures).
+the load average beside the figures). In a cluster each move is stored in PostgreSQL before
+it is accepted: the throwaway PostgreSQL runs with fsync off unless ``--durable`` (each commit
+flushed to disk, as a real deployment runs it).
 
-    python bench/cluster_load.py [--pairs 100] [--seconds 10] [--think 0]
+    python bench/cluster_load.py [--pairs 100] [--seconds 10] [--think 0] [--runs one,pairs,across]
+                                 [--durable] [--repo DIR]
 """
 
 from __future__ import annotations
@@ -38,12 +41,16 @@ from load import ADMIN, SERVE, Stats, arguments, bot, create_bots, drive, pinned
 
 REPO = Path(__file__).resolve().parent.parent
 PG_PORT, REDIS_PORT = 55490, 56490
+RUNS = {"one": ("one node", 1, False), "pairs": ("two nodes, pairs on one node", 2, False),
+        "across": ("two nodes, pairs across nodes", 2, True)}
 
 
-def service(script: str, action: str) -> str:
+def service(script: str, action: str, durable: bool = False) -> str:
     """Start or stop the load's own PostgreSQL or Redis (in folders PostgreSQL's user may enter)."""
-    env = {**os.environ, "MANDALA_PG_DIR": "/tmp/mandala-load-pg", "MANDALA_PG_PORT": str(PG_PORT),
-           "MANDALA_REDIS_DIR": "/tmp/mandala-load-redis", "MANDALA_REDIS_PORT": str(REDIS_PORT)}
+    pg = "/tmp/mandala-load-pg-durable" if durable else "/tmp/mandala-load-pg"
+    env = {**os.environ, "MANDALA_PG_DIR": pg, "MANDALA_PG_PORT": str(PG_PORT + durable),
+           "MANDALA_REDIS_DIR": "/tmp/mandala-load-redis", "MANDALA_REDIS_PORT": str(REDIS_PORT),
+           "MANDALA_PG_DURABLE": "1" if durable else ""}
     done = subprocess.run([str(REPO / "scripts" / script), action], env=env, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"{script} {action} failed: {done.stderr}")
@@ -71,14 +78,15 @@ async def run_cluster(args: argparse.Namespace, tmp: Path, pg: str, redis: str, 
     config = tmp / "load.toml"
     config.write_text(f"messages_per_second = 1000000.0\nburst = 1000000\nregistrations_per_hour = 100000\n"
                       f"send_queue_max = 100000\ndecision_ms = {max(5000, int(args.think * 1000) + 5000)}\n")
-    env = {**os.environ, "MANDALA_ADMIN_TOKEN": ADMIN, "PYTHONPATH": str(REPO)}
+    repo = args.repo.resolve()
+    env = {**os.environ, "MANDALA_ADMIN_TOKEN": ADMIN, "PYTHONPATH": f"{repo}:{repo}/clients/python"}
     urls = [f"http://127.0.0.1:{args.port + i}" for i in range(nodes)]
     cores = [0, 1] if (os.cpu_count() or 1) <= 3 else [0, 2]
     servers = [
         subprocess.Popen(pinned([sys.executable, "-c", SERVE, "serve", "--port", str(args.port + i), "--db", db,
                                  "--redis", redis, "--node", f"n{i + 1}", "--config", str(config),
                                  "--spool", str(tmp / f"n{i}.spool")], cores[i]),
-                         env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                         env=env, cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         for i in range(nodes)
     ]
 
@@ -108,21 +116,27 @@ async def run_cluster(args: argparse.Namespace, tmp: Path, pg: str, redis: str, 
             s.wait()
 
 
+def options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--runs", default="one,pairs,across",
+                        help="which settings, in order: one, pairs (two nodes, pairs on one), across")
+    parser.add_argument("--durable", action="store_true", help="PostgreSQL with fsync on")
+
+
 def main() -> None:
-    args = arguments(__doc__.split("\n\n")[0], pairs=100, port=8140)
+    args = arguments(__doc__.split("\n\n")[0], pairs=100, port=8140, more=options)
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        pg, redis = service("test-postgres.sh", "start"), service("test-redis.sh", "start")
+        pg, redis = service("test-postgres.sh", "start", args.durable), service("test-redis.sh", "start")
         try:
-            runs = {
-                "one node": run(run_cluster(args, tmp, pg, redis, 1, False)),
-                "two nodes, pairs on one node": run(run_cluster(args, tmp, pg, redis, 2, False)),
-                "two nodes, pairs across nodes": run(run_cluster(args, tmp, pg, redis, 2, True)),
-            }
+            runs = {}
+            for key in args.runs.split(","):
+                label, nodes, across = RUNS[key]
+                runs[label] = run(run_cluster(args, tmp, pg, redis, nodes, across))
         finally:
             service("test-redis.sh", "stop")
-            service("test-postgres.sh", "stop")
-    print(json.dumps({"pairs": args.pairs, "seconds": args.seconds, "think": args.think, "runs": runs}), flush=True)
+            service("test-postgres.sh", "stop", args.durable)
+    print(json.dumps({"pairs": args.pairs, "seconds": args.seconds, "think": args.think, "durable": args.durable,
+                      "repo": str(args.repo.resolve()), "runs": runs}), flush=True)
     rows = [
         ("decisions/s", "per_s"),
         ("server CPU µs per decision (all nodes)", "cpu_us"),

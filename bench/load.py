@@ -25,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -265,8 +265,10 @@ async def run_ceiling(args: argparse.Namespace) -> dict[str, Any]:
         server.wait()
 
 
-def arguments(description: str, pairs: int, port: int) -> argparse.Namespace:
-    """The options both load scripts take; this process is pinned to core 1 (the server to 0)."""
+def arguments(description: str, pairs: int, port: int,
+              more: Callable[[argparse.ArgumentParser], None] | None = None) -> argparse.Namespace:
+    """The options both load scripts take (and ``more``, a script's own); this process is
+    pinned to core 1 (the server to 0)."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--pairs", type=int, default=pairs, help=f"pairs of bots playing at once (default {pairs})")
     parser.add_argument("--seconds", type=float, default=10.0, help="how long to measure (default 10)")
@@ -274,6 +276,8 @@ def arguments(description: str, pairs: int, port: int) -> argparse.Namespace:
     parser.add_argument("--port", type=int, default=port)
     parser.add_argument("--repo", type=Path, default=Path(__file__).resolve().parent.parent,
                         help="run the server from this checkout (compare two versions in one run)")
+    if more is not None:
+        more(parser)
     args = parser.parse_args()
     if (os.cpu_count() or 1) > 1:
         os.sched_setaffinity(0, {1})

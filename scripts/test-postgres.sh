@@ -3,7 +3,8 @@
 #   scripts/test-postgres.sh start   -> prints the postgresql:// URL on stdout
 #   scripts/test-postgres.sh stop    -> stops it and removes its data
 #   scripts/test-postgres.sh halt    -> stops it, keeping its data (`start` brings it back as it was)
-# MANDALA_PG_DIR and MANDALA_PG_PORT choose another instance (the storage-fault tests run their own).
+# MANDALA_PG_DIR and MANDALA_PG_PORT choose another instance (the storage-fault tests run their own);
+# MANDALA_PG_DURABLE=1 starts it with fsync on (make load-cluster DURABLE=1).
 # Installs Debian's postgresql package when no server binaries are found and we are root.
 # Anything that prevents a server from starting is reported on stderr; `start` then
 # prints nothing and exits 1, and the tests say loudly that the PostgreSQL leg is skipped.
@@ -59,8 +60,12 @@ start() {
 }
 
 pg_start() {
+    # A throwaway server need not survive a power cut; MANDALA_PG_DURABLE=1 keeps PostgreSQL's
+    # own defaults (every commit flushed to disk), for measuring what durability costs.
+    local fast="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+    [ "${MANDALA_PG_DURABLE:-}" = 1 ] && fast=""
     as_owner "$1/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w -t 30 \
-        -o "-h 127.0.0.1 -p $PORT -k $DIR -c fsync=off -c synchronous_commit=off -c full_page_writes=off" start >&2
+        -o "-h 127.0.0.1 -p $PORT -k $DIR $fast" start >&2
 }
 
 halt() {

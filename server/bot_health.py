@@ -2,9 +2,8 @@
 
 Read from the telemetry stored with each game (``server/telemetry.py``), over the bot's last
 :data:`HEALTH_GAMES` games, for ``GET /api/bots/{name}`` and the profile page. Every
-incident and every game it cost links to the game (``game_id``) and the decision (``ply``,
-which is also the decision's ``request_id``), so an author goes from "my bot lost on time"
-to the seat replay of that decision in one click.
+incident and every game it cost links to the game (``game_id``) and the decision (``ply``),
+so an author goes from "my bot lost on time" to the seat replay of that decision in one click.
 """
 
 from __future__ import annotations
@@ -68,12 +67,16 @@ def health(bot: str, rows: list[GameRow]) -> dict[str, Any]:
         mine = telemetry.get("slowest", [None, None])[seat]
         if mine is not None and (slowest is None or mine[1] > slowest["think_ms"]):
             slowest = {"game_id": row.game_id, "ply": mine[0], "think_ms": mine[1]}
+        taken_over = {i["ply"] for i in telemetry["incidents"] if i["kind"] == "takeover"}
         for incident in telemetry["incidents"]:
             if incident["seat"] != seat:
                 continue
             kind = incident["kind"]
             if kind == "refused":
-                counts["illegal_moves" if incident.get("code") == "illegal_move" else "invalid_answers"] += 1
+                if incident.get("code") == "stale_request" and incident["ply"] in taken_over:
+                    pass  # an answer to the decision asked before a takeover: not the bot's fault
+                else:
+                    counts["illegal_moves" if incident.get("code") == "illegal_move" else "invalid_answers"] += 1
             elif kind in COUNTED:
                 counts[COUNTED[kind]] += 1
             if kind != "reconnect" and len(incidents) < INCIDENTS_SHOWN:

@@ -494,6 +494,7 @@
       case "disconnect": return `disconnected${into}`;
       case "reconnect": return `reconnected${i.away_ms !== undefined ? ` after ${fmtMs(i.away_ms)}` : ""}`;
       case "resign": return `resigned${into}`;
+      case "takeover": return `its node died: node ${i.node} took the game over and asked this decision again`;
       default: return String(i.kind);
     }
   }
@@ -953,6 +954,7 @@
       case "disconnect": return "disconnect";
       case "reconnect": return "reconnect";
       case "resign": return "resignation";
+      case "takeover": return "taken over (its node died)";
       default: return String(i.kind);
     }
   }

@@ -12,7 +12,9 @@ from typing import Any
 import msgspec
 import pytest
 
+import mandala
 from arena_testkit import Harness, elo_replay, gather, play_out, random_policy
+from mandala.record import played_move
 from server.config import Settings
 from server.ladder import elo
 from server.recorder import GameRecorder
@@ -28,6 +30,7 @@ from server.storage import (
     Storage,
     TournamentRow,
 )
+from server.storage.base import GameWrite, LoggedMove, MoveWrite, RunningGame
 from server.storage.sqlite import SCHEMA_VERSION, SqliteStorage
 
 
@@ -366,3 +369,56 @@ async def test_exports_read_games_a_page_at_a_time_in_start_order_with_filters(s
     assert by_id["g6"].telemetry == rows[6].telemetry and by_id["g8"].telemetry is None
     assert all(g.telemetry is None for g in await storage.games_of("ann", 10))
     assert (await storage.get_game("g6")).telemetry == rows[6].telemetry  # type: ignore[union-attr]
+
+
+async def test_a_move_log_takes_moves_only_from_the_node_running_the_game_at_its_epoch(storage: Storage) -> None:
+    """A running game's move log (a cluster's games): appended in order, read whole by a
+    takeover, which moves the game to its next epoch; from then on every write of the former
+    host is refused (and reported), a batch retried after a commit it was not told of is
+    stored once, and the game's last row drops its log."""
+    await bots(storage, "alice", "bob")
+    deal = {"deck": None, "first_player": 0, "reshuffle_seed": 7, "reshuffles": None}
+    start = msgspec.structs.replace(game("g1", "alice", "bob", status="running"), host="n1", deal=deal, decision_ms=900)
+    game_ = mandala.Game.new(seed=7)
+    played = []
+    for _ in range(3):
+        code = game_.legal_codes()[0]
+        played.append(played_move(game_.to_move, code))  # type: ignore[arg-type]
+        game_.push_code(code)
+    logged = [LoggedMove(ply, 0, move, 10.0 + ply) for ply, move in enumerate(played)]
+
+    def move(ply: int, epoch: int) -> MoveWrite:
+        return MoveWrite("g1", epoch, msgspec.structs.replace(logged[ply], epoch=epoch))
+
+    assert await storage.write_games([GameWrite(start), move(0, 0), move(1, 0)]) == frozenset()
+    assert await storage.write_games([move(1, 0)]) == frozenset()  # a retry: stored once
+    assert await storage.running_games() == [RunningGame("g1", "n1", 0)]
+
+    claim = await storage.claim_game("g1", 0, "n2")
+    assert claim is not None
+    assert (claim.row.host, claim.row.epoch, claim.row.deal, claim.row.decision_ms) == ("n2", 1, deal, 900)
+    assert claim.moves == logged[:2]
+    assert await storage.claim_game("g1", 0, "n3") is None  # taken already
+    # The former host, unaware, appends a move and stores an end: both refused.
+    assert await storage.write_games([move(2, 0)]) == frozenset({"g1"})
+    over = msgspec.structs.replace(game("g1", "alice", "bob", rated=False), host="n1", epoch=0)
+    assert await storage.write_games([GameWrite(over, final=True)]) == frozenset({"g1"})
+    assert (await storage.get_game("g1")).status == "running"  # type: ignore[union-attr]
+    # The new host's move and end are stored; the end drops the log.
+    assert await storage.write_games([move(2, 1)]) == frozenset()
+    again = await storage.claim_game("g1", 1, "n3")
+    assert again is not None and again.moves == [logged[0], logged[1], msgspec.structs.replace(logged[2], epoch=1)]
+    ended = msgspec.structs.replace(over, host="n3", epoch=2)
+    assert await storage.write_games([GameWrite(ended, final=True)]) == frozenset()
+    assert await storage.running_games() == []
+    assert await storage.claim_game("g1", 2, "n1") is None
+    stored = await storage.get_game("g1")
+    assert stored is not None and (stored.status, stored.host, stored.epoch) == ("finished", "n3", 2)
+
+    # A game given up: aborted at its epoch only, and moved past it.
+    await storage.save_game(msgspec.structs.replace(start, game_id="g2"))
+    assert not await storage.abandon_game("g2", 3, "2024-01-01T00:09:00.000Z")
+    assert await storage.abandon_game("g2", 0, "2024-01-01T00:09:00.000Z")
+    g2 = await storage.get_game("g2")
+    assert g2 is not None and (g2.status, g2.epoch, g2.end_reason) == ("aborted", 1, "aborted")
+    assert await storage.write_games([MoveWrite("g2", 0, logged[0])]) == frozenset({"g2"})
