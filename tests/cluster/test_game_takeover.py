@@ -387,3 +387,40 @@ async def _status(http: aiohttp.ClientSession, server: ServeProcess, game_id: st
     """Whether ``server`` says the game is stored aborted."""
     async with http.get(f"{server.url}/api/games/{game_id}") as resp:
         return resp.status == 200 and (await resp.json())["status"] == "aborted"
+
+
+async def test_the_node_that_took_a_game_over_dies_too_and_the_next_leader_takes_it_again(
+        database: str, fresh_redis: str, tmp_path: Path) -> None:
+    async with aiohttp.ClientSession() as http:
+        nodes = await three_nodes(http, database, fresh_redis, tmp_path)
+        n1, n2, n3 = nodes
+        try:
+            tokens = await n1.create_bots(http, ["alice", "bob"])
+            alice, bob, start = await hosted_game(http, nodes, tokens)
+            game_id = start.game_id
+            d = await play_until({start.seat: alice, 1 - start.seat: bob}, game_id,
+                                 lambda d: d.request_id >= 5 and d.seat != start.seat)
+            n2.kill(signal.SIGKILL)
+            first = await bob.until(GameStart, 10)  # from n1, which leads
+            assert first.resumed
+            asked = await bob.until(Decision, 5)
+            assert asked.request_id == REQUEST_EPOCH + d.request_id
+            n1.kill(signal.SIGKILL)  # the leader dies with the game it just took over
+            await wait_until(lambda: _is(leader_of(http, n3), "n3"), 10, "n3 never led")
+            second = await bob.until(GameStart, 10)
+            assert second.resumed and second.game_id == game_id
+            again = await bob.until(Decision, 5)
+            assert again.request_id == 2 * REQUEST_EPOCH + d.request_id
+            alice, welcome = await connect(http, n3.url, tokens["alice"])
+            assert welcome.games == [game_id]
+            await bob.send_move(again, again.legal[0])
+            over = await play_out({start.seat: alice, 1 - start.seat: bob}, game_id)
+        finally:
+            for n in nodes:
+                if n.proc.poll() is None:
+                    n.kill(signal.SIGTERM)
+    replays_to_result(over)
+    for client in (alice, bob):
+        assert seat_consistency(client.frames) == []
+    row = await stored_game(database, game_id)
+    assert (row.status, row.host, row.epoch) == ("finished", "n3", 2)
