@@ -402,8 +402,11 @@ class PostgresStorage(OneGameWrites):
         """Does nothing; tests replace it to fail a :meth:`finish_game` half-way."""
 
     async def write_games(self, writes: Sequence[Write]) -> frozenset[str]:
+        moves = [w for w in writes if isinstance(w, MoveWrite)]
+        if len(moves) == len(writes):  # the usual batch in a cluster: one statement, one round trip
+            return await self._append_moves(self._p(), moves)
         lost: set[str] = set()
-        moves: list[MoveWrite] = []
+        moves = []
         async with self._p().acquire() as conn, conn.transaction():
             for w in writes:
                 if isinstance(w, MoveWrite):
@@ -421,24 +424,28 @@ class PostgresStorage(OneGameWrites):
         return frozenset(lost)
 
     @staticmethod
-    async def _append_moves(conn: Any, moves: list[MoveWrite]) -> set[str]:
+    async def _append_moves(conn: Any, moves: list[MoveWrite]) -> frozenset[str]:
         """Append moves to their games' logs, those of games still running at the epoch each
-        names; the games of the others. The games' rows are locked (``FOR SHARE``, in id order)
-        until the commit, so a takeover (:meth:`claim_game`, which updates them) waits for
-        these moves and reads them, or comes first and these are refused."""
+        names, in one statement; the games of the others. The games' rows are locked (``FOR
+        SHARE``, in id order) until the commit, so a takeover (:meth:`claim_game`, which
+        updates them) waits for these moves and reads them, or comes first and these are
+        refused. A move stored already (a batch retried after a commit it was not told of)
+        counts as stored."""
         ids = sorted({m.game_id for m in moves})
-        owned = {r[0]: r[1] for r in await conn.fetch(
-            "SELECT id, epoch FROM games WHERE id = ANY($1::text[]) AND status = 'running' ORDER BY id FOR SHARE", ids)}
-        kept = [m for m in moves if owned.get(m.game_id) == m.epoch]
-        if kept:
-            await conn.execute(
-                "INSERT INTO game_moves (game_id, ply, epoch, move, think_ms)"
-                " SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::text[], $5::float8[])"
-                " ON CONFLICT (game_id, ply) DO NOTHING",  # a batch retried after a commit it was not told of
-                [m.game_id for m in kept], [m.move.ply for m in kept], [m.epoch for m in kept],
-                [encode_json(m.move.move) for m in kept], [m.move.think_ms for m in kept],
-            )
-        return {m.game_id for m in moves if owned.get(m.game_id) != m.epoch}
+        stored = await conn.fetch(
+            """WITH owned AS (SELECT id, epoch FROM games WHERE id = ANY($6::text[]) AND status = 'running'
+                              ORDER BY id FOR SHARE)
+               INSERT INTO game_moves (game_id, ply, epoch, move, think_ms)
+               SELECT m.game_id, m.ply, m.epoch, m.move, m.think_ms
+               FROM unnest($1::text[], $2::int[], $3::int[], $4::text[], $5::float8[])
+                    AS m (game_id, ply, epoch, move, think_ms)
+               JOIN owned ON owned.id = m.game_id AND owned.epoch = m.epoch
+               ON CONFLICT (game_id, ply) DO UPDATE SET think_ms = EXCLUDED.think_ms
+               RETURNING game_id""",
+            [m.game_id for m in moves], [m.move.ply for m in moves], [m.epoch for m in moves],
+            [encode_json(m.move.move) for m in moves], [m.move.think_ms for m in moves], ids,
+        )
+        return frozenset(ids) - {r[0] for r in stored}
 
     async def _finish_game(self, conn: Any, w: GameWrite) -> bool:
         """Store a game's last row; false (nothing written) if another node runs it now."""
