@@ -455,7 +455,7 @@ class GameRoom:
         """Apply an accepted move: confirm it, show it to everyone, ask the next decision.
         A move that was being stored (``ply``) is dropped if the game ended or moved meanwhile;
         then what the bots asked while it was stored is done."""
-        later, self._storing = self._storing or [], None
+        later, self._storing = self._storing, None
         if ply is not None and (self.over or self.lost or self.ply != ply):
             return
         self.game.push_code(code)
@@ -466,8 +466,9 @@ class GameRoom:
             self._ask()
         except Exception:
             self._failed()
-        for action in later:
-            action()
+        if later:
+            for action in later:
+                action()
 
     def lose(self) -> None:
         """Storage refused a write: another node took the game over. Stop here, say nothing."""
