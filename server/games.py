@@ -160,7 +160,7 @@ class GameRoom:
         """While a move is being stored: what the bots asked meanwhile (a resignation),
         done once it is applied."""
         self.lost = False
-        """Another node runs the game now (a write of ours was refused): this room is dead."""
+        """This node no longer runs the game (another took it over, or will): the room is dead."""
         self._explicit_reshuffles = len(deal.reshuffles or ())
         self._deliver = deliver
         self._on_end = on_end
@@ -474,12 +474,7 @@ class GameRoom:
         """Storage refused a write: another node took the game over. Stop here, say nothing."""
         if self.lost:
             return
-        self.lost = True
-        self._storing = None
-        if self._clock is not None:
-            self._clock.cancel()
-            self._clock = None
-        self.pending = None
+        self.release()
         log.warning("game %s: another node runs it now (its epoch moved past %d); stopped here", self.id, self.epoch)
         if self._on_lost is not None:
             self._on_lost(self)
@@ -522,11 +517,12 @@ class GameRoom:
     def release(self) -> None:
         """Stop running the game here without ending it: its clock stops and nothing more is
         sent; its stored row and move log are left for another node to take it over."""
+        self.lost = True
+        self._storing = None
+        self.pending = None
         if self._clock is not None:
             self._clock.cancel()
             self._clock = None
-        self.pending = None
-        self.lost = True
 
     def take_over(self, node: str) -> None:
         """Run a game rebuilt from its move log (another node ran it before): each seat is
