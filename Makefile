@@ -62,12 +62,16 @@ bench: $(STAMP)
 	$(PY) bench/games.py
 
 # The decision path under load against the bare WebSocket ceiling, in one run (bench/load.py);
-# PAIRS, SECONDS and THINK are passed on: make load PAIRS=500 THINK=0.3
+# PAIRS, SECONDS and THINK are passed on: make load PAIRS=500 THINK=0.3. With an audience
+# (VIEWERS of /live, SPECTATORS of running games) the same load runs without it and with it:
+# make load THINK=0.05 VIEWERS=1000 SPECTATORS=200
 PAIRS   ?= 100
 SECONDS ?= 10
 THINK   ?= 0
+VIEWERS ?= 0
+SPECTATORS ?= 0
 load: $(STAMP)
-	$(PY) bench/load.py --pairs $(PAIRS) --seconds $(SECONDS) --think $(THINK)
+	$(PY) bench/load.py --pairs $(PAIRS) --seconds $(SECONDS) --think $(THINK) --viewers $(VIEWERS) --spectators $(SPECTATORS)
 
 # The same load on cluster nodes (PostgreSQL and Redis started for it): one node, two nodes with
 # each pair on one node, two nodes with each pair across them (bench/cluster_load.py).

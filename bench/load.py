@@ -11,23 +11,31 @@ Prints one JSON line per run, then a table: decisions/s, server CPU µs per deci
 from ``move`` to ``move_accepted`` and to the next ``decision``, server RSS per live game, and
 the ratio of server CPU per decision to the ceiling's CPU per round-trip.
 
+With ``--viewers V`` and/or ``--spectators S`` the arena runs twice in the same run, without
+and with an audience: V viewers of ``/live`` and S spectators each watching a running game
+(another one when it ends), all on bare sockets that read everything and parse nothing, so
+that one load core can hold thousands. The table then sets the two runs side by side.
+
     python bench/load.py [--pairs 100] [--seconds 10] [--think 0] [--repo DIR]
+                         [--viewers 1000 --spectators 200]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import json
 import os
 import random
+import resource
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import aiohttp
 import msgspec
@@ -83,6 +91,11 @@ class Stats:
         self.errors: dict[str, int] = {}
         self.playing: set[str] = set()
         """Games that asked a decision while measuring."""
+        self.running: dict[str, None] = {}
+        """Games running now (for spectators to watch)."""
+        self.audience_bytes = 0
+        self.audience_lost = 0
+        self.audience_rss_kb = 0.0
 
 
 class Frame(msgspec.Struct):
@@ -118,6 +131,7 @@ async def bot(http: aiohttp.ClientSession, url: str, token: str, opponent: str |
             msg = _frame.decode(message.data)
             kind = msg.type
             if kind == "decision":
+                stats.running[msg.game_id or ""] = None
                 if stats.measuring:
                     stats.playing.add(msg.game_id or "")
                 if sent is not None and stats.measuring:
@@ -136,6 +150,7 @@ async def bot(http: aiohttp.ClientSession, url: str, token: str, opponent: str |
             elif kind == "challenged":
                 await ws.send_json({"type": "accept", "challenge_id": msg.challenge_id})
             elif opponent and kind in ("game_over", "challenge_declined"):
+                stats.running.pop(msg.game_id or "", None)
                 sent = None
                 stats.games += stats.measuring and kind == "game_over"
                 await ws.send_str(challenge)
@@ -143,6 +158,90 @@ async def bot(http: aiohttp.ClientSession, url: str, token: str, opponent: str |
                 sent = None
             elif kind == "error":
                 stats.errors[msg.code or "?"] = stats.errors.get(msg.code or "?", 0) + 1
+
+
+class Sink(asyncio.Protocol):
+    """A WebSocket client that reads every byte the server sends and parses none of it (after
+    the handshake): an audience member that costs the load core next to nothing. ``ended``
+    is set when a ``game_over`` passes (for a spectator, to watch another game)."""
+
+    def __init__(self, path: str, hello: list[bytes], stats: Stats) -> None:
+        self.path = path
+        self.hello = hello
+        self.stats = stats
+        self.upgraded = asyncio.get_running_loop().create_future()
+        self.ended = asyncio.Event()
+        self.transport: asyncio.Transport | None = None
+        self._head = b""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)
+        key = base64.b64encode(os.urandom(16)).decode()
+        self.transport.write(f"GET {self.path} HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
+                             f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
+                             .encode())
+
+    def data_received(self, data: bytes) -> None:
+        if not self.upgraded.done():
+            self._head += data
+            if b"\r\n\r\n" not in self._head:
+                return
+            head, _, data = self._head.partition(b"\r\n\r\n")
+            if not head.startswith(b"HTTP/1.1 101"):
+                self.upgraded.set_exception(RuntimeError(head.split(b"\r\n")[0].decode()))
+                return
+            self.upgraded.set_result(None)
+            for frame in self.hello:
+                self.send(frame)
+        if self.stats.measuring:
+            self.stats.audience_bytes += len(data)
+        if b'"game_over"' in data:
+            self.ended.set()
+
+    def send(self, payload: bytes) -> None:
+        """One masked text frame (a client's frames are masked, RFC 6455 §5.3)."""
+        assert self.transport is not None and len(payload) < 126
+        mask = os.urandom(4)
+        self.transport.write(bytes((0x81, 0x80 | len(payload))) + mask
+                             + bytes(b ^ mask[i % 4] for i, b in enumerate(payload)))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.upgraded.done():
+            self.upgraded.set_exception(ConnectionError("closed before the upgrade"))
+        self.stats.audience_lost += 1
+
+
+async def sink(port: int, path: str, stats: Stats, hello: list[bytes] | None = None) -> Sink:
+    loop = asyncio.get_running_loop()
+    _, protocol = await loop.create_connection(lambda: Sink(path, hello or [], stats), "127.0.0.1", port)
+    await protocol.upgraded
+    return protocol
+
+
+async def viewer(port: int, stats: Stats) -> None:
+    """A viewer of ``/live`` for as long as the run lasts."""
+    member = await sink(port, "/live", stats)
+    try:
+        await asyncio.Future()
+    finally:
+        assert member.transport is not None
+        member.transport.close()
+
+
+async def spectator(port: int, stats: Stats) -> None:
+    """A spectator watching a running game, and another one whenever it ends."""
+    hello = b'{"type":"hello","protocol":1}'
+    member = await sink(port, "/ws", stats, [hello])
+    try:
+        while True:
+            while not stats.running:
+                await asyncio.sleep(0.05)
+            member.ended.clear()
+            member.send(b'{"type":"watch","game_id":"%s"}' % random.choice(list(stats.running)).encode())
+            await member.ended.wait()
+    finally:
+        assert member.transport is not None
+        member.transport.close()
 
 
 async def echo_client(http: aiohttp.ClientSession, url: str, stats: Stats) -> None:
@@ -213,6 +312,9 @@ async def drive(url: str, pid: int | list[int], tasks_for: Any, seconds: float, 
         "p50_next_ms": round(pct(stats.to_decision, 0.50) * 1000, 2) if stats.to_decision else None,
         "p99_next_ms": round(pct(stats.to_decision, 0.99) * 1000, 2) if stats.to_decision else None,
         "rss_per_game_kb": round((rss - idle_rss) / live_games / 1024, 1) if live_games else None,
+        "audience_kb_per_s": round(stats.audience_bytes / elapsed / 1024, 1),
+        "audience_lost": stats.audience_lost,
+        "rss_per_member_kb": round(stats.audience_rss_kb, 1),
         "load_1min": round(load, 2),
     }
 
@@ -221,7 +323,22 @@ def pinned(cmd: list[str], core: int) -> list[str]:
     return ["taskset", "-c", str(core), *cmd] if (os.cpu_count() or 1) > 1 else cmd
 
 
-async def run_arena(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+async def join_audience(args: argparse.Namespace, pid: int, stats: Stats) -> list[asyncio.Task[None]]:
+    """Connect the viewers and the spectators (a few hundred at a time), noting what the
+    server's memory grew by per member."""
+    rss = rss_bytes(pid)
+    tasks: list[asyncio.Task[None]] = []
+    members = [viewer] * args.viewers + [spectator] * args.spectators
+    for start in range(0, len(members), 250):
+        chunk = [asyncio.create_task(member(args.port, stats)) for member in members[start:start + 250]]
+        tasks += chunk
+        await asyncio.sleep(0.2)  # let this chunk upgrade before the next
+    await asyncio.sleep(1.0)
+    stats.audience_rss_kb = (rss_bytes(pid) - rss) / max(1, len(members)) / 1024
+    return tasks
+
+
+async def run_arena(args: argparse.Namespace, tmp: Path, audience: bool = False) -> dict[str, Any]:
     config = tmp / "load.toml"
     config.write_text(f"messages_per_second = 1000000.0\nburst = 1000000\nregistrations_per_hour = 100000\n"
                       f"send_queue_max = 100000\ndecision_ms = {max(5000, int(args.think * 1000) + 5000)}\n")
@@ -240,6 +357,8 @@ async def run_arena(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         await asyncio.wait_for(asyncio.gather(*(e.wait() for e in welcomed)), 120)  # challenged bots are there
         tasks += [asyncio.create_task(bot(http, url, tokens[2 * i], f"b{2 * i + 1}", args.think, stats))
                   for i in range(args.pairs)]
+        if audience:
+            tasks += await join_audience(args, server.pid, stats)
         return tasks
 
     try:
@@ -290,14 +409,26 @@ def run(coro: Coroutine[Any, Any, dict[str, Any]]) -> dict[str, Any]:
         return runner.run(coro)
 
 
-def arena_run(args: argparse.Namespace) -> dict[str, Any]:
-    """The arena's figures, on a database in a temporary folder."""
+def arena_run(args: argparse.Namespace, audience: bool = False) -> dict[str, Any]:
+    """The arena's figures, on a database in a temporary folder (with the audience of
+    ``--viewers`` and ``--spectators`` if ``audience``)."""
     with tempfile.TemporaryDirectory() as tmp:
-        return run(run_arena(args, Path(tmp)))
+        return run(run_arena(args, Path(tmp), audience))
+
+
+def audience_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--viewers", type=int, default=0, help="viewers of /live in the second run (default 0)")
+    parser.add_argument("--spectators", type=int, default=0,
+                        help="spectators watching running games in the second run (default 0)")
 
 
 def main() -> None:
-    args = arguments(__doc__.split("\n\n")[0], pairs=100, port=8120)
+    args = arguments(__doc__.split("\n\n")[0], pairs=100, port=8120, more=audience_options)
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # thousands of sockets, here and in the server
+    if args.viewers or args.spectators:
+        compare_audience(args)
+        return
     arena = arena_run(args)
     ceiling = run(run_ceiling(args))
     ratio = round(arena["cpu_us"] / ceiling["cpu_us"], 2) if ceiling["cpu_us"] else None
@@ -318,6 +449,34 @@ def main() -> None:
     print(f"{'':{width}}  {'arena':>10}  {'ceiling':>10}")
     for name, a, c in rows:
         print(f"{name:{width}}  {a!s:>10}  {c!s:>10}")
+
+
+def compare_audience(args: argparse.Namespace) -> None:
+    """The same load without, then with, the audience; one JSON line each, then a table."""
+    quiet = arena_run(args)
+    watched = arena_run(args, audience=True)
+    for name, figures in (("none", quiet), ("audience", watched)):
+        print(json.dumps({"pairs": args.pairs, "seconds": args.seconds, "think": args.think, "audience": name,
+                          "viewers": args.viewers if figures is watched else 0,
+                          "spectators": args.spectators if figures is watched else 0,
+                          "repo": str(args.repo.resolve()), "arena": figures}), flush=True)
+    label = f"{args.viewers} viewers + {args.spectators} spectators"
+    rows = [
+        ("decisions/s", "per_s"),
+        ("server CPU µs per decision", "cpu_us"),
+        ("p50 move → move_accepted, ms", "p50_ms"),
+        ("p99 move → move_accepted, ms", "p99_ms"),
+        ("p99 move → next decision, ms", "p99_next_ms"),
+        ("audience received, KB/s", "audience_kb_per_s"),
+        ("audience connections lost", "audience_lost"),
+        ("server RSS per audience member, KB", "rss_per_member_kb"),
+    ]
+    width = max(len(r[0]) for r in rows)
+    print(f"{'':{width}}  {'no audience':>12}  {label:>{max(12, len(label))}}  {'ratio':>6}")
+    for name, key in rows:
+        a, b = quiet[key], watched[key]
+        ratio = f"{b / a:.2f}" if isinstance(a, (int, float)) and isinstance(b, (int, float)) and a else "-"
+        print(f"{name:{width}}  {a!s:>12}  {b!s:>{max(12, len(label))}}  {ratio:>6}")
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ import socket
 from aiohttp import web
 
 from .arena import ARENA, Arena
+from .audience import Audience
 from .auth import new_token
 from .challenges import ChallengeBook
 from .clock import utc_now
@@ -28,13 +29,14 @@ from .cluster.node import ClusterNode
 from .config import Settings
 from .export_api import setup as setup_export
 from .games import GameManager
-from .http_api import json_errors
+from .http_api import json_errors, running_games
 from .http_api import setup as setup_api
 from .ladder.service import Ladder
 from .ladder_api import setup as setup_ladder_api
 from .live import LiveHub
 from .outbox import CLOSE_GOING_AWAY
 from .pages import setup as setup_pages
+from .peers import AddressCap
 from .presence import Presence
 from .ratelimit import WindowLimiter
 from .recorder import GameRecorder
@@ -60,7 +62,7 @@ def create_app(settings: Settings, storage: Storage | None = None) -> web.Applic
     presence = Presence()
     recorder = GameRecorder(settings, storage, Spool(settings.spool_path or default_spool_path(settings.db), settings.db))
     manager = GameManager(settings, presence, recorder)
-    live = LiveHub(settings.send_queue_max, recorder)
+    live = LiveHub(settings, recorder)
     manager.listeners.append(live)
     app[ARENA] = Arena(
         settings=settings,
@@ -72,8 +74,11 @@ def create_app(settings: Settings, storage: Storage | None = None) -> web.Applic
         registrations=WindowLimiter(settings.registrations_per_hour, 3600.0),
         ladder=Ladder(settings, storage, presence, manager, live.publish),
         live=live,
+        audience=Audience(settings),
+        addresses=AddressCap(settings.connections_per_ip, settings.connections_per_ip_exempt),
         tournaments=Director(storage, manager, live.publish),
     )
+    live.state = lambda: (app[ARENA].ladder.table, running_games(app[ARENA]))
     if settings.redis is not None:
         node = settings.node or f"{socket.gethostname()}-{settings.port}"
         cluster = ClusterNode(settings.redis, node)
@@ -116,6 +121,7 @@ async def _shutdown(app: web.Application) -> None:
     await arena.tournaments.stop()
     await arena.ladder.stop()
     await arena.live.close()
+    arena.audience.close()
     arena.challenges.clear()
     if arena.cluster is not None:
         arena.cluster.leave()  # its games are taken over by another node, not aborted

@@ -13,11 +13,13 @@ from aiohttp import web
 
 from protocol.messages import Limits
 
+from .audience import Audience
 from .challenges import ChallengeBook
 from .config import Settings
 from .games import GameManager
 from .ladder.service import Ladder
 from .live import LiveHub
+from .peers import AddressCap
 from .presence import Presence
 from .ratelimit import WindowLimiter
 from .storage import Storage
@@ -38,6 +40,9 @@ class Arena:
     registrations: WindowLimiter
     ladder: Ladder
     live: LiveHub
+    audience: Audience
+    addresses: AddressCap
+    """The WebSocket connections each client address holds (``connections_per_ip``)."""
     tournaments: Director
     cluster: ClusterNode | None = None
     """This node's part in a cluster (``--redis``); ``None`` on one node."""

@@ -66,6 +66,24 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     finished_cache: int = 512
     """Finished games kept in memory (so late moves get ``game_over``, not ``unknown_game``)."""
 
+    # The audience: /live viewers and spectators (README, "An audience that never slows the games").
+    live_batches_per_second: Annotated[float, Meta(gt=0, le=50)] = 4.0
+    """At most this many frames a second reach a viewer of ``/live``: what happened meanwhile
+    goes in one batch, encoded once for every viewer."""
+    spectator_flushes_per_second: Annotated[float, Meta(gt=0, le=100)] = 10.0
+    """How often the updates of watched games are written to their spectators (each spectator
+    gets every update, several in one write)."""
+    audience_budget_ms: Annotated[float, Meta(gt=0, le=100)] = 2.0
+    """The longest the event loop writes to the audience before it serves the games again."""
+    audience_stall_s: Annotated[float, Meta(gt=0, le=3600)] = 30.0
+    """A viewer or spectator that has read nothing for this long while frames wait for it is
+    dropped (close 1008); until then it is skipped forward, never queued for."""
+    connections_per_ip: Annotated[int, Meta(ge=0)] = 1000
+    """WebSocket connections (``/ws`` and ``/live`` together) one client address may hold; more
+    are refused with ``429`` ``too_many_connections`` (0: no limit)."""
+    connections_per_ip_exempt: list[str] = msgspec.field(default_factory=lambda: ["127.0.0.1", "::1"])
+    """Addresses never capped (a local load test, a proxy whose clients are not told apart)."""
+
     # Storage faults (README, "Storage faults").
     spool_path: str | None = None
     """Where finished games wait while the database fails (``server/spool.py``): put it on

@@ -18,6 +18,7 @@ from aiohttp import web
 
 from protocol.messages import CLOSE_FLOOD, Error, ErrorCode
 
+from .audience import Audience, Feed
 from .config import Settings
 from .outbox import Outbox
 from .peers import client_address
@@ -41,7 +42,7 @@ class Connection:
     reachable = True
     """A connection to this node is always reachable (one on another node may not be)."""
 
-    def __init__(self, ws: web.WebSocketResponse, settings: Settings, request: web.Request) -> None:
+    def __init__(self, ws: web.WebSocketResponse, settings: Settings, request: web.Request, audience: Audience) -> None:
         self.id = next(_ids)
         self.ws = ws
         self.peer = client_address(request, settings)
@@ -57,6 +58,8 @@ class Connection:
         self._bucket = TokenBucket(settings.messages_per_second, settings.burst, loop.time())
         self._refused_in_row = 0
         self.outbox = Outbox(ws, request.transport, settings.send_queue_max, f"connection {self.id} ({self.peer})")
+        self._audience = audience
+        self._feed: Feed | None = None
 
     def __repr__(self) -> str:
         return f"<Connection {self.id} bot={self.bot!r} peer={self.peer}>"
@@ -70,6 +73,13 @@ class Connection:
     def send(self, msg: Any) -> None:
         """Send a message (a struct, or a frame already encoded by :func:`encode`)."""
         self.outbox.send(msg if isinstance(msg, bytes) else _encoder.encode(msg))
+
+    def send_watched(self, game_id: str, frame: bytes) -> None:
+        """A frame of a game this connection watches: written at the audience's pace
+        (``server/audience.py``), with the others of the same tick."""
+        if self._feed is None:
+            self._feed = Feed(self.outbox)
+        self._audience.send(self._feed, game_id, frame)
 
     def error(self, code: ErrorCode, message: str, **fields: Any) -> None:
         self.send(Error(code, message, **fields))

@@ -63,6 +63,9 @@ class Spectator(Protocol):
 
     def send(self, msg: Any) -> None: ...
 
+    def send_watched(self, game_id: str, frame: bytes) -> None:
+        """A frame of a watched game, encoded once for all its spectators."""
+
 
 class GamesElsewhere(Protocol):
     """The games other nodes of a cluster host (:class:`~server.cluster.node.ClusterNode`)."""
@@ -289,7 +292,7 @@ class GameRoom:
         if self.spectators:
             frame = encode(Update(self.id, ply, played, self._view(None)))
             for conn in list(self.spectators):
-                conn.send(frame)
+                conn.send_watched(self.id, frame)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -381,7 +384,7 @@ class GameRoom:
         for name in self.players:
             self._deliver(name, frame)
         for conn in self.spectators:
-            conn.send(frame)
+            conn.send_watched(self.id, frame)
             conn.watching.discard(self.id)
         self.spectators.clear()
         self._release_views()
@@ -534,8 +537,10 @@ class GameRoom:
             for seat in (0, 1):
                 self._deliver(self.players[seat], self._game_start(seat, resumed=True))
                 self._deliver(self.players[seat], Update(self.id, self.ply, None, self._view(seat)))
-            for conn in list(self.spectators):
-                conn.send(Update(self.id, self.ply, None, self._view(None)))
+            if self.spectators:
+                frame = encode(Update(self.id, self.ply, None, self._view(None)))
+                for conn in list(self.spectators):
+                    conn.send_watched(self.id, frame)
             self._ask()
         except Exception:
             self._failed()

@@ -9,7 +9,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -44,6 +45,22 @@ class ApiError(Exception):
         self.message = message
         self.headers = headers or {}
         self.extra = extra
+
+
+@contextmanager
+def connection_slot(request: web.Request) -> Iterator[None]:
+    """Hold one of the WebSocket connections the client's address may have open
+    (``connections_per_ip``); past them the upgrade is refused with ``429``
+    ``too_many_connections``."""
+    arena = request.app[ARENA]
+    address = client_address(request, arena.settings)
+    if not arena.addresses.take(address):
+        raise ApiError(429, "too_many_connections",
+                       f"{address} has {arena.addresses.limit} WebSocket connections open, the most one address may")
+    try:
+        yield
+    finally:
+        arena.addresses.give_back(address)
 
 
 def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:

@@ -7,29 +7,31 @@ and ``POST /api/ladder/bots/{name}/restore``.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
 from aiohttp import WSMsgType, web
 
-from protocol.messages import LiveGames
+from protocol.messages import CLOSE_FLOOD
 
 from .arena import ARENA, Arena
 from .bot_health import HEALTH_GAMES, health
 from .cluster.bus import ClusterUnavailable
 from .cluster.messages import LadderOp
-from .connection import encode
-from .http_api import ApiError, ended_games, json_response, require_admin, running_games
+from .http_api import ApiError, connection_slot, ended_games, json_response, require_admin
+from .live import RECENT
 from .outbox import Outbox
 from .peers import client_address
+from .ratelimit import TokenBucket
 from .storage import BotRow
 from .summary import game_summary
 
 log = logging.getLogger(__name__)
 
 PROFILE_GAMES = 20
-RECENT = 20
-"""Finished games a new viewer of ``/live`` is shown."""
+LIVE_FRAME_MAX = 4096
+"""A frame a ``/live`` viewer sends larger than this closes it (1009): it is not meant to send."""
 
 
 async def standings(request: web.Request) -> web.Response:
@@ -158,29 +160,42 @@ def _control(op: LadderOp, with_bot: bool = False) -> Callable[[web.Request], Aw
 
 
 async def live_handler(request: web.Request) -> web.WebSocketResponse:
+    """``GET /live``: batches of what changes (``server/live.py``). A viewer sends nothing; what
+    it sends is read and dropped within the connection's rate limit, and one that keeps
+    sending past it is closed with 4008."""
     arena = request.app[ARENA]
-    ws = web.WebSocketResponse(heartbeat=arena.settings.heartbeat_s, compress=False)
-    await ws.prepare(request)
-    try:
-        recent = [game_summary(r) for r in await ended_games(arena, "finished", RECENT)]
-    except Exception as e:
-        arena.manager.recorder.faults.note("listing recent games for /live", e)
-        recent = [game_summary(room.to_row(record=False)) for room in reversed(arena.manager.finished.values())
-                  if room.status == "finished"][:RECENT]
-    # From here to joining the hub nothing awaits, so no start or end falls in between.
-    viewer = Outbox(ws, request.transport, arena.settings.send_queue_max, f"/live viewer {client_address(request, arena.settings)}")
-    viewer.send(encode(arena.ladder.table))
-    viewer.send(encode(LiveGames(running_games(arena), recent)))
-    viewer.send(encode(arena.live.health()))
-    arena.live.viewers.add(viewer)
-    try:
-        async for msg in ws:
-            if msg.type is WSMsgType.ERROR:
-                break
-    finally:
-        arena.live.viewers.discard(viewer)
-        await viewer.shutdown()
-    return ws
+    settings = arena.settings
+    with connection_slot(request):
+        ws = web.WebSocketResponse(heartbeat=settings.heartbeat_s, max_msg_size=LIVE_FRAME_MAX, compress=False)
+        await ws.prepare(request)
+        hub = arena.live
+        if not hub.recent_loaded:
+            try:
+                hub.load_recent([game_summary(r) for r in await ended_games(arena, "finished", RECENT)])
+            except Exception as e:
+                arena.manager.recorder.faults.note("listing recent games for /live", e)
+        address = client_address(request, settings)
+        viewer = Outbox(ws, request.transport, settings.send_queue_max, f"/live viewer {address}")
+        hub.join(viewer)
+        loop = asyncio.get_running_loop()
+        bucket = TokenBucket(settings.messages_per_second, settings.burst, loop.time())
+        refused = 0
+        try:
+            async for msg in ws:
+                if msg.type is WSMsgType.ERROR:
+                    break
+                if bucket.take(loop.time()) is None:
+                    refused = 0
+                    continue
+                refused += 1
+                if refused > settings.flood_limit:
+                    log.warning("/live viewer %s kept sending: closing it", address)
+                    viewer.close(CLOSE_FLOOD, "flood")
+                    break
+        finally:
+            hub.leave(viewer)
+            await viewer.shutdown()
+        return ws
 
 
 def setup(app: web.Application) -> None:

@@ -33,6 +33,9 @@ HIGH_WATER = 256 * 1024
 """Bytes the transport may hold unsent before frames wait in the outbox instead."""
 RETRY_S = 0.05
 """How often an outbox waiting for its peer to read tries again."""
+AUDIENCE_LOW_WATER = 64 * 1024
+"""Bytes the transport may hold unsent for the audience to be written to: above it the peer is
+behind, and the audience skips it forward instead of queueing (``server/audience.py``)."""
 
 _TEXT_FIN = 0x81
 _SHORT_HEADERS = tuple(bytes((_TEXT_FIN, length)) for length in range(126))
@@ -97,6 +100,22 @@ class Outbox:
             self._scheduled = True
             self._loop.call_soon(self._flush)
         return True
+
+    def ready(self) -> bool:
+        """Nothing waits for this peer and its socket keeps up: what is written now goes out."""
+        transport = self._transport
+        return (not self._frames and not self.closing and transport is not None and not transport.is_closing()
+                and transport.get_write_buffer_size() <= AUDIENCE_LOW_WATER)
+
+    def write_now(self, frames: list[bytes]) -> None:
+        """Write ``frames`` at once, in one write (after :meth:`ready` said the peer keeps up)."""
+        if self._transport is None:
+            return
+        chunks: list[bytes] = []
+        for frame in frames:
+            chunks.append(text_frame_header(len(frame)))
+            chunks.append(frame)
+        self._transport.write(b"".join(chunks))
 
     def close(self, code: int, reason: str) -> None:
         """Close after the frames already queued; later sends are dropped."""

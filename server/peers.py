@@ -15,3 +15,33 @@ def client_address(request: web.Request, settings: Settings) -> str:
         if forwarded:
             return forwarded.rsplit(",", 1)[-1].strip()
     return request.remote or "?"
+
+
+class AddressCap:
+    """At most ``limit`` open WebSocket connections per client address (0: no limit), so one
+    client cannot hold thousands on a public server; ``exempt`` addresses are never capped."""
+
+    def __init__(self, limit: int, exempt: list[str]) -> None:
+        self.limit = limit
+        self.exempt = frozenset(exempt)
+        self.open: dict[str, int] = {}
+
+    def take(self, address: str) -> bool:
+        """Count one more connection from ``address``; False (nothing counted) at the limit."""
+        if not self.limit or address in self.exempt:
+            return True
+        held = self.open.get(address, 0)
+        if held >= self.limit:
+            return False
+        self.open[address] = held + 1
+        return True
+
+    def give_back(self, address: str) -> None:
+        """A connection ``take`` counted has closed."""
+        held = self.open.get(address)
+        if held is None:
+            return
+        if held <= 1:
+            del self.open[address]
+        else:
+            self.open[address] = held - 1

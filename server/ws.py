@@ -44,6 +44,7 @@ from .arena import ARENA, Arena
 from .auth import hash_token
 from .config import HARD_FRAME_CAP
 from .connection import Connection
+from .http_api import connection_slot
 from .refusal import Refusal
 
 log = logging.getLogger(__name__)
@@ -274,9 +275,15 @@ async def websocket_handler(request: web.Request) -> web.WebSocketResponse:
     """``GET /ws``: one session from upgrade to close."""
     arena = request.app[ARENA]
     settings = arena.settings
-    ws = web.WebSocketResponse(heartbeat=settings.heartbeat_s, max_msg_size=HARD_FRAME_CAP, compress=False)
-    await ws.prepare(request)
-    conn = Connection(ws, settings, request)
+    with connection_slot(request):
+        ws = web.WebSocketResponse(heartbeat=settings.heartbeat_s, max_msg_size=HARD_FRAME_CAP, compress=False)
+        await ws.prepare(request)
+        return await _session(arena, ws, request)
+
+
+async def _session(arena: Arena, ws: web.WebSocketResponse, request: web.Request) -> web.WebSocketResponse:
+    settings = arena.settings
+    conn = Connection(ws, settings, request, arena.audience)
     arena.presence.opened(conn)
     session = Session(arena, conn)
     session.hello_timer = asyncio.get_running_loop().call_later(settings.hello_timeout_s, session.hello_timeout)

@@ -34,6 +34,9 @@ class ToConn(msgspec.Struct, tag="to_conn", frozen=True):
 
     conn: int
     frame: msgspec.Raw
+    watched: str | None = None
+    """The game the frame is of, for a watched game's update or end (written at the
+    audience's pace); ``None`` for an answer to the connection itself."""
 
 
 class FromBot(msgspec.Struct, tag="from_bot", frozen=True):

@@ -152,6 +152,9 @@ class RemoteSpectator:
     def send(self, msg: Any) -> None:
         self._bus.post(self.node, ToConn(self.conn, msgspec.Raw(msg if isinstance(msg, bytes) else encode(msg))))
 
+    def send_watched(self, game_id: str, frame: bytes) -> None:
+        self._bus.post(self.node, ToConn(self.conn, msgspec.Raw(frame), game_id))
+
 
 class ClusterNode:
     """The cluster as this node sees it; ``bind(arena)`` hooks it into the server."""
@@ -551,8 +554,12 @@ class ClusterNode:
 
     def _on_to_conn(self, sender: str, m: ToConn) -> None:
         conn = self.arena.presence.by_id.get(m.conn)
-        if conn is not None:
+        if conn is None:
+            return
+        if m.watched is None:
             conn.send(bytes(m.frame))
+        else:
+            conn.send_watched(m.watched, bytes(m.frame))
 
     def _on_from_bot(self, sender: str, m: FromBot) -> None:
         arena, bot, msg = self.arena, m.bot, m.message

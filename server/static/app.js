@@ -211,7 +211,7 @@
 
   // ---------------------------------------------------------------- the live stream (/live)
 
-  const live = { ws: null, delay: 1000, opened: 0, running: new Map(), recent: [], standings: [] };
+  const live = { ws: null, delay: 1000, opened: 0, batches: 0, running: new Map(), recent: [], standings: [] };
 
   function setLiveStatus(state, label) {
     const el = $("[data-testid=live-status]");
@@ -225,6 +225,7 @@
     live.ws = ws;
     ws.onopen = () => {
       live.delay = 1000;
+      live.batches = 0;
       setLiveStatus("open", "live");
       // What changed while the stream was down is not sent again: the open view fetches anew.
       if (live.opened++ > 0 && current && current.resync) current.resync();
@@ -247,25 +248,37 @@
     };
   }
 
-  function onLive(msg) {
+  /** Every /live frame is a batch of events, applied in order; the lists are drawn once per batch. */
+  function onLive(batch) {
+    if (batch.type !== "batch") return;
+    // A fresh start after frames were skipped (this page fell behind): the open view fetches anew.
+    const fresh = batch.messages.length > 0 && batch.messages[0].type === "games";
+    if (fresh && live.batches++ > 0 && current && current.resync) current.resync();
+    let games = false;
+    for (const msg of batch.messages) games = onLiveEvent(msg) || games;
+    if (games) renderGames();
+  }
+
+  /** One event of a batch; true if the lists of games changed. */
+  function onLiveEvent(msg) {
     if (msg.type === "standings") {
       live.standings = msg.standings;
       renderStandings(msg.paused, msg.standings);
     } else if (msg.type === "games") {
       live.running = new Map(msg.running.map((g) => [g.game_id, g]));
       live.recent = msg.recent.slice(0, RECENT_MAX);
-      renderGames();
+      return true;
     } else if (msg.type === "game_started") {
       live.running.set(msg.game.game_id, msg.game);
-      renderGames();
       if (current && current.onGame) current.onGame(msg);
+      return true;
     } else if (msg.type === "game_ended") {
       live.running.delete(msg.game.game_id);
       if (msg.game.status === "finished") {
         live.recent = [msg.game, ...live.recent.filter((g) => g.game_id !== msg.game.game_id)].slice(0, RECENT_MAX);
       }
-      renderGames();
       if (current && current.onGame) current.onGame(msg);
+      return true;
     } else if (msg.type === "tournament") {
       if (current && current.onTournament) current.onTournament(msg.tournament);
     } else if (msg.type === "health") {

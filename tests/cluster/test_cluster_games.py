@@ -8,7 +8,17 @@ from __future__ import annotations
 from typing import Any
 
 import mandala
-from arena_testkit import Closed, Harness, WsClient, first_legal, gather, play_out, random_policy, wait_until
+from arena_testkit import (
+    Closed,
+    Harness,
+    LiveStream,
+    WsClient,
+    first_legal,
+    gather,
+    play_out,
+    random_policy,
+    wait_until,
+)
 from conftest import MakeCluster
 from protocol.messages import (
     CLOSE_REPLACED,
@@ -183,9 +193,6 @@ class Placed:
 
 
 async def test_live_on_any_node_shows_every_game_of_the_cluster(make_cluster: MakeCluster) -> None:
-    import msgspec
-
-    from protocol.live import LiveMessage
     from protocol.messages import LiveGameEnded, LiveGames, LiveGameStarted
 
     n1, n2 = await make_cluster(2)
@@ -194,15 +201,8 @@ async def test_live_on_any_node_shows_every_game_of_the_cluster(make_cluster: Ma
     cluster = n2.arena.cluster
     assert cluster is not None
     await wait_until(lambda: first in cluster.games, 5, "n2 never heard of the game")
-    live = await n2.client.ws_connect("/live")
-    decode = msgspec.json.Decoder(LiveMessage).decode  # type: ignore[arg-type]
-
-    async def next_of(kind: type[Any]) -> Any:
-        while True:
-            msg = decode((await live.receive(timeout=5)).data)
-            if isinstance(msg, kind):
-                return msg
-
+    live = LiveStream(await n2.client.ws_connect("/live"))
+    next_of = live.next_of
     games = await next_of(LiveGames)
     assert [g.game_id for g in games.running] == [first]
     await gather(play_out(bots["alice"], random_policy(1)), play_out(bots["bob"], random_policy(2)))

@@ -43,9 +43,9 @@ async def test_a_tournament_created_on_a_follower_runs_on_the_leader(make_cluste
             # The viewer of node 3 saw the tournament's progress, pushed by the leader.
             played = set()
             while 6 not in played:
-                msg = json.loads((await live.receive(timeout=10)).data)
-                if msg["type"] == "tournament" and msg["tournament"]["tournament_id"] == tid:
-                    played.add(msg["tournament"]["progress"]["played"])
+                for msg in json.loads((await live.receive(timeout=10)).data)["messages"]:
+                    if msg["type"] == "tournament" and msg["tournament"]["tournament_id"] == tid:
+                        played.add(msg["tournament"]["progress"]["played"])
         finally:
             for task in tasks:
                 task.cancel()

@@ -13,8 +13,7 @@ from typing import Any
 
 import msgspec
 
-from arena_testkit import ADMIN, Harness, WsClient, gather, play_out, random_policy
-from protocol.live import LiveMessage
+from arena_testkit import ADMIN, Harness, LiveStream, WsClient, gather, play_out, random_policy
 from protocol.messages import (
     Decision,
     Error,
@@ -187,14 +186,10 @@ async def test_organizer_pauses_resumes_removes_and_resets(make_arena: Any) -> N
 
 async def test_the_live_stream_pushes_standings_and_games(make_arena: Any) -> None:
     arena: Harness = await make_arena(**FAST)
-    live = await arena.client.ws_connect("/live")
-    decode = msgspec.json.Decoder(LiveMessage).decode  # type: ignore[arg-type]
-
-    async def receive() -> Any:
-        return decode((await live.receive(timeout=5)).data)
-
-    assert await receive() == LiveStandings(paused=False, standings=[])
+    live = LiveStream(await arena.client.ws_connect("/live"))
+    receive = live.event
     assert await receive() == LiveGames(running=[], recent=[])
+    assert await receive() == LiveStandings(paused=False, standings=[])
     alice, bob = await gather(qualify(arena, "alice", 9), qualify(arena, "bob", 10))
     await gather(play_out(alice, random_policy(11), games=2), play_out(bob, random_policy(12), games=2))
     seen: list[Any] = []

@@ -31,6 +31,7 @@ from aiohttp import WSMsgType, web
 from aiohttp.test_utils import TestClient
 
 from mandala.moves import MOVES
+from protocol.live import LiveBatch
 from protocol.messages import (
     PROTOCOL_VERSION,
     Decision,
@@ -91,6 +92,41 @@ class Closed(Exception):
     def __init__(self, code: int | None) -> None:
         super().__init__(f"closed with {code}")
         self.code = code
+
+
+class LiveStream:
+    """A viewer of ``/live``: the batches it got, and their events one at a time."""
+
+    _decode = msgspec.json.Decoder(LiveBatch).decode
+
+    def __init__(self, ws: aiohttp.ClientWebSocketResponse) -> None:
+        self.ws = ws
+        self.batches: list[LiveBatch] = []
+        self._events: list[Any] = []
+
+    async def batch(self, timeout: float = RECV_TIMEOUT) -> LiveBatch:
+        msg = await self.ws.receive(timeout=timeout)
+        if msg.type is not WSMsgType.TEXT:
+            raise Closed(self.ws.close_code)
+        batch = self._decode(msg.data)
+        self.batches.append(batch)
+        return batch
+
+    async def event(self, timeout: float = RECV_TIMEOUT) -> Any:
+        """The next event, from the batch already read or the next one."""
+        while not self._events:
+            self._events = list((await self.batch(timeout)).messages)
+        return self._events.pop(0)
+
+    async def next_of(self, kind: type[T], timeout: float = RECV_TIMEOUT) -> T:
+        """The next event of type ``kind`` (those before it are passed over)."""
+        while True:
+            msg = await self.event(timeout)
+            if isinstance(msg, kind):
+                return msg
+
+    async def close(self) -> None:
+        await self.ws.close()
 
 
 @dataclass

@@ -1,5 +1,5 @@
-"""The outbox (``server/outbox.py``): frames for a peer that does not read wait, then the peer
-is cut, and nobody else notices — the games it watched play on and end as usual."""
+"""A spectator that does not read (``server/audience.py``): skipped forward, then cut, and
+nobody else notices — the games it watched play on and end as usual."""
 
 from __future__ import annotations
 
@@ -49,10 +49,12 @@ class StuckSpectator:
                           + bytes(b ^ mask[i % 4] for i, b in enumerate(payload)))
 
 
-async def test_a_spectator_that_stops_reading_is_cut_and_the_games_play_on(
+async def test_a_spectator_that_stops_reading_is_skipped_then_dropped_and_the_games_play_on(
         make_arena: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """Its updates are never queued: past what its socket holds it keeps only the latest
+    update of each game it watches, and after ``audience_stall_s`` without reading it is cut."""
     # No heartbeat within the test: the spectator is cut for not reading, not for not answering pings.
-    arena: Harness = await make_arena(send_queue_max=20, messages_per_second=1000.0, burst=1000, heartbeat_s=60.0)
+    arena: Harness = await make_arena(audience_stall_s=3600.0, messages_per_second=1000.0, burst=1000, heartbeat_s=60.0)
     alice, bob = await arena.bot("alice", max_games=GAMES), await arena.bot("bob", max_games=GAMES)
     server = arena.arena
     stuck = await StuckSpectator.connect(str(arena.client.host), int(arena.client.port))  # type: ignore[arg-type]
@@ -62,17 +64,30 @@ async def test_a_spectator_that_stops_reading_is_cut_and_the_games_play_on(
     conn = spectator[0]
     assert conn.outbox.transport is not None
     conn.outbox.transport.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
-    with caplog.at_level(logging.WARNING, logger="server.outbox"):
-        games = [await arena.start_game(["alice", "bob"]) for _ in range(GAMES)]
-        for game_id in games:
-            stuck.send({"type": "watch", "game_id": game_id})
-        overs = await gather(play_out(alice, random_policy(1), GAMES), play_out(bob, random_policy(2), GAMES),
-                             timeout=60)
-        await wait_until(lambda: conn not in server.presence.connections, 10,
-                         "the spectator that stopped reading was never cut")
+    games = [await arena.start_game(["alice", "bob"]) for _ in range(GAMES)]
+    for game_id in games:
+        stuck.send({"type": "watch", "game_id": game_id})
+    overs = await gather(play_out(alice, random_policy(1), GAMES), play_out(bob, random_policy(2), GAMES),
+                         timeout=60)
     assert sorted(o.game_id for o in overs[0]) == sorted(games) == sorted(o.game_id for o in overs[1])
     assert all(o.result.end_reason != "aborted" for o in overs[0])
-    cut = [r.getMessage() for r in caplog.records if "does not read its frames" in r.getMessage()]
-    assert len(cut) == 1 and f"connection {conn.id} " in cut[0]
+
+    # Skipped forward: what waits for it is the last frame of each game (its game_over), whatever
+    # the number of moves; nothing waits in its outbox.
+    def only_the_ends() -> bool:
+        feed = conn._feed
+        return feed is not None and sorted(g for g, _ in feed.frames) == sorted(games) and all(
+            f.startswith(b'{"type":"game_over"') for _, f in feed.frames)
+
+    await wait_until(only_the_ends, 10, "the spectator's updates were not skipped forward")
+    assert conn.outbox.waiting == 0 and conn in server.presence.connections
+
+    # Read nothing for the stall time: dropped.
+    with caplog.at_level(logging.WARNING, logger="server.audience"):
+        server.audience.stall_s = 0.5
+        await wait_until(lambda: conn not in server.presence.connections, 10,
+                         "the spectator that stopped reading was never cut")
+    dropped = [r.getMessage() for r in caplog.records if "has read nothing for" in r.getMessage()]
+    assert len(dropped) == 1 and f"connection {conn.id} " in dropped[0]
     assert all(conn not in room.spectators for room in server.manager.running.values())
     stuck.writer.close()

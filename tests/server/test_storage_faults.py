@@ -33,6 +33,7 @@ import pytest
 from arena_testkit import (
     ADMIN,
     Harness,
+    LiveStream,
     Seen,
     ServeProcess,
     assert_ratings_replay,
@@ -44,7 +45,6 @@ from arena_testkit import (
     random_policy,
     wait_until,
 )
-from protocol.live import LiveMessage
 from protocol.messages import LadderStatus, LiveHealth
 from server.clock import utc_now
 from server.storage import GameRow, Storage, open_storage
@@ -353,14 +353,10 @@ async def test_what_bots_organizers_and_viewers_are_told_during_an_outage(make_a
             raise sqlite3.OperationalError("disk I/O error")
 
     store._between_game_and_ratings = fail  # type: ignore[attr-defined]
-    live = await arena.client.ws_connect("/live")
-    decode = msgspec.json.Decoder(LiveMessage).decode  # type: ignore[arg-type]
+    live = LiveStream(await arena.client.ws_connect("/live"))
 
     async def live_health() -> LiveHealth:
-        while True:
-            msg = decode((await live.receive(timeout=5)).data)
-            if isinstance(msg, LiveHealth):
-                return msg
+        return await live.next_of(LiveHealth)
 
     assert await live_health() == LiveHealth("ok", None, 0)
     alice, bob = await arena.bot("alice"), await arena.bot("bob")

@@ -1,0 +1,244 @@
+"""The audience never slows the games (``server/live.py``, ``server/audience.py``): ``/live``
+in batches at a human pace, encoded once for every viewer; spectators' updates encoded once
+per ply; viewers that fall behind skipped forward, never queued for; viewers that send
+garbage or flood closed; connections per address capped."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import itertools
+import logging
+import os
+import socket
+import struct
+import time
+from typing import Any
+
+import msgspec
+import pytest
+from aiohttp import WSMsgType
+
+import server.games
+import server.outbox
+from arena_testkit import Harness, LiveStream, gather, play_out, random_policy, wait_until
+from protocol.live import LiveBatch
+from protocol.messages import GameOver, LiveGameEnded, LiveGames, LiveGameStarted, Update
+
+GAMES = 12
+MANY = 160
+
+
+class RawViewer:
+    """A ``/live`` viewer on a bare socket that takes 4 KB at a time and reads only when told:
+    a browser tab on a slow machine, or one that hangs."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+
+    @classmethod
+    async def connect(cls, host: str, port: int) -> RawViewer:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.setblocking(False)
+        await asyncio.get_running_loop().sock_connect(sock, (host, port))
+        reader, writer = await asyncio.open_connection(sock=sock, limit=4096)  # stops reading past 8 KB
+        key = base64.b64encode(os.urandom(16)).decode()
+        writer.write(f"GET /live HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                     f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n".encode())
+        head = await reader.readuntil(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 101"), head
+        return cls(reader, writer)
+
+    async def batch(self) -> LiveBatch:
+        """The next frame (a server's frames are unmasked text frames)."""
+        first, second = await self.reader.readexactly(2)
+        assert first == 0x81, f"not a final text frame: {first:#x}"
+        length = second & 0x7F
+        if length == 126:
+            (length,) = struct.unpack("!H", await self.reader.readexactly(2))
+        elif length == 127:
+            (length,) = struct.unpack("!Q", await self.reader.readexactly(8))
+        return msgspec.json.decode(await self.reader.readexactly(length), type=LiveBatch)
+
+
+def server_side(arena: Harness, before: set[Any]) -> Any:
+    """The outbox of the one ``/live`` viewer that joined since ``before``."""
+    new = [o for o in arena.arena.live.viewers if o not in before]
+    return new[0] if len(new) == 1 else None
+
+
+async def test_live_sends_batches_at_its_pace_encoded_once_with_every_start_and_end(make_arena: Any) -> None:
+    rate = 4.0
+    arena: Harness = await make_arena(live_batches_per_second=rate, messages_per_second=1000.0, burst=1000)
+    viewers = [LiveStream(await arena.client.ws_connect("/live")) for _ in range(5)]
+    for viewer in viewers:
+        first = await viewer.batch()
+        assert [type(m).__name__ for m in first.messages] == ["LiveGames", "LiveStandings", "LiveHealth"]
+    alice, bob = await arena.bot("alice", max_games=GAMES), await arena.bot("bob", max_games=GAMES)
+    began = time.monotonic()
+    games = [await arena.start_game(["alice", "bob"]) for _ in range(GAMES)]
+    await gather(play_out(alice, random_policy(1), GAMES), play_out(bob, random_policy(2), GAMES), timeout=60)
+    ended: dict[int, set[str]] = {i: set() for i in range(len(viewers))}
+    started: dict[int, set[str]] = {i: set() for i in range(len(viewers))}
+    for i, viewer in enumerate(viewers):
+        while ended[i] != set(games):
+            msg = await viewer.event()
+            if isinstance(msg, LiveGameStarted):
+                started[i].add(msg.game.game_id)
+            elif isinstance(msg, LiveGameEnded):
+                ended[i].add(msg.game.game_id)
+    elapsed = time.monotonic() - began
+    for i, viewer in enumerate(viewers):
+        assert started[i] == set(games)
+        # Every start and end arrived, in at most one frame per tick (plus the fresh start).
+        assert len(viewer.batches) <= 1 + elapsed * rate + 1, (len(viewer.batches), elapsed)
+        assert len(viewer.batches) < 2 * GAMES  # 24 events did not each take a frame
+    # One encoding for all viewers: the same batch is the same bytes for each.
+    raw: dict[int, set[bytes]] = {}
+    for viewer in viewers:
+        for batch in viewer.batches[1:]:
+            raw.setdefault(batch.seq, set()).add(msgspec.json.encode(batch))
+    assert raw and all(len(frames) == 1 for frames in raw.values())
+    seqs = [b.seq for b in viewers[0].batches[1:]]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+    for viewer in viewers:
+        await viewer.close()
+
+
+async def test_a_viewer_that_falls_behind_is_skipped_then_starts_afresh_and_one_that_never_reads_is_dropped(
+        make_arena: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    # Enough news to fill what the kernel holds for a viewer (about 16 KB here):
+    # any byte unsent makes a viewer "behind" (so a few kilobytes are enough to show it).
+    monkeypatch.setattr(server.outbox, "AUDIENCE_LOW_WATER", 0)
+    arena: Harness = await make_arena(live_batches_per_second=50.0, audience_stall_s=3600.0, heartbeat_s=60.0,
+                                      messages_per_second=1000.0, burst=1000)
+    hub = arena.arena.live
+    host, port = str(arena.client.host), int(arena.client.port)  # type: ignore[arg-type]
+    outboxes = []
+    viewers = []
+    for _ in range(2):
+        known = set(hub.viewers)
+        viewers.append(await RawViewer.connect(host, port))
+        outbox = await wait_until(lambda known=known: server_side(arena, known), 5, "the viewer did not join")
+        outbox.transport.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+        outboxes.append(outbox)
+    slow = viewers[0]  # the other one never reads
+    first = await slow.batch()
+    assert isinstance(first.messages[0], LiveGames)
+    alice, bob = await arena.bot("alice", max_games=64), await arena.bot("bob", max_games=64)
+    games = []
+    for _ in range(MANY // 40):
+        games += [await arena.start_game(["alice", "bob"]) for _ in range(40)]
+        await gather(play_out(alice, random_policy(3), 40), play_out(bob, random_policy(4), 40), timeout=60)
+    await wait_until(lambda: all(hub.viewers[o].fresh for o in outboxes), 10, "the viewers never fell behind")
+    # Behind, they were skipped: nothing queued for them on the server.
+    assert all(o.waiting == 0 for o in outboxes)
+    more = await arena.start_game(["alice", "bob"])  # news after they fell behind
+
+    # The slow one reads again: the batches its socket held, then (the ones it missed skipped)
+    # a fresh start holding the state as it is now.
+    seen = [first]
+    while not (len(seen) > 1 and isinstance(seen[-1].messages[0], LiveGames)):
+        seen.append(await asyncio.wait_for(slow.batch(), 10))
+    fresh = seen[-1]
+    games_now = fresh.messages[0]
+    assert isinstance(games_now, LiveGames)
+    assert more in [g.game_id for g in games_now.running]
+    assert {g.game_id for g in games_now.recent} <= set(games) and len(games_now.recent) == 20
+    batches = seen[1:]
+    assert all(b.seq > a.seq for a, b in itertools.pairwise(batches))
+
+    # The stuck one never reads: dropped once it has read nothing for the stall time.
+    with caplog.at_level(logging.WARNING, logger="server.audience"):
+        arena.arena.live.stall_s = 0.3
+        await wait_until(lambda: outboxes[1] not in hub.viewers and outboxes[1].closing, 10, "never dropped")
+    assert any("has read nothing for" in r.getMessage() and "/live viewer" in r.getMessage() for r in caplog.records)
+    assert outboxes[0] in hub.viewers  # the one that reads stays
+    for viewer in viewers:
+        viewer.writer.close()
+    await gather(play_out(alice, random_policy(5)), play_out(bob, random_policy(6)), timeout=30)
+
+
+async def test_spectators_get_every_update_encoded_once_per_ply(make_arena: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    arena: Harness = await make_arena(messages_per_second=1000.0, burst=1000)
+    encoded: list[Any] = []
+    plain = server.games.encode
+
+    def counting(msg: Any) -> bytes:
+        encoded.append(msg)
+        return plain(msg)
+
+    monkeypatch.setattr(server.games, "encode", counting)
+    alice, bob = await arena.bot("alice"), await arena.bot("bob")
+    game_id = await arena.start_game(["alice", "bob"])
+    spectators = [(await arena.spectate(game_id))[0] for _ in range(20)]
+    (over,), _ = await gather(play_out(alice, random_policy(7)), play_out(bob, random_policy(8)))
+    plies = len(over.record.moves)
+    # One encoding of each ply's update for the 20 of them (and one of game_over for everyone).
+    assert sum(isinstance(m, Update) for m in encoded) == plies
+    assert sum(isinstance(m, GameOver) for m in encoded) == 1
+    frames = []
+    for spectator in spectators:
+        got = []
+        while not isinstance(msg := await spectator.recv(), GameOver):
+            assert isinstance(msg, Update)
+            got.append(msg.ply)
+        assert got == list(range(1, plies + 1))  # every update, in order
+        frames.append(spectator.raw[1:])
+    assert all(f == frames[0] for f in frames)
+
+
+async def test_a_live_viewer_that_sends_is_ignored_then_closed_for_flooding(make_arena: Any) -> None:
+    arena: Harness = await make_arena(messages_per_second=5.0, burst=5)
+    live = LiveStream(await arena.client.ws_connect("/live"))
+    await live.batch()
+    await live.ws.send_str("not json at all")
+    await live.ws.send_bytes(b"\x00\x01")
+    await arena.bot("alice"), await arena.bot("bob")
+    game_id = await arena.start_game(["alice", "bob"])
+    assert (await live.next_of(LiveGameStarted)).game.game_id == game_id  # still served
+    for _ in range(30):
+        await live.ws.send_str('{"type": "hello"}')
+    msg = await live.ws.receive(timeout=5)
+    while msg.type is WSMsgType.TEXT:
+        msg = await live.ws.receive(timeout=5)
+    assert msg.type is WSMsgType.CLOSE and msg.data == 4008 and msg.extra == "flood"
+    big = LiveStream(await arena.client.ws_connect("/live"))
+    await big.batch()
+    await big.ws.send_str("x" * 5000)
+    msg = await big.ws.receive(timeout=5)
+    assert msg.type is WSMsgType.CLOSE and msg.data == 1009
+
+
+async def test_connections_per_address_are_capped_with_a_typed_refusal(make_arena: Any) -> None:
+    arena: Harness = await make_arena(connections_per_ip=2, connections_per_ip_exempt=[])
+    first = await arena.client.ws_connect("/live")
+    second = await arena.client.ws_connect("/ws")
+    for path in ("/ws", "/live"):
+        resp = await arena.client.get(path, headers={"Upgrade": "websocket", "Connection": "Upgrade",
+                                                     "Sec-WebSocket-Key": base64.b64encode(os.urandom(16)).decode(),
+                                                     "Sec-WebSocket-Version": "13"})
+        assert resp.status == 429
+        error = (await resp.json())["error"]
+        assert error["code"] == "too_many_connections" and "127.0.0.1" in error["message"]
+    await first.close()
+    await wait_until(lambda: arena.arena.addresses.open.get("127.0.0.1") == 1, 5, "the closed one was not given back")
+    third = await arena.client.ws_connect("/live")
+    assert (await third.receive(timeout=5)).type is WSMsgType.TEXT
+    await second.close()
+    await third.close()
+    await wait_until(lambda: not arena.arena.addresses.open, 5, "slots were not given back")
+
+
+def test_loopback_is_exempt_by_default_and_the_cap_counts_per_address() -> None:
+    from server.config import Settings
+    from server.peers import AddressCap
+
+    settings = Settings()
+    cap = AddressCap(settings.connections_per_ip, settings.connections_per_ip_exempt)
+    assert all(cap.take("127.0.0.1") for _ in range(5000))  # a local load test
+    assert all(cap.take("203.0.113.7") for _ in range(settings.connections_per_ip))
+    assert not cap.take("203.0.113.7") and cap.take("203.0.113.8")
+    cap.give_back("203.0.113.7")
+    assert cap.take("203.0.113.7")
