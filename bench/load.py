@@ -208,7 +208,8 @@ class Sink(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         if not self.upgraded.done():
             self.upgraded.set_exception(ConnectionError("closed before the upgrade"))
-        self.stats.audience_lost += 1
+        if self.stats.measuring:  # dropped by the server while the load ran
+            self.stats.audience_lost += 1
 
 
 async def sink(port: int, path: str, stats: Stats, hello: list[bytes] | None = None) -> Sink:
@@ -290,11 +291,12 @@ async def drive(url: str, pid: int | list[int], tasks_for: Any, seconds: float, 
         idle_rss = sum(rss_bytes(p) for p in pids)
         tasks = await tasks_for(http, stats)
         await asyncio.sleep(max(2.0, seconds / 5))  # warm up
-        cpu0, t0 = sum(cpu_seconds(p) for p in pids), time.perf_counter()
+        cpu0, t0, own0 = sum(cpu_seconds(p) for p in pids), time.perf_counter(), time.process_time()
         stats.measuring = True
         await asyncio.sleep(seconds)
         stats.measuring = False
         cpu, elapsed = sum(cpu_seconds(p) for p in pids) - cpu0, time.perf_counter() - t0
+        own = time.process_time() - own0
         load = os.getloadavg()[0]
         rss = sum(rss_bytes(p) for p in pids)
         for task in tasks:
@@ -316,6 +318,7 @@ async def drive(url: str, pid: int | list[int], tasks_for: Any, seconds: float, 
         "audience_lost": stats.audience_lost,
         "rss_per_member_kb": round(stats.audience_rss_kb, 1),
         "load_1min": round(load, 2),
+        "client_cpu": round(own / elapsed, 2),  # the load client's core: near 1.0, its own delays are in the latencies
     }
 
 
@@ -470,6 +473,7 @@ def compare_audience(args: argparse.Namespace) -> None:
         ("audience received, KB/s", "audience_kb_per_s"),
         ("audience connections lost", "audience_lost"),
         ("server RSS per audience member, KB", "rss_per_member_kb"),
+        ("load client's CPU (1.0: its core is full)", "client_cpu"),
     ]
     width = max(len(r[0]) for r in rows)
     print(f"{'':{width}}  {'no audience':>12}  {label:>{max(12, len(label))}}  {'ratio':>6}")

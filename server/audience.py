@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-SLICE = 32
+SLICE = 4
 """Items written between two looks at the clock."""
 
 

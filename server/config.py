@@ -73,7 +73,7 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     spectator_flushes_per_second: Annotated[float, Meta(gt=0, le=100)] = 10.0
     """How often the updates of watched games are written to their spectators (each spectator
     gets every update, several in one write)."""
-    audience_budget_ms: Annotated[float, Meta(gt=0, le=100)] = 2.0
+    audience_budget_ms: Annotated[float, Meta(gt=0, le=100)] = 0.25
     """The longest the event loop writes to the audience before it serves the games again."""
     audience_stall_s: Annotated[float, Meta(gt=0, le=3600)] = 30.0
     """A viewer or spectator that has read nothing for this long while frames wait for it is

@@ -17,6 +17,7 @@ import msgspec
 import pytest
 
 from protocol import messages, schema
+from protocol.live import LiveBatch
 from protocol.messages import CLIENT_TYPES, ClientMessage, ServerMessage
 
 DOC = Path(schema.__file__).resolve().parent / "PROTOCOL.md"
@@ -117,6 +118,9 @@ def test_doc_example_decodes(line: int, block: str) -> None:
         msg = msgspec.json.decode(block, type=ClientMessage)
         # Clients may leave optional fields out; nothing else may differ.
         assert is_subset(raw, msgspec.to_builtins(msg)), f"line {line}: {kind} example has fields the type lacks"
+    elif kind == "batch":  # /live (§18.7)
+        batch = msgspec.json.decode(block, type=LiveBatch)
+        assert msgspec.to_builtins(batch) == raw, f"line {line}: the batch example differs from what the server encodes"
     else:
         assert kind in SERVER_TAGS, f"line {line}: unknown message type {kind!r}"
         msg = msgspec.json.decode(block, type=ServerMessage)
