@@ -93,9 +93,46 @@ def fit_model(
         counts[min(i, j), max(i, j)] += 1.0
         games[i] += 1
         games[j] += 1
+    pairs = [(i, j, c, wins[i, j]) for (i, j), c in counts.items()]
+    return _solve_model(names, index, pairs, games, center, prior_draws, iterations)
+
+
+def fit_tally(
+    rows: Iterable[tuple[str, str, int, int, int]],
+    players: Sequence[str] = (),
+    center: float = 1500.0,
+    prior_draws: float = 2.0,
+    iterations: int = 50,
+) -> dict[str, Fit]:
+    """:func:`fit` from totals instead of games: ``(a, b, a's wins, draws, a's losses)`` per
+    pair (``server/ladder/tally.py``). The same likelihood, so the same ratings, at a cost that
+    follows the number of pairs, not of games."""
+    names: list[str] = list(dict.fromkeys(players))
+    index: dict[str, int] = {n: i for i, n in enumerate(names)}
+    games = [0] * len(names)
+    pairs: list[tuple[int, int, float, float]] = []
+    for a, b, w, d, lost in rows:
+        for bot in (a, b):
+            if bot not in index:
+                index[bot] = len(names)
+                names.append(bot)
+                games.append(0)
+        i, j = index[a], index[b]
+        n = w + d + lost
+        if i == j or n == 0:
+            continue
+        points = w + 0.5 * d  # what i took from j
+        pairs.append((i, j, float(n), points) if i < j else (j, i, float(n), n - points))
+        games[i] += n
+        games[j] += n
+    return _solve_model(names, index, pairs, games, center, prior_draws, iterations).fits
+
+
+def _solve_model(names: list[str], index: dict[str, int], pairs: list[tuple[int, int, float, float]],
+                 games: list[int], center: float, prior_draws: float, iterations: int) -> Model:
+    """Newton's method on the log-likelihood: ``pairs`` are ``(i, j, games, points i took)``."""
     n = len(names)
     s = [0.0] * n  # natural-log strengths relative to the phantom
-    pairs = [(i, j, c, wins[i, j]) for (i, j), c in counts.items()]
     info = [[0.0] * n for _ in range(n)]
     for _ in range(iterations):
         grad = [0.0] * n

@@ -51,8 +51,10 @@ from ..presence import Presence
 from ..refusal import Refusal
 from ..storage import NameTaken, Storage
 from ..storage.base import LadderStanding, score_of_seat0
-from . import bradley_terry, elo
+from . import elo
+from .fitting import fit_standings
 from .matchmaking import Meetings, RecentGames, Seeker, next_wait_end, pair_round
+from .tally import Tally
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +131,9 @@ class Ladder:
         self.free_since: dict[str, float] = {}
         """Loop time each free, seeking, listed bot became free (how long it has waited)."""
         self._wait_timer: asyncio.TimerHandle | None = None
-        self.results: list[tuple[str, str, float]] = []
+        self.tally = Tally()
+        """Wins, draws and losses of each pair of bots since the last ratings reset (from
+        storage at the start, then each rated game as it is stored)."""
         self.ratings: dict[str, float] = {}
         self.table = LiveStandings(paused=False, standings=[])
         self.rng = random.Random()
@@ -163,7 +167,7 @@ class Ladder:
         self.places = {b.name: b.ladder for b in await self.storage.list_bots()}
         self.paused = await self.storage.get_setting("paused") == "1"
         async with self.manager.recorder.rating_lock:  # no rated game stored meanwhile goes uncounted
-            self.results = await self.storage.rated_results()
+            self.tally = Tally(await self.storage.pair_tallies())
         self._count_meetings()
         await self._count_recent()
         if not self.leading:  # the lead was lost meanwhile
@@ -340,15 +344,15 @@ class Ladder:
     async def reset_ratings(self) -> None:
         async with self.manager.recorder.rating_lock:
             await self.storage.reset_ratings(self.settings.elo_initial)
-            self.results = await self.storage.rated_results()
+            self.tally = Tally(await self.storage.pair_tallies())
             self._count_meetings()
         self.changed()
 
     def _count_meetings(self) -> None:
         """Meetings from the stored rated games since the last reset, plus the pairs under way."""
         self.meetings.clear()
-        for a, b, _ in self.results:
-            self.meetings.add(a, b)
+        for a, b, games in self.tally.games():
+            self.meetings.add(a, b, games=games)
         for pair in self.pairs.values():
             if pair.kind == "ladder":
                 self.meetings.add(*pair.players, games=2 - len(pair.games) + self._running(pair))
@@ -441,7 +445,7 @@ class Ladder:
 
     def rated_game_stored(self, room: GameRoom) -> None:
         row = room.to_row(record=False)
-        self.results.append((row.players[0], row.players[1], score_of_seat0(row.result)))
+        self.tally.add(row.players[0], row.players[1], score_of_seat0(row.result))
         self.changed()
 
     # ------------------------------------------------------------------ pairing
@@ -592,22 +596,16 @@ class Ladder:
                     self.manager.recorder.faults.note("reading the standings", e)
 
     async def refresh_standings(self) -> LiveStandings:
-        # Under the rating lock, the stored ratings and game counts and the results kept in
-        # memory (appended as each rated game is stored, under the same lock) are one snapshot.
+        # Under the rating lock, the stored ratings and game counts and the totals kept in
+        # memory (added to as each rated game is stored, under the same lock) are one snapshot.
         async with self.manager.recorder.rating_lock:
             rows = await self.storage.standings()
-            results = list(self.results)
+            tally = self.tally.copy()
         self.ratings = {r.bot: r.rating for r in rows}
         listed = [r for r in rows if self.place(r.bot) == "listed"]
         center = sum(r.rating for r in listed) / len(listed) if listed else self.settings.elo_initial
-        fits = await asyncio.to_thread(bradley_terry.fit, results, [r.bot for r in listed], center)
-        wdl: dict[str, list[int]] = {r.bot: [0, 0, 0] for r in listed}
-        met: dict[str, set[str]] = {r.bot: set() for r in listed}
-        for a, b, score in results:
-            for bot, s, other in ((a, score, b), (b, 1.0 - score, a)):
-                if bot in wdl:
-                    wdl[bot][0 if s == 1.0 else 1 if s == 0.5 else 2] += 1
-                    met[bot].add(other)
+        fits = await fit_standings(tally.rows(), [r.bot for r in listed], center)
+        wdl, met = tally.per_bot()
         now = asyncio.get_running_loop().time()
         listed.sort(key=lambda r: (-fits[r.bot].rating, r.bot))
         table = [
@@ -619,13 +617,13 @@ class Ladder:
                 high=round(fits[r.bot].high, 1),
                 elo=round(r.rating, 1),
                 games=r.rated_games,
-                wins=wdl[r.bot][0],
-                draws=wdl[r.bot][1],
-                losses=wdl[r.bot][2],
+                wins=wdl.get(r.bot, (0, 0, 0))[0],
+                draws=wdl.get(r.bot, (0, 0, 0))[1],
+                losses=wdl.get(r.bot, (0, 0, 0))[2],
                 provisional=elo.is_provisional(r.rated_games, self.settings.elo),
                 connected=self.presence.is_connected(r.bot),
                 seeking=r.bot in self.seeking,
-                opponents=len(met[r.bot]),
+                opponents=len(met.get(r.bot, ())),
                 recent_games=self.recent.count(r.bot, now),
             )
             for i, r in enumerate(listed)

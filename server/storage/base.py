@@ -234,6 +234,15 @@ def score_of_seat0(result: dict[str, Any] | None) -> float:
     return 1.0 if winner == 0 else 0.0 if winner == 1 else 0.5
 
 
+def pair_counts(seat0: str, seat1: str, score0: float) -> tuple[tuple[str, str], tuple[int, int, int]]:
+    """What one rated game adds to ``pair_results``: the pair in name order (``a < b`` by code
+    point, as SQLite's and PostgreSQL's ``"C"`` collation compare), and ``a``'s win, the draw
+    or ``a``'s loss; ``score0`` is what ``seat0`` scored (1, ½ or 0)."""
+    pair = (seat0, seat1) if seat0 < seat1 else (seat1, seat0)
+    score = score0 if pair[0] == seat0 else 1.0 - score0
+    return pair, (1, 0, 0) if score == 1.0 else (0, 1, 0) if score == 0.5 else (0, 0, 1)
+
+
 class Storage(Protocol):
     """Everything the server persists. Implementations must not block the event loop."""
 
@@ -333,6 +342,11 @@ class Storage(Protocol):
     async def rated_results(self) -> list[tuple[str, str, float]]:
         """Every rated game finished since the last :meth:`reset_ratings`, as
         ``(seat0, seat1, seat0's score)``, in the order they finished."""
+
+    async def pair_tallies(self) -> dict[tuple[str, str], tuple[int, int, int]]:
+        """The totals of :meth:`rated_results` per pair of bots: ``(a, b)`` with ``a < b`` (by
+        code point) → ``a``'s wins, draws, ``a``'s losses; kept up to date as each rated game
+        is stored, so reading them costs the number of pairs, not of games."""
 
     async def ladder_games_since(self, since: str) -> list[tuple[str, str, str]]:
         """Ladder games started at or after ``since`` (ISO 8601, UTC), as ``(seat0, seat1,

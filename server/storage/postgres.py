@@ -35,8 +35,12 @@ from .base import (
     Write,
     decode_played,
     encode_json,
+    pair_counts,
     score_of_seat0,
 )
+
+_SINCE_RESET_V7 = "finish_seq > COALESCE((SELECT value::bigint FROM ladder_settings WHERE key = 'rated_since'), 0)"
+"""Migration 7's "rated since the last reset" (a shipped migration never changes)."""
 
 MIGRATIONS: list[list[str]] = [
     # 1: bots and games.
@@ -130,6 +134,23 @@ MIGRATIONS: list[list[str]] = [
             think_ms DOUBLE PRECISION NOT NULL,
             PRIMARY KEY (game_id, ply)
         )""",
+    ],
+    # 7: a season's standings (see sqlite.py). Names compare by code point ("C"), as Python's do.
+    [
+        """CREATE TABLE pair_results (
+            a      TEXT COLLATE "C" NOT NULL,
+            b      TEXT COLLATE "C" NOT NULL,
+            wins   INTEGER NOT NULL,
+            draws  INTEGER NOT NULL,
+            losses INTEGER NOT NULL,
+            PRIMARY KEY (a, b)
+        )""",
+        f"""INSERT INTO pair_results (a, b, wins, draws, losses)
+            SELECT a, b, COUNT(*) FILTER (WHERE w), COUNT(*) FILTER (WHERE w IS NULL), COUNT(*) FILTER (WHERE NOT w)
+            FROM (SELECT LEAST(seat0 COLLATE "C", seat1 COLLATE "C") AS a, GREATEST(seat0 COLLATE "C", seat1 COLLATE "C") AS b,
+                         ((result->>'winner')::int = 0) = (seat0 COLLATE "C" < seat1 COLLATE "C") AS w
+                  FROM games WHERE rated AND status = 'finished' AND finish_seq IS NOT NULL AND {_SINCE_RESET_V7}) AS t
+            GROUP BY a, b""",
     ],
 ]
 
@@ -465,6 +486,13 @@ class PostgresStorage(OneGameWrites):
         a, b = standings
         if a is None or b is None:
             raise LookupError(f"rated game {row.game_id}: bot missing from storage: {row.players}")
+        pair, counts = pair_counts(row.players[0], row.players[1], score_of_seat0(row.result))
+        await conn.execute(
+            "INSERT INTO pair_results (a, b, wins, draws, losses) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (a, b) DO UPDATE"
+            " SET wins = pair_results.wins + EXCLUDED.wins, draws = pair_results.draws + EXCLUDED.draws,"
+            " losses = pair_results.losses + EXCLUDED.losses",
+            *pair, *counts,
+        )
         for c in w.rate(a, b):
             tag = await conn.execute(
                 "UPDATE bots SET rating = $1, rated_games = rated_games + 1"
@@ -506,6 +534,10 @@ class PostgresStorage(OneGameWrites):
             f" AND finish_seq IS NOT NULL AND {_SINCE_RESET} ORDER BY finish_seq"
         )
         return [(r[0], r[1], score_of_seat0(msgspec.json.decode(r[2]) if r[2] is not None else None)) for r in rows]
+
+    async def pair_tallies(self) -> dict[tuple[str, str], tuple[int, int, int]]:
+        rows = await self._p().fetch("SELECT a, b, wins, draws, losses FROM pair_results")
+        return {(r[0], r[1]): (r[2], r[3], r[4]) for r in rows}
 
     async def ladder_games_since(self, since: str) -> list[tuple[str, str, str]]:
         rows = await self._p().fetch(
@@ -558,6 +590,7 @@ class PostgresStorage(OneGameWrites):
     async def reset_ratings(self, rating: float = INITIAL_RATING) -> None:
         async with self._p().acquire() as conn, conn.transaction():
             await conn.execute("DELETE FROM rating_history")
+            await conn.execute("DELETE FROM pair_results")
             await conn.execute("UPDATE bots SET rating = $1, rated_games = 0", rating)
             await conn.execute(
                 "INSERT INTO ladder_settings (key, value)"

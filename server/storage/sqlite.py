@@ -39,10 +39,14 @@ from .base import (
     Write,
     decode_played,
     encode_json,
+    pair_counts,
     score_of_seat0,
 )
 
 T = TypeVar("T")
+
+_SINCE_RESET_V7 = "finish_seq > COALESCE((SELECT CAST(value AS INTEGER) FROM ladder_settings WHERE key = 'rated_since'), 0)"
+"""Migration 7's "rated since the last reset" (a shipped migration never changes)."""
 
 MIGRATIONS: list[list[str]] = [
     # 1: bots and games (the schema from before migrations; IF NOT EXISTS so a file made then
@@ -140,6 +144,25 @@ MIGRATIONS: list[list[str]] = [
             think_ms REAL NOT NULL,
             PRIMARY KEY (game_id, ply)
         )""",
+    ],
+    # 7: a season's standings. Wins, draws and losses of each pair of bots since the last
+    # ratings reset, kept as each rated game is stored (the ladder reads these, not the games);
+    # filled here from the rated games already stored.
+    [
+        """CREATE TABLE pair_results (
+            a      TEXT NOT NULL,
+            b      TEXT NOT NULL,
+            wins   INTEGER NOT NULL,
+            draws  INTEGER NOT NULL,
+            losses INTEGER NOT NULL,
+            PRIMARY KEY (a, b)
+        )""",
+        f"""INSERT INTO pair_results (a, b, wins, draws, losses)
+            SELECT a, b, SUM(w = 1), SUM(w IS NULL), SUM(w = 0) FROM (
+                SELECT MIN(seat0, seat1) AS a, MAX(seat0, seat1) AS b,
+                       (json_extract(result, '$.winner') = 0) = (seat0 < seat1) AS w
+                FROM games WHERE rated = 1 AND status = 'finished' AND finish_seq IS NOT NULL AND {_SINCE_RESET_V7})
+            GROUP BY a, b""",
     ],
 ]
 """Applied in order on open, each in its own transaction with its number in ``schema_version``.
@@ -462,6 +485,12 @@ class SqliteStorage(OneGameWrites):
         a, b = (self._standing(name) for name in g.players)
         if a is None or b is None:
             raise LookupError(f"rated game {g.game_id}: bot missing from storage: {g.players}")
+        pair, counts = pair_counts(g.players[0], g.players[1], score_of_seat0(g.result))
+        db.execute(
+            "INSERT INTO pair_results (a, b, wins, draws, losses) VALUES (?, ?, ?, ?, ?) ON CONFLICT (a, b) DO UPDATE"
+            " SET wins = wins + excluded.wins, draws = draws + excluded.draws, losses = losses + excluded.losses",
+            (*pair, *counts),
+        )
         for c in w.rate(a, b):
             cur = db.execute(
                 "UPDATE bots SET rating = ?, rated_games = rated_games + 1 WHERE name = ? AND rated_games = ?",
@@ -501,6 +530,10 @@ class SqliteStorage(OneGameWrites):
             f" AND finish_seq IS NOT NULL AND {_SINCE_RESET} ORDER BY finish_seq"
         ).fetchall()
         return [(a, b, score_of_seat0(msgspec.json.decode(r) if r else None)) for a, b, r in rows]
+
+    def _pair_tallies(self) -> dict[tuple[str, str], tuple[int, int, int]]:
+        rows = self._conn().execute("SELECT a, b, wins, draws, losses FROM pair_results").fetchall()
+        return {(a, b): (w, d, lost) for a, b, w, d, lost in rows}
 
     def _ladder_games_since(self, since: str) -> list[tuple[str, str, str]]:
         rows = self._conn().execute(
@@ -551,6 +584,7 @@ class SqliteStorage(OneGameWrites):
     def _reset_ratings(self, rating: float) -> None:
         with self._transaction() as db:
             db.execute("DELETE FROM rating_history")
+            db.execute("DELETE FROM pair_results")
             db.execute("UPDATE bots SET rating = ?, rated_games = 0", (rating,))
             db.execute(
                 "INSERT OR REPLACE INTO ladder_settings (key, value)"
@@ -650,6 +684,9 @@ class SqliteStorage(OneGameWrites):
 
     async def rated_results(self) -> list[tuple[str, str, float]]:
         return await self._run(self._rated_results)
+
+    async def pair_tallies(self) -> dict[tuple[str, str], tuple[int, int, int]]:
+        return await self._run(self._pair_tallies)
 
     async def ladder_games_since(self, since: str) -> list[tuple[str, str, str]]:
         return await self._run(self._ladder_games_since, since)

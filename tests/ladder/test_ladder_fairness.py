@@ -59,14 +59,14 @@ async def test_standings_are_ranked_by_the_rating_their_interval_belongs_to(make
     players = [asyncio.create_task(play_out(c, random_policy(10 + i), games=1000)) for i, c in enumerate(clients)]
     ladder = arena.arena.ladder
     try:
-        await wait_until(lambda: len(ladder.results) >= 8, 60, "the ladder did not play")
+        await wait_until(lambda: ladder.tally.total() >= 8, 60, "the ladder did not play")
     finally:
         for task in players:
             task.cancel()
     table = list((await standings(arena)).values())
     assert [row["rank"] for row in table] == [1, 2, 3]
     assert [row["rating"] for row in table] == sorted((row["rating"] for row in table), reverse=True)
-    fits = bradley_terry.fit(ladder.results, names, sum(row["elo"] for row in table) / 3)
+    fits = bradley_terry.fit_tally(ladder.tally.rows(), names, sum(row["elo"] for row in table) / 3)
     for row in table:
         assert row["low"] <= row["rating"] <= row["high"]
         assert row["rating"] == pytest.approx(fits[row["bot"]].rating, abs=0.11)  # the centre's Elo is rounded here

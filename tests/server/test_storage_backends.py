@@ -17,6 +17,7 @@ from arena_testkit import Harness, elo_replay, gather, play_out, random_policy
 from mandala.record import played_move
 from server.config import Settings
 from server.ladder import elo
+from server.ladder.tally import Tally
 from server.recorder import GameRecorder
 from server.spool import Spool
 from server.storage import (
@@ -144,6 +145,7 @@ async def test_ratings_equal_a_replay_of_the_stored_games(storage: Storage, tmp_
     # Unrated games in between change nothing.
     await storage.finish_game(game("u1", "ann", "ben", rated=False), [])
     assert await storage.rated_results() == expected
+    assert await storage.pair_tallies() == tallies(expected)
     want = elo_replay(names, expected)
     got = {s.bot: (s.rating, s.rated_games) for s in await storage.standings()}
     assert got.keys() == want.keys()
@@ -158,10 +160,80 @@ async def test_ratings_equal_a_replay_of_the_stored_games(storage: Storage, tmp_
     await storage.reset_ratings()
     assert {(s.rating, s.rated_games) for s in await storage.standings()} == {(INITIAL_RATING, 0)}
     assert await storage.rating_history("ann") == [] and await storage.rated_results() == []
+    assert await storage.pair_tallies() == {}
     assert (await storage.get_game("g00")).rated  # type: ignore[union-attr]
     await recorder.store_final(game("after", "cat", "ann", winner=1))
     assert await storage.rated_results() == [("cat", "ann", 0.0)]
+    assert await storage.pair_tallies() == {("ann", "cat"): (1, 0, 0)}  # ann, seat 1, won
     assert {s.bot: s.rated_games for s in await storage.standings()} == {"ann": 1, "ben": 0, "cat": 1}
+
+
+def tallies(results: list[tuple[str, str, float]]) -> dict[tuple[str, str], tuple[int, int, int]]:
+    return {pair: (c[0], c[1], c[2]) for pair, c in Tally.of(results).counts.items()}
+
+
+async def reopened(storage: Storage) -> Storage:
+    """The same database, opened again (a new server on it)."""
+    if isinstance(storage, SqliteStorage):
+        again: Storage = SqliteStorage(storage.path)
+    else:
+        from server.storage.postgres import PostgresStorage
+
+        assert isinstance(storage, PostgresStorage)
+        again = PostgresStorage(storage.url, schema=storage.schema, max_size=2)
+    await again.open()
+    return again
+
+
+async def run_sql(storage: Storage, *statements: str) -> None:
+    """Statements on the database behind ``storage``, outside it (as another program would)."""
+    if isinstance(storage, SqliteStorage):
+        with sqlite3.connect(storage.path) as db:
+            for stmt in statements:
+                db.execute(stmt)
+        return
+    import asyncpg
+
+    from server.storage.postgres import PostgresStorage
+
+    assert isinstance(storage, PostgresStorage)
+    conn = await asyncpg.connect(storage.url, server_settings={"search_path": storage.schema or "public"})
+    try:
+        for stmt in statements:
+            await conn.execute(stmt)
+    finally:
+        await conn.close()
+
+
+async def test_a_database_of_schema_6_gets_its_pair_totals_from_its_rated_games(storage: Storage,
+                                                                                 tmp_path: Path) -> None:
+    """Migration 7 fills ``pair_results`` from the rated games stored since the last reset:
+    a database written by the previous schema loses nothing."""
+    names = ["Zed", "ann", "bob", "émile"]  # capitals and accents: the pair's order is by code point
+    await bots(storage, *names)
+    recorder = GameRecorder(Settings(), storage, Spool(tmp_path / "spool", "arena.db"))
+    rng = random.Random(11)
+    before_reset = [(a, b) for a, b in (rng.sample(names, 2) for _ in range(5))]
+    for i, (a, b) in enumerate(before_reset):
+        await recorder.store_final(game(f"old{i}", a, b, winner=0))
+    await storage.reset_ratings()
+    expected: list[tuple[str, str, float]] = []
+    for i in range(40):
+        a, b = rng.sample(names, 2)
+        winner = rng.choice([0, 1, None])
+        expected.append((a, b, {0: 1.0, 1: 0.0, None: 0.5}[winner]))
+        await recorder.store_final(game(f"g{i:02}", a, b, winner=winner))
+    await storage.finish_game(game("unrated", "ann", "bob", rated=False), [])
+    assert await storage.pair_tallies() == tallies(expected)
+    await storage.close()
+    await run_sql(storage, "DROP TABLE pair_results", "DELETE FROM schema_version WHERE version = 7")  # schema 6
+    again = await reopened(storage)
+    try:
+        assert await again.pair_tallies() == tallies(expected)
+        assert await again.rated_results() == expected
+    finally:
+        await again.close()
+    await storage.open()  # for the fixture to close
 
 
 async def test_ladder_place_settings_and_a_bots_games(storage: Storage) -> None:
