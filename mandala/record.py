@@ -75,6 +75,14 @@ def played_move(seat: int, code: int) -> PlayedMove:
     return _PLAYED[seat][code]
 
 
+def move_code(entry: PlayedMove) -> int:
+    """The number of ``entry``'s move in :data:`~mandala.moves.MOVES`."""
+    try:
+        return _CODES[entry]
+    except KeyError:
+        raise RecordError("R22", f"not a move: {entry!r}") from None
+
+
 def move_of(entry: PlayedMove) -> Move:
     """The R22 move of a played move (without its player), for :meth:`Game.push`."""
     return MOVES[_CODES[entry]]

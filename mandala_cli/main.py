@@ -10,9 +10,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import bot_cmd, demo_cmd, export_cmd, match_cmd, replay_cmd, selfplay_cmd, serve_cmd, tournament_cmd
+from . import bot_cmd, demo_cmd, export_cmd, history_cmd, match_cmd, replay_cmd, selfplay_cmd, serve_cmd, tournament_cmd
 
-COMMANDS = (replay_cmd, selfplay_cmd, serve_cmd, bot_cmd, match_cmd, demo_cmd, tournament_cmd, export_cmd)
+COMMANDS = (replay_cmd, selfplay_cmd, serve_cmd, bot_cmd, match_cmd, demo_cmd, tournament_cmd, export_cmd, history_cmd)
 
 
 def build_parser() -> argparse.ArgumentParser:

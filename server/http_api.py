@@ -9,9 +9,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import re
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any, Literal
+from urllib.parse import urlencode
 
 import msgspec
 from aiohttp import web
@@ -28,6 +30,7 @@ from .games import GameRoom
 from .peers import client_address
 from .refusal import Refusal
 from .storage import GameRow, GameStatus, NameTaken
+from .storage.base import UnreadableRecord
 from .summary import game_summary
 
 log = logging.getLogger(__name__)
@@ -84,6 +87,9 @@ async def json_errors(request: web.Request, handler: Callable[[web.Request], Awa
         code = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}.get(e.status, "http_error")
         headers = {k: v for k, v in e.headers.items() if k.lower() == "allow"}
         return error_response(e.status, code, e.reason, headers)
+    except UnreadableRecord as e:
+        log.error("%s %s: %s", request.method, request.path, e)
+        return error_response(500, "unreadable_record", str(e), game_id=e.game_id)
     except Refusal as r:
         if r.code == "storage_unavailable":
             return unavailable(r.message, r.retry_after)
@@ -212,20 +218,52 @@ def _limit(request: web.Request) -> int:
     return limit
 
 
+CURSOR = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)~([A-Za-z0-9_-]{1,64})")
+"""A page's cursor: the ``started`` and the ``game_id`` of the last game of the page before."""
+
+
+def cursor_of(game: GameSummary) -> str:
+    return f"{game.started}~{game.game_id}"
+
+
+def _before(request: web.Request) -> tuple[str, str] | None:
+    raw = request.query.get("before")
+    if raw is None:
+        return None
+    m = CURSOR.fullmatch(raw)
+    if m is None:
+        raise ApiError(400, "bad_cursor", f"before is the cursor a page gave (its Link header), not {raw!r}")
+    return m.group(1), m.group(2)
+
+
 async def list_games(request: web.Request) -> web.Response:
-    """``GET /api/games?status=running|finished|aborted&limit=50``, newest first."""
+    """``GET /api/games?status=running|finished|aborted&bot=NAME&limit=50&before=CURSOR``:
+    newest first, the running ones first; a full page links to the next one (``Link``)."""
     arena = request.app[ARENA]
     status = request.query.get("status")
     if status not in (None, "running", "finished", "aborted"):
         raise ApiError(400, "invalid_request", "status is running, finished or aborted")
     limit = _limit(request)
+    before = _before(request)
+    bot = request.query.get("bot")
+    if bot is not None:
+        row = await arena.storage.bot_by_name(bot)
+        if row is None:
+            raise ApiError(404, "unknown_bot", f"no bot named {bot!r}")
+        bot = row.name
     games: list[GameSummary] = []
-    if status in (None, "running"):
-        games += running_games(arena)[:limit]
+    if status in (None, "running") and before is None:
+        games += [g for g in running_games(arena) if bot is None or bot in g.players][:limit]
+    headers = None
     if status != "running" and len(games) < limit:
-        rows = (await ended_games(arena, status, limit))[: limit - len(games)]  # type: ignore[arg-type]
+        want = limit - len(games)
+        rows = (await ended_games(arena, status, want, before, bot))[:want]  # type: ignore[arg-type]
         games += [game_summary(r) for r in rows]
-    return json_response(games)
+        if len(rows) == want:
+            query = {k: v for k, v in request.query.items() if k != "before"}
+            query["before"] = cursor_of(games[-1])
+            headers = {"Link": f'<{request.url.path}?{urlencode(query)}>; rel="next"'}
+    return json_response(games, headers=headers)
 
 
 def running_games(arena: Arena) -> list[GameSummary]:
@@ -236,17 +274,23 @@ def running_games(arena: Arena) -> list[GameSummary]:
     return sorted(games, key=lambda g: g.started, reverse=True)
 
 
-async def ended_games(arena: Arena, status: GameStatus | None, limit: int) -> list[GameRow]:
-    """Games that are over, newest first: from storage, with the ones announced lately that
-    storage has not taken yet (spooled while it fails)."""
+async def ended_games(arena: Arena, status: GameStatus | None, limit: int, before: tuple[str, str] | None = None,
+                      bot: str | None = None) -> list[GameRow]:
+    """Games that are over, newest first (then by id, descending), older than ``before``: from
+    storage, with the ones announced lately that storage has not taken yet (spooled while it
+    fails)."""
     await arena.manager.recorder.settle()
-    stored = [r for r in await arena.storage.list_games(status, limit) if r.status != "running"]
+    running = len(arena.manager.running) if status is None else 0  # stored as running: skipped
+    stored = [r for r in await arena.storage.list_games(status, limit + running, before, bot)
+              if r.status != "running"][:limit]
     known = {r.game_id for r in stored}
     waiting = [room.to_row(record=False) for room in arena.manager.finished.values()
-               if room.id not in known and (status is None or room.status == status)]
+               if room.id not in known and (status is None or room.status == status)
+               and (bot is None or bot in room.players)
+               and (before is None or (room.started, room.id) < before)]
     if not waiting:
         return stored
-    return sorted(stored + waiting, key=lambda r: r.started, reverse=True)[:limit]
+    return sorted(stored + waiting, key=lambda r: (r.started, r.game_id), reverse=True)[:limit]
 
 
 async def _stored(arena: Arena, game_id: str) -> GameRow:

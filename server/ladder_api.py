@@ -30,6 +30,8 @@ from .summary import game_summary
 log = logging.getLogger(__name__)
 
 PROFILE_GAMES = 20
+HISTORY_PAGE = 200
+"""Rating changes a profile shows (the older ones a page at a time: ``/api/bots/{name}/history``)."""
 LIVE_FRAME_MAX = 4096
 """A frame a ``/live`` viewer sends larger than this closes it (1009): it is not meant to send."""
 
@@ -60,7 +62,7 @@ async def profile(request: web.Request) -> web.Response:
     row = await _bot(arena, request.match_info["name"])
     ladder = arena.ladder
     standing = next((s for s in ladder.table.standings if s.bot == row.name), None)
-    history = await arena.storage.rating_history(row.name)
+    history, older = await _history_page(arena, row.name, HISTORY_PAGE, None)
     await arena.manager.recorder.settle()
     games = await arena.storage.games_of(row.name, HEALTH_GAMES, telemetry=True)
     return json_response({
@@ -70,17 +72,41 @@ async def profile(request: web.Request) -> web.Response:
         "seeking": row.name in ladder.seeking,
         "state": ladder.state(row.name),
         "standing": standing,
-        "history": [
-            {"game_id": h.game_id, "rating_before": h.rating_before, "rating_after": h.rating_after,
-             "games_before": h.games_before, "at": h.at}
-            for h in history
-        ],
+        "history": history,
+        "history_before": older,
         "games": [game_summary(g) for g in games[:PROFILE_GAMES]],
         "health": health(row.name, games),
     })
 
 
 Body = dict[str, object]
+
+
+async def _history_page(arena: Arena, bot: str, limit: int, before: int | None) -> tuple[list[Body], int | None]:
+    """The last ``limit`` rating changes of ``bot`` made before its ``before``-th rated game,
+    oldest first, and the cursor of the page before them (``None``: this page is the first)."""
+    entries = await arena.storage.rating_history(bot, limit + 1, before)
+    older = entries[1].games_before if len(entries) > limit else None
+    page = entries[-limit:]
+    return [{"game_id": h.game_id, "rating_before": h.rating_before, "rating_after": h.rating_after,
+             "games_before": h.games_before, "at": h.at} for h in page], older
+
+
+async def rating_history(request: web.Request) -> web.Response:
+    """``GET /api/bots/{name}/history?before=N&limit=200``: a page of the bot's rating changes."""
+    arena = request.app[ARENA]
+    row = await _bot(arena, request.match_info["name"])
+    try:
+        limit = int(request.query.get("limit", str(HISTORY_PAGE)))
+        before = int(request.query["before"]) if "before" in request.query else None
+    except ValueError:
+        raise ApiError(400, "invalid_request", "limit and before are integers") from None
+    if not 1 <= limit <= 1000 or (before is not None and before < 0):
+        raise ApiError(400, "invalid_request", "limit is between 1 and 1000; before is at least 0")
+    history, older = await _history_page(arena, row.name, limit, before)
+    return json_response({"history": history, "before": older})
+
+
 
 
 async def _pause(arena: Arena, bot: str | None) -> Body:
@@ -202,6 +228,7 @@ def setup(app: web.Application) -> None:
     app.router.add_get("/live", live_handler)
     app.router.add_get("/api/ladder", standings)
     app.router.add_get("/api/bots/{name}", profile)
+    app.router.add_get("/api/bots/{name}/history", rating_history)
     app.router.add_post("/api/ladder/pause", _control("pause"))
     app.router.add_post("/api/ladder/resume", _control("resume"))
     app.router.add_post("/api/ladder/reset", _control("reset"))

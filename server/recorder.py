@@ -39,6 +39,7 @@ from .callbacks import call_safely
 from .clock import utc_now
 from .config import Settings
 from .ladder import elo
+from .ladder.elo import EloSettings
 from .refusal import Refusal
 from .spool import Spool, SpoolError
 from .storage import GameRow, RatingChange, Standing, Storage
@@ -343,18 +344,7 @@ class GameRecorder:
         return GameWrite(w.row, w.final, self._rate_for(w.row) if w.final else None)
 
     def _rate_for(self, row: GameRow) -> Rate | None:
-        if not (row.rated and row.status == "finished"):
-            return None
-        score, settings = score_of_seat0(row.result), self.settings.elo
-
-        def rate(a: Standing, b: Standing) -> list[RatingChange]:
-            after = elo.update((a.rating, b.rating), (a.rated_games, b.rated_games), score, settings)
-            return [
-                RatingChange(bot=s.bot, rating_before=s.rating, rating_after=new, games_before=s.rated_games)
-                for s, new in zip((a, b), after, strict=True)
-            ]
-
-        return rate
+        return rating_update(row, self.settings.elo)
 
     async def _spool_waiting(self) -> None:
         """Spool every finished game the database has not taken, and announce it."""
@@ -410,3 +400,20 @@ class GameRecorder:
         self._told_pending = self.pending
         for listener in list(self.listeners):
             call_safely(listener, "a storage health listener")
+
+
+def rating_update(row: GameRow, settings: EloSettings) -> Rate | None:
+    """For a finished rated game: the Elo changes from the two bots' ratings as stored when
+    the game is (computed inside the transaction that stores it, so ratings equal a replay)."""
+    if not (row.rated and row.status == "finished"):
+        return None
+    score = score_of_seat0(row.result)
+
+    def rate(a: Standing, b: Standing) -> list[RatingChange]:
+        after = elo.update((a.rating, b.rating), (a.rated_games, b.rated_games), score, settings)
+        return [
+            RatingChange(bot=s.bot, rating_before=s.rating, rating_after=new, games_before=s.rated_games)
+            for s, new in zip((a, b), after, strict=True)
+        ]
+
+    return rate

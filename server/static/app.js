@@ -1076,7 +1076,7 @@
             h("dt", { text: "Registered" }), h("dd", {}, timeEl(body.created)))),
         h("section.panel", {},
           h("div.panel-head", {}, h("h2", { text: "Elo (live)" }),
-            h("span.hint", { text: `after each of ${plural(body.history.length, "rated game")}; it depends on their order` })),
+            h("span.hint", { text: `after each of ${body.history_before === null ? "" : "its last "}${plural(body.history.length, "rated game")}; it depends on their order` })),
           sparkline(body.history),
           h("div.panel-head", { style: "margin-top: 1rem" }, h("h2", { text: "Recent games" })),
           body.games.length

@@ -6,6 +6,7 @@ one more implementation of :class:`Storage`, nothing else.
 
 from __future__ import annotations
 
+import zlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -13,6 +14,8 @@ from typing import Any, Literal, Protocol
 
 import msgspec
 
+from mandala import compact
+from mandala.errors import RecordError
 from mandala.record import PlayedMove
 
 GameStatus = Literal["running", "finished", "aborted"]
@@ -228,6 +231,57 @@ class OneGameWrites(ABC):
         await self.write_games([GameWrite(row, final=True, rate=fixed_changes(list(rating_changes)))])
 
 
+class UnreadableRecord(Exception):
+    """A stored record or telemetry that does not decode: refused, never served wrong."""
+
+    def __init__(self, game_id: str, why: str) -> None:
+        super().__init__(f"game {game_id}: its stored record does not decode ({why})")
+        self.game_id = game_id
+
+
+def pack_record(record: dict[str, Any] | None) -> bytes | None:
+    """A record as storage keeps it: compact (``mandala/compact.py``), about 200 bytes
+    instead of 6 KB; ``None`` for no record, or one that is not a valid R23 record (kept as
+    JSON instead, as it came)."""
+    if record is None:
+        return None
+    try:
+        return compact.pack_dict(record)
+    except (RecordError, msgspec.ValidationError, KeyError, TypeError):
+        return None
+
+
+def unpack_record(game_id: str, data: bytes) -> dict[str, Any]:
+    """The record :func:`pack_record` stored, as the JSON objects the API serves."""
+    try:
+        return msgspec.to_builtins(compact.unpack(data))  # type: ignore[no-any-return]
+    except ValueError as e:
+        raise UnreadableRecord(game_id, str(e)) from None
+
+
+def pack_telemetry(telemetry: dict[str, Any] | None) -> bytes | None:
+    """A game's telemetry as storage keeps it: its JSON, compressed."""
+    return None if telemetry is None else zlib.compress(msgspec.json.encode(telemetry), 9)
+
+
+def unpack_telemetry(game_id: str, data: bytes) -> dict[str, Any]:
+    try:
+        return msgspec.json.decode(zlib.decompress(data))  # type: ignore[no-any-return]
+    except (zlib.error, msgspec.DecodeError) as e:
+        raise UnreadableRecord(game_id, f"telemetry: {e}") from None
+
+
+def jsonb_order(value: Any) -> Any:
+    """``value`` with its objects' keys in the order PostgreSQL's ``jsonb`` gives them back
+    (shorter keys first, then by bytes), so a record decoded from its compact form is the
+    same JSON, byte for byte, as one read back from a ``jsonb`` column."""
+    if isinstance(value, dict):
+        return {k: jsonb_order(value[k]) for k in sorted(value, key=lambda k: (len(k.encode()), k.encode()))}
+    if isinstance(value, list):
+        return [jsonb_order(v) for v in value]
+    return value
+
+
 def score_of_seat0(result: dict[str, Any] | None) -> float:
     """1, ½ or 0: what seat 0 scored in a stored GameResult (no winner is a draw)."""
     winner = (result or {}).get("winner")
@@ -281,8 +335,11 @@ class Storage(Protocol):
 
     async def get_game(self, game_id: str) -> GameRow | None: ...
 
-    async def list_games(self, status: GameStatus | None, limit: int) -> list[GameRow]:
-        """Most recently started first."""
+    async def list_games(self, status: GameStatus | None, limit: int, before: tuple[str, str] | None = None,
+                         bot: str | None = None) -> list[GameRow]:
+        """Without their records: most recently started first (then by id, descending), of
+        one status or all, of one bot or all, started before ``before`` = ``(started, id)``
+        of the last game of the previous page (a keyset page: an index answers it at any size)."""
 
     async def export_games(self, which: GameFilter, after: tuple[str, str] | None, limit: int) -> list[GameRow]:
         """Up to ``limit`` games that match ``which``, with their records, in the order they
@@ -336,8 +393,9 @@ class Storage(Protocol):
     async def standing(self, bot: str) -> Standing | None:
         """One bot's rating state (case-insensitive name)."""
 
-    async def rating_history(self, bot: str) -> list[RatingEntry]:
-        """The bot's rating changes, oldest first."""
+    async def rating_history(self, bot: str, limit: int | None = None, before: int | None = None) -> list[RatingEntry]:
+        """The bot's rating changes, oldest first: the last ``limit`` of them (all without one)
+        made at fewer than ``before`` rated games (a keyset page, through the index)."""
 
     async def rated_results(self) -> list[tuple[str, str, float]]:
         """Every rated game finished since the last :meth:`reset_ratings`, as

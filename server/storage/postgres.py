@@ -35,14 +35,41 @@ from .base import (
     Write,
     decode_played,
     encode_json,
+    jsonb_order,
+    pack_record,
+    pack_telemetry,
     pair_counts,
     score_of_seat0,
+    unpack_record,
+    unpack_telemetry,
 )
 
 _SINCE_RESET_V7 = "finish_seq > COALESCE((SELECT value::bigint FROM ladder_settings WHERE key = 'rated_since'), 0)"
 """Migration 7's "rated since the last reset" (a shipped migration never changes)."""
 
-MIGRATIONS: list[list[str]] = [
+async def _compact_stored_records(conn: Any) -> None:
+    """Migration 8: every record and telemetry stored as JSON, compacted in place."""
+    last = ""
+    while True:
+        rows = await conn.fetch(
+            "SELECT id, record::text AS record, telemetry FROM games WHERE id > $1"
+            " AND (record IS NOT NULL OR telemetry IS NOT NULL) ORDER BY id LIMIT 1000", last,
+        )
+        if not rows:
+            return
+        updates = []
+        for r in rows:
+            packed = pack_record(msgspec.json.decode(r["record"])) if r["record"] is not None else None
+            tel = pack_telemetry(msgspec.json.decode(r["telemetry"])) if r["telemetry"] is not None else None
+            updates.append((r["id"], packed, tel))
+        await conn.executemany(
+            "UPDATE games SET record_z = $2, record = CASE WHEN $2::bytea IS NULL THEN record END,"
+            " telemetry_z = COALESCE($3, telemetry_z), telemetry = NULL WHERE id = $1", updates,
+        )
+        last = rows[-1]["id"]
+
+
+MIGRATIONS: list[list[Any]] = [
     # 1: bots and games.
     [
         """CREATE TABLE bots (
@@ -152,6 +179,19 @@ MIGRATIONS: list[list[str]] = [
                   FROM games WHERE rated AND status = 'finished' AND finish_seq IS NOT NULL AND {_SINCE_RESET_V7}) AS t
             GROUP BY a, b""",
     ],
+    # 8: compact records (see sqlite.py): in their own BYTEA columns here (``record`` is jsonb);
+    # the records and telemetry stored as JSON are compacted in place.
+    [
+        "ALTER TABLE games ADD COLUMN record_z BYTEA",
+        "ALTER TABLE games ADD COLUMN telemetry_z BYTEA",
+        _compact_stored_records,
+        "CREATE INDEX games_status_started ON games (status, started, id)",
+        "CREATE INDEX games_seat0_started ON games (seat0, started, id)",
+        "CREATE INDEX games_seat1_started ON games (seat1, started, id)",
+        "DROP INDEX games_status",
+        "DROP INDEX games_seat0",
+        "DROP INDEX games_seat1",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -162,11 +202,13 @@ COMMAND_TIMEOUT_S = 10.0
 _MIGRATION_LOCK = 0x4D414E44  # pg_advisory_xact_lock key: one server migrates at a time
 
 _GAME_COLUMNS = ("id, players, status, rated, first_player, ply, record, result, end_reason, started, ended, kind,"
-                 " pair_id, tournament_id, slot, telemetry, host, epoch, deal, decision_ms")
+                 " pair_id, tournament_id, slot, telemetry, host, epoch, deal, decision_ms, record_z, telemetry_z")
 _SUMMARY_COLUMNS = (_GAME_COLUMNS.replace("record,", "NULL AS record,").replace("telemetry,", "NULL AS telemetry,")
-                    .replace("deal,", "NULL AS deal,"))
+                    .replace("deal,", "NULL AS deal,")
+                    .replace("record_z, telemetry_z", "NULL AS record_z, NULL AS telemetry_z"))
 """The game columns without the record, the telemetry and the deal (lists need none of them)."""
-_HEALTH_COLUMNS = _GAME_COLUMNS.replace("record,", "NULL AS record,").replace("deal,", "NULL AS deal,")
+_HEALTH_COLUMNS = (_GAME_COLUMNS.replace("record,", "NULL AS record,").replace("deal,", "NULL AS deal,")
+                   .replace("record_z,", "NULL AS record_z,"))
 """The game columns without the record and the deal (a bot's health reads its telemetry)."""
 _TOURNAMENT_COLUMNS = "id, name, definition, state, created, started, ended, schedule"
 _BOT_COLUMNS = "name, token_hash, created, ladder"
@@ -181,7 +223,8 @@ def _game_row(r: asyncpg.Record) -> GameRow:
         rated=r["rated"],
         first_player=r["first_player"],
         ply=r["ply"],
-        record=msgspec.json.decode(r["record"]) if r["record"] is not None else None,
+        record=(jsonb_order(unpack_record(r["id"], r["record_z"])) if r["record_z"] is not None
+                else msgspec.json.decode(r["record"]) if r["record"] is not None else None),
         result=msgspec.json.decode(r["result"]) if r["result"] is not None else None,
         end_reason=r["end_reason"],
         started=r["started"],
@@ -190,7 +233,8 @@ def _game_row(r: asyncpg.Record) -> GameRow:
         pair_id=r["pair_id"],
         tournament_id=r["tournament_id"],
         slot=r["slot"],
-        telemetry=msgspec.json.decode(r["telemetry"]) if r["telemetry"] is not None else None,
+        telemetry=(unpack_telemetry(r["id"], r["telemetry_z"]) if r["telemetry_z"] is not None
+                   else msgspec.json.decode(r["telemetry"]) if r["telemetry"] is not None else None),
         host=r["host"],
         epoch=r["epoch"],
         deal=msgspec.json.decode(r["deal"]) if r["deal"] is not None else None,
@@ -268,7 +312,10 @@ class PostgresStorage(OneGameWrites):
             for version in range(current + 1, SCHEMA_VERSION + 1):
                 async with conn.transaction():  # a savepoint per migration
                     for stmt in MIGRATIONS[version - 1]:
-                        await conn.execute(stmt)
+                        if callable(stmt):
+                            await stmt(conn)
+                        else:
+                            await conn.execute(stmt)
                     await conn.execute("INSERT INTO schema_version (version) VALUES ($1)", version)
 
     async def close(self) -> None:
@@ -311,9 +358,9 @@ class PostgresStorage(OneGameWrites):
 
     async def games_of(self, bot: str, limit: int, *, telemetry: bool = False) -> list[GameRow]:
         columns = _HEALTH_COLUMNS if telemetry else _SUMMARY_COLUMNS
+        seat = f"(SELECT {columns} FROM games WHERE seat{{}} = $1 ORDER BY started DESC, id DESC LIMIT $2)"
         rows = await self._p().fetch(
-            f"SELECT {columns} FROM games WHERE seat0 = $1 OR seat1 = $1 ORDER BY started DESC, seq DESC LIMIT $2",
-            bot, limit,
+            f"{seat.format(0)} UNION ALL {seat.format(1)} ORDER BY started DESC, id DESC LIMIT $2", bot, limit,
         )
         return [_game_row(r) for r in rows]
 
@@ -344,10 +391,11 @@ class PostgresStorage(OneGameWrites):
 
     @staticmethod
     async def _write_game(conn: Any, g: GameRow) -> None:
+        packed = pack_record(g.record)
         await conn.execute(
             f"""INSERT INTO games ({_GAME_COLUMNS}, seat0, seat1)
                 VALUES ($1, $2::jsonb, $3, $4, $5, $6, $7::jsonb, $8::jsonb, $9, $10, $11, $12, $13, $14, $15,
-                        $16, $17, $18, $19, $20, $21, $22)
+                        $16, $17, $18, $19, $20, $21, $22, $23, $24)
                 ON CONFLICT (id) DO UPDATE SET
                     players = EXCLUDED.players, status = EXCLUDED.status, rated = EXCLUDED.rated,
                     first_player = EXCLUDED.first_player, ply = EXCLUDED.ply, record = EXCLUDED.record,
@@ -355,26 +403,41 @@ class PostgresStorage(OneGameWrites):
                     ended = EXCLUDED.ended, kind = EXCLUDED.kind, pair_id = EXCLUDED.pair_id,
                     tournament_id = EXCLUDED.tournament_id, slot = EXCLUDED.slot, telemetry = EXCLUDED.telemetry,
                     host = EXCLUDED.host, epoch = EXCLUDED.epoch, deal = EXCLUDED.deal,
-                    decision_ms = EXCLUDED.decision_ms, seat0 = EXCLUDED.seat0, seat1 = EXCLUDED.seat1""",
+                    decision_ms = EXCLUDED.decision_ms, record_z = EXCLUDED.record_z,
+                    telemetry_z = EXCLUDED.telemetry_z, seat0 = EXCLUDED.seat0, seat1 = EXCLUDED.seat1""",
             g.game_id, encode_json(g.players), g.status, g.rated, g.first_player, g.ply,
-            encode_json(g.record), encode_json(g.result), g.end_reason, g.started, g.ended, g.kind, g.pair_id,
-            g.tournament_id, g.slot, encode_json(g.telemetry), g.host, g.epoch, encode_json(g.deal), g.decision_ms,
-            g.players[0], g.players[1],
+            None if packed is not None else encode_json(g.record), encode_json(g.result), g.end_reason, g.started,
+            g.ended, g.kind, g.pair_id, g.tournament_id, g.slot, None, g.host, g.epoch, encode_json(g.deal),
+            g.decision_ms, packed, pack_telemetry(g.telemetry), g.players[0], g.players[1],
         )
 
     async def get_game(self, game_id: str) -> GameRow | None:
         r = await self._p().fetchrow(f"SELECT {_GAME_COLUMNS} FROM games WHERE id = $1", game_id)
         return _game_row(r) if r else None
 
-    async def list_games(self, status: GameStatus | None, limit: int) -> list[GameRow]:
-        if status is None:
+    async def list_games(self, status: GameStatus | None, limit: int, before: tuple[str, str] | None = None,
+                         bot: str | None = None) -> list[GameRow]:
+        where: list[str] = ["TRUE"]
+        args: list[Any] = []
+        if status is not None:
+            args.append(status)
+            where.append(f"status = ${len(args)}")
+        if before is not None:
+            args += before
+            where.append(f"(started, id) < (${len(args) - 1}, ${len(args)})")
+        cond = " AND ".join(where)
+        if bot is None:
             rows = await self._p().fetch(
-                f"SELECT {_GAME_COLUMNS} FROM games ORDER BY started DESC, seq DESC LIMIT $1", limit
+                f"SELECT {_SUMMARY_COLUMNS} FROM games WHERE {cond} ORDER BY started DESC, id DESC LIMIT ${len(args) + 1}",
+                *args, limit,
             )
-        else:
+        else:  # each seat through its own index, newest first, then the two merged
+            n = len(args)
+            seat = (f"(SELECT {_SUMMARY_COLUMNS} FROM games WHERE seat{{}} = ${n + 1} AND {cond}"
+                    f" ORDER BY started DESC, id DESC LIMIT ${n + 2})")
             rows = await self._p().fetch(
-                f"SELECT {_GAME_COLUMNS} FROM games WHERE status = $1 ORDER BY started DESC, seq DESC LIMIT $2",
-                status, limit,
+                f"{seat.format(0)} UNION ALL {seat.format(1)} ORDER BY started DESC, id DESC LIMIT ${n + 2}",
+                *args, bot, limit,
             )
         return [_game_row(r) for r in rows]
 
@@ -520,11 +583,12 @@ class PostgresStorage(OneGameWrites):
         r = await conn.fetchrow("SELECT name, rating, rated_games FROM bots WHERE lower(name) = lower($1)", bot)
         return Standing(bot=r[0], rating=r[1], rated_games=r[2]) if r else None
 
-    async def rating_history(self, bot: str) -> list[RatingEntry]:
+    async def rating_history(self, bot: str, limit: int | None = None, before: int | None = None) -> list[RatingEntry]:
         rows = await self._p().fetch(
-            "SELECT game_id, bot, rating_before, rating_after, games_before, at FROM rating_history"
-            " WHERE lower(bot) = lower($1) ORDER BY id",
-            bot,
+            "SELECT game_id, bot, rating_before, rating_after, games_before, at FROM ("
+            " SELECT * FROM rating_history WHERE lower(bot) = lower($1) AND games_before < $2 ORDER BY id DESC LIMIT $3)"
+            " AS page ORDER BY id",
+            bot, 2**31 - 1 if before is None else before, limit,
         )
         return [RatingEntry(**dict(r)) for r in rows]
 

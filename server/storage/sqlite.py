@@ -39,16 +39,41 @@ from .base import (
     Write,
     decode_played,
     encode_json,
+    pack_record,
+    pack_telemetry,
     pair_counts,
     score_of_seat0,
+    unpack_record,
+    unpack_telemetry,
 )
 
 T = TypeVar("T")
 
+def _compact_stored_records(db: sqlite3.Connection) -> None:
+    """Migration 8: every record and telemetry stored as JSON text, compacted in place."""
+    last = 0
+    while True:
+        rows = db.execute(
+            "SELECT rowid, record, telemetry FROM games WHERE rowid > ?"
+            " AND (typeof(record) = 'text' OR typeof(telemetry) = 'text') ORDER BY rowid LIMIT 1000",
+            (last,),
+        ).fetchall()
+        if not rows:
+            return
+        for rowid, record, telemetry in rows:
+            packed = pack_record(msgspec.json.decode(record)) if isinstance(record, str) else None
+            db.execute(
+                "UPDATE games SET record = COALESCE(?, record), telemetry = ? WHERE rowid = ?",
+                (packed,
+                 pack_telemetry(msgspec.json.decode(telemetry)) if isinstance(telemetry, str) else telemetry, rowid),
+            )
+        last = rows[-1][0]
+
+
 _SINCE_RESET_V7 = "finish_seq > COALESCE((SELECT CAST(value AS INTEGER) FROM ladder_settings WHERE key = 'rated_since'), 0)"
 """Migration 7's "rated since the last reset" (a shipped migration never changes)."""
 
-MIGRATIONS: list[list[str]] = [
+MIGRATIONS: list[list[str | Callable[[sqlite3.Connection], None]]] = [
     # 1: bots and games (the schema from before migrations; IF NOT EXISTS so a file made then
     # is adopted as version 1).
     [
@@ -164,6 +189,19 @@ MIGRATIONS: list[list[str]] = [
                 FROM games WHERE rated = 1 AND status = 'finished' AND finish_seq IS NOT NULL AND {_SINCE_RESET_V7})
             GROUP BY a, b""",
     ],
+    # 8: compact records (``mandala/compact.py``): a finished game's record in about 200
+    # bytes instead of 6 KB and its telemetry compressed, in the same columns (as BLOBs); the
+    # ones stored as JSON are compacted in place.
+    [
+        _compact_stored_records,
+        # Lists in pages, newest first, through an index whatever their filter: by status, by bot.
+        "CREATE INDEX games_status_started ON games (status, started, id)",
+        "CREATE INDEX games_seat0_started ON games (seat0, started, id)",
+        "CREATE INDEX games_seat1_started ON games (seat1, started, id)",
+        "DROP INDEX games_status",
+        "DROP INDEX games_seat0",
+        "DROP INDEX games_seat1",
+    ],
 ]
 """Applied in order on open, each in its own transaction with its number in ``schema_version``.
 Append new ones; never edit one that has shipped."""
@@ -182,9 +220,35 @@ _SINCE_RESET = "finish_seq > COALESCE((SELECT CAST(value AS INTEGER) FROM ladder
 """Rated games count from the last ratings reset on."""
 
 
+_NO_END = 1 << 62
+"""A ``games_before`` no rating change reaches (no page bound)."""
+
+
+def _page_where(status: GameStatus | None, before: tuple[str, str] | None) -> tuple[str, list[Any]]:
+    """A page of a games list: of one status (or all), older than ``before`` (started, id)."""
+    where: list[str] = ["1"]
+    args: list[Any] = []
+    if status is not None:
+        where.append("status = ?")
+        args.append(status)
+    if before is not None:
+        where.append("(started, id) < (?, ?)")
+        args += before
+    return " AND ".join(where), args
+
+
 def _is_contention(e: sqlite3.OperationalError) -> bool:
     """Another writer held the lock: the connection itself is fine."""
     return "locked" in str(e) or "busy" in str(e)
+
+
+def _stored(game_id: str, value: bytes | str | None, unpack: Callable[[str, bytes], dict[str, Any]]) -> Any:
+    """A record or telemetry column: compact (bytes) since schema 8, JSON text before."""
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        return unpack(game_id, value)
+    return msgspec.json.decode(value)
 
 
 def _game_row(row: tuple[Any, ...]) -> GameRow:
@@ -197,7 +261,7 @@ def _game_row(row: tuple[Any, ...]) -> GameRow:
         rated=bool(rated),
         first_player=first,
         ply=ply,
-        record=msgspec.json.decode(record) if record else None,
+        record=_stored(gid, record, unpack_record),
         result=msgspec.json.decode(result) if result else None,
         end_reason=reason,
         started=started,
@@ -206,7 +270,7 @@ def _game_row(row: tuple[Any, ...]) -> GameRow:
         pair_id=pair_id,
         tournament_id=tid,
         slot=slot,
-        telemetry=msgspec.json.decode(tel) if tel else None,
+        telemetry=_stored(gid, tel, unpack_telemetry),
         host=host,
         epoch=epoch,
         deal=msgspec.json.decode(deal) if deal else None,
@@ -300,7 +364,10 @@ class SqliteStorage(OneGameWrites):
         for version in range(current + 1, SCHEMA_VERSION + 1):
             with self._transaction():
                 for stmt in MIGRATIONS[version - 1]:
-                    db.execute(stmt)
+                    if callable(stmt):
+                        stmt(db)
+                    else:
+                        db.execute(stmt)
                 db.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
 
     @contextmanager
@@ -347,10 +414,10 @@ class SqliteStorage(OneGameWrites):
 
     def _games_of(self, bot: str, limit: int, telemetry: bool) -> list[GameRow]:
         columns = _HEALTH_COLUMNS if telemetry else _SUMMARY_COLUMNS
+        seat = f"SELECT * FROM (SELECT {columns} FROM games WHERE seat{{}} = ? ORDER BY started DESC, id DESC LIMIT ?)"
         rows = self._conn().execute(
-            f"SELECT {columns} FROM games WHERE seat0 = ? OR seat1 = ?"
-            " ORDER BY started DESC, rowid DESC LIMIT ?",
-            (bot, bot, limit),
+            f"{seat.format(0)} UNION ALL {seat.format(1)} ORDER BY 10 DESC, 1 DESC LIMIT ?",
+            (bot, limit, bot, limit, limit),
         ).fetchall()
         return [_game_row(r) for r in rows]
 
@@ -368,9 +435,9 @@ class SqliteStorage(OneGameWrites):
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 g.game_id, encode_json(g.players), g.status, int(g.rated), g.first_player, g.ply,
-                encode_json(g.record), encode_json(g.result),
+                pack_record(g.record) or encode_json(g.record), encode_json(g.result),
                 g.end_reason, g.started, g.ended, g.kind, g.pair_id, g.tournament_id, g.slot,
-                encode_json(g.telemetry), g.host, g.epoch, encode_json(g.deal), g.decision_ms,
+                pack_telemetry(g.telemetry), g.host, g.epoch, encode_json(g.deal), g.decision_ms,
                 g.players[0], g.players[1],
             ),
         )
@@ -379,13 +446,18 @@ class SqliteStorage(OneGameWrites):
         row = self._conn().execute(f"SELECT {_GAME_COLUMNS} FROM games WHERE id = ?", (game_id,)).fetchone()
         return _game_row(row) if row else None
 
-    def _list_games(self, status: GameStatus | None, limit: int) -> list[GameRow]:
-        if status is None:
-            sql, args = f"SELECT {_GAME_COLUMNS} FROM games ORDER BY started DESC, rowid DESC LIMIT ?", (limit,)
-        else:
-            sql = f"SELECT {_GAME_COLUMNS} FROM games WHERE status = ? ORDER BY started DESC, rowid DESC LIMIT ?"
-            args = (status, limit)  # type: ignore[assignment]
-        return [_game_row(r) for r in self._conn().execute(sql, args).fetchall()]
+    def _list_games(self, status: GameStatus | None, limit: int, before: tuple[str, str] | None,
+                    bot: str | None) -> list[GameRow]:
+        where, args = _page_where(status, before)
+        if bot is None:
+            sql = f"SELECT {_SUMMARY_COLUMNS} FROM games WHERE {where} ORDER BY started DESC, id DESC LIMIT ?"
+            rows = self._conn().execute(sql, (*args, limit)).fetchall()
+        else:  # each seat through its own index, newest first, then the two merged
+            seat = (f"SELECT * FROM (SELECT {_SUMMARY_COLUMNS} FROM games WHERE seat{{}} = ? AND {where}"
+                    " ORDER BY started DESC, id DESC LIMIT ?)")
+            sql = f"{seat.format(0)} UNION ALL {seat.format(1)} ORDER BY 10 DESC, 1 DESC LIMIT ?"
+            rows = self._conn().execute(sql, (bot, *args, limit, bot, *args, limit, limit)).fetchall()
+        return [_game_row(r) for r in rows]
 
     def _export_games(self, which: GameFilter, after: tuple[str, str] | None, limit: int) -> list[GameRow]:
         where, args = _filter_sql(which, after)
@@ -513,11 +585,11 @@ class SqliteStorage(OneGameWrites):
         row = self._conn().execute("SELECT name, rating, rated_games FROM bots WHERE name = ?", (bot,)).fetchone()
         return Standing(bot=row[0], rating=row[1], rated_games=row[2]) if row else None
 
-    def _rating_history(self, bot: str) -> list[RatingEntry]:
+    def _rating_history(self, bot: str, limit: int | None, before: int | None) -> list[RatingEntry]:
         rows = self._conn().execute(
-            "SELECT game_id, bot, rating_before, rating_after, games_before, at FROM rating_history"
-            " WHERE bot = ? ORDER BY id",
-            (bot,),
+            "SELECT game_id, bot, rating_before, rating_after, games_before, at FROM ("
+            " SELECT * FROM rating_history WHERE bot = ? AND games_before < ? ORDER BY id DESC LIMIT ?) ORDER BY id",
+            (bot, _NO_END if before is None else before, -1 if limit is None else limit),
         ).fetchall()
         return [
             RatingEntry(game_id=r[0], bot=r[1], rating_before=r[2], rating_after=r[3], games_before=r[4], at=r[5])
@@ -667,8 +739,9 @@ class SqliteStorage(OneGameWrites):
     async def get_game(self, game_id: str) -> GameRow | None:
         return await self._run(self._get_game, game_id)
 
-    async def list_games(self, status: GameStatus | None, limit: int) -> list[GameRow]:
-        return await self._run(self._list_games, status, limit)
+    async def list_games(self, status: GameStatus | None, limit: int, before: tuple[str, str] | None = None,
+                         bot: str | None = None) -> list[GameRow]:
+        return await self._run(self._list_games, status, limit, before, bot)
 
     async def abort_running(self, ended: str, game_ids: Sequence[str] | None = None) -> int:
         return await self._run(self._abort_running, ended, game_ids)
@@ -679,8 +752,8 @@ class SqliteStorage(OneGameWrites):
     async def standing(self, bot: str) -> Standing | None:
         return await self._run(self._standing, bot)
 
-    async def rating_history(self, bot: str) -> list[RatingEntry]:
-        return await self._run(self._rating_history, bot)
+    async def rating_history(self, bot: str, limit: int | None = None, before: int | None = None) -> list[RatingEntry]:
+        return await self._run(self._rating_history, bot, limit, before)
 
     async def rated_results(self) -> list[tuple[str, str, float]]:
         return await self._run(self._rated_results)

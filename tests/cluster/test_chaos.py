@@ -36,7 +36,7 @@ import msgspec
 import pytest
 
 import mandala
-from arena_testkit import ServeProcess, assert_ratings_replay, free_port, wait_until
+from arena_testkit import ServeProcess, assert_ratings_replay, free_port, stored_games, wait_until
 from cluster_kit import FAST, node, seat_consistency
 from protocol.messages import PROTOCOL_VERSION, Decision, GameOver, GameStart, ServerMessage, Update
 from server.storage.postgres import PostgresStorage
@@ -204,7 +204,7 @@ async def test_a_minute_of_kill_9_loses_no_game_and_applies_no_move_twice(
     store = PostgresStorage(database, max_size=2)
     await store.open()
     try:
-        rows = {g.game_id: g for g in await store.list_games(None, 100_000)}
+        rows = await stored_games(store)
         assert not [g for g in rows.values() if g.status == "running"]
         # Every game a bot saw finish is stored with the result it was told.
         told: dict[str, GameOver] = {}

@@ -15,7 +15,16 @@ from typing import Any
 
 import aiohttp
 
-from arena_testkit import SERVE, Seen, ServeProcess, assert_ratings_replay, free_port, ladder_bot, wait_until
+from arena_testkit import (
+    SERVE,
+    Seen,
+    ServeProcess,
+    assert_ratings_replay,
+    free_port,
+    ladder_bot,
+    stored_games,
+    wait_until,
+)
 from cluster_kit import node
 from server.storage.postgres import PostgresStorage
 
@@ -74,7 +83,7 @@ async def test_kill_9_of_the_pairing_leader_stops_pairing_for_less_than_5_s(
     store = PostgresStorage(database, max_size=2)
     await store.open()
     try:
-        rows = {g.game_id: g for g in await store.list_games(None, 10_000)}
+        rows = await stored_games(store)
         for game_id, over in seen.over.items():  # every game a bot saw finish is stored as it ended
             assert rows[game_id].status == "finished" and rows[game_id].result["winner"] == over.result.winner
         assert not [g for g in rows.values() if g.status == "running"]

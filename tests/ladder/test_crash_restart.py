@@ -11,7 +11,7 @@ from pathlib import Path
 import aiohttp
 import msgspec
 
-from arena_testkit import Seen, ServeProcess, assert_ratings_replay, free_port, ladder_bot, wait_until
+from arena_testkit import Seen, ServeProcess, assert_ratings_replay, free_port, ladder_bot, stored_games, wait_until
 from server.storage.sqlite import SqliteStorage
 
 BOTS = ["ann", "ben", "cat", "dan"]
@@ -54,7 +54,7 @@ async def test_kill_9_during_a_busy_ladder_loses_nothing(tmp_path: Path) -> None
     store = SqliteStorage(db)
     await store.open()
     try:
-        rows = {g.game_id: g for g in await store.list_games(None, 10_000)}
+        rows = await stored_games(store)
         # Every game a bot saw finish is stored, finished, with the result it was told.
         for game_id, over in seen.over.items():
             row = rows[game_id]

@@ -481,12 +481,27 @@ def elo_replay(names: list[str], results: list[tuple[str, str, float]]) -> dict[
     return state
 
 
+async def stored_games(store: Any) -> dict[str, Any]:
+    """Every game in ``store``, with its record and telemetry (lists carry none: read the
+    export a page at a time)."""
+    from server.storage.base import GameFilter
+
+    rows: dict[str, Any] = {}
+    after: tuple[str, str] | None = None
+    while True:
+        page = await store.export_games(GameFilter(statuses=("running", "finished", "aborted")), after, 1000)
+        rows.update((g.game_id, g) for g in page)
+        if len(page) < 1000:
+            return rows
+        after = (page[-1].started, page[-1].game_id)
+
+
 async def assert_ratings_replay(store: Any, bots: list[str]) -> dict[str, tuple[float, int]]:
     """Every bot's stored rating, rated-game count and history equal an Elo replay of the stored
     rated games in the order they finished; returns the replayed state."""
     import pytest
 
-    rows = await store.list_games(None, 100_000)
+    rows = list((await stored_games(store)).values())
     results = await store.rated_results()
     assert len(results) == sum(1 for g in rows if g.rated and g.status == "finished")
     state = elo_replay(bots, results)

@@ -8,6 +8,7 @@ import sqlite3
 import msgspec
 
 from arena_testkit import Harness, gather, play_out, random_policy
+from mandala import compact
 from protocol.messages import (
     Decision,
     Error,
@@ -87,7 +88,7 @@ async def test_a_bot_that_does_not_answer_loses_on_time(make_arena, db_path) -> 
         row = db.execute("SELECT status, end_reason, result, record FROM games WHERE id = ?", (game_id,)).fetchone()
     assert row[0:2] == ("finished", "timeout")
     assert msgspec.json.decode(row[2]) == state["result"]
-    assert msgspec.json.decode(row[3]) == msgspec.to_builtins(over_a.record)
+    assert compact.unpack(row[3]) == over_a.record  # stored compact (mandala/compact.py)
 
 
 async def test_reconnect_resumes_the_same_decision_and_play_goes_on(make_arena) -> None:

@@ -15,8 +15,9 @@ import pytest
 
 from arena_testkit import Harness, gather, play_out, random_policy, wait_until
 from protocol.messages import PROTOCOL_VERSION
+from server import outbox as outbox_module
 
-GAMES = 8
+GAMES = 16
 
 
 class StuckSpectator:
@@ -50,9 +51,11 @@ class StuckSpectator:
 
 
 async def test_a_spectator_that_stops_reading_is_skipped_then_dropped_and_the_games_play_on(
-        make_arena: Any, caplog: pytest.LogCaptureFixture) -> None:
+        make_arena: Any, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
     """Its updates are never queued: past what its socket holds it keeps only the latest
     update of each game it watches, and after ``audience_stall_s`` without reading it is cut."""
+    # Any byte the socket did not take makes it "behind" (so what the kernel holds is enough).
+    monkeypatch.setattr(outbox_module, "AUDIENCE_LOW_WATER", 0)
     # No heartbeat within the test: the spectator is cut for not reading, not for not answering pings.
     arena: Harness = await make_arena(audience_stall_s=3600.0, messages_per_second=1000.0, burst=1000, heartbeat_s=60.0)
     alice, bob = await arena.bot("alice", max_games=GAMES), await arena.bot("bob", max_games=GAMES)

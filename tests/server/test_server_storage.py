@@ -12,6 +12,7 @@ import msgspec
 from aiohttp.test_utils import TestClient, TestServer
 
 from arena_testkit import Harness, gather, play_out, random_policy, settings_for
+from mandala import compact
 from protocol.messages import Decision, GameOver, Update
 from server.app import create_app
 
@@ -35,7 +36,8 @@ async def test_a_finished_game_is_in_the_sqlite_file(make_arena: Any, db_path: P
     assert (row["status"], row["seat0"], row["seat1"], row["rated"]) == ("finished", "alice", "bob", 0)
     assert json.loads(row["players"]) == ["alice", "bob"]
     assert row["end_reason"] == over.result.end_reason and row["ply"] == len(over.record.moves)
-    assert json.loads(row["record"]) == msgspec.to_builtins(over.record)
+    assert compact.unpack(row["record"]) == over.record  # compact: mandala/compact.py
+    assert len(row["record"]) < 400 < len(msgspec.json.encode(over.record))
     assert json.loads(row["result"]) == msgspec.to_builtins(over.result)
     assert row["ended"] >= row["started"]
     with sqlite3.connect(db_path) as db:
@@ -89,4 +91,4 @@ async def test_a_clean_stop_aborts_running_games_and_tells_the_bots(aiohttp_serv
     assert (over.game_id, over.result.end_reason, over.result.winner) == (game_id, "aborted", None)
     assert await a.closed() == 1001
     row = stored(db_path, game_id)
-    assert row["status"] == "aborted" and json.loads(row["record"]) == msgspec.to_builtins(over.record)
+    assert row["status"] == "aborted" and compact.unpack(row["record"]) == over.record

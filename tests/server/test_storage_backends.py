@@ -34,6 +34,8 @@ from server.storage import (
 from server.storage.base import GameWrite, LoggedMove, MoveWrite, RunningGame
 from server.storage.sqlite import SCHEMA_VERSION, SqliteStorage
 
+START = __import__('datetime').datetime(2026, 1, 1, tzinfo=__import__('datetime').UTC)
+
 
 def game(gid: str, a: str, b: str, *, status: str = "finished", rated: bool = True, winner: int | None = 0,
          started: str = "2024-01-01T00:00:00.000Z", ended: str | None = "2024-01-01T00:01:00.000Z") -> GameRow:
@@ -205,6 +207,19 @@ async def run_sql(storage: Storage, *statements: str) -> None:
         await conn.close()
 
 
+async def as_schema(storage: Storage, version: int) -> None:
+    """Turn the (closed) database behind ``storage`` into what schema ``version`` (6 or 7)
+    wrote: the tables and columns added later dropped, their versions forgotten."""
+    sqlite = isinstance(storage, SqliteStorage)
+    later = ["DROP TABLE pair_results"] if version < 7 else []
+    later += ["DROP INDEX games_status_started", "DROP INDEX games_seat0_started", "DROP INDEX games_seat1_started",
+              "CREATE INDEX games_status ON games (status, started)", "CREATE INDEX games_seat0 ON games (seat0)",
+              "CREATE INDEX games_seat1 ON games (seat1)"]
+    if not sqlite:  # SQLite keeps compact records in the same columns
+        later += ["ALTER TABLE games DROP COLUMN record_z", "ALTER TABLE games DROP COLUMN telemetry_z"]
+    await run_sql(storage, *later, f"DELETE FROM schema_version WHERE version > {version}")
+
+
 async def test_a_database_of_schema_6_gets_its_pair_totals_from_its_rated_games(storage: Storage,
                                                                                  tmp_path: Path) -> None:
     """Migration 7 fills ``pair_results`` from the rated games stored since the last reset:
@@ -226,7 +241,7 @@ async def test_a_database_of_schema_6_gets_its_pair_totals_from_its_rated_games(
     await storage.finish_game(game("unrated", "ann", "bob", rated=False), [])
     assert await storage.pair_tallies() == tallies(expected)
     await storage.close()
-    await run_sql(storage, "DROP TABLE pair_results", "DELETE FROM schema_version WHERE version = 7")  # schema 6
+    await as_schema(storage, 6)
     again = await reopened(storage)
     try:
         assert await again.pair_tallies() == tallies(expected)
@@ -494,3 +509,78 @@ async def test_a_move_log_takes_moves_only_from_the_node_running_the_game_at_its
     g2 = await storage.get_game("g2")
     assert g2 is not None and (g2.status, g2.epoch, g2.end_reason) == ("aborted", 1, "aborted")
     assert await storage.write_games([MoveWrite("g2", 0, logged[0])]) == frozenset({"g2"})
+
+
+async def test_records_stored_as_json_are_compacted_in_place_and_served_unchanged(storage: Storage) -> None:
+    """Migration 8 on a database of schema 7 holding real games with their records and
+    telemetry as JSON: each becomes compact (about 200 bytes a record), and reads back as
+    the same JSON, byte for byte, as before."""
+    from mandala_cli.history_cmd import synth_game
+
+    await bots(storage, "ann", "bob")
+    rng = random.Random(5)
+    rows = [synth_game(rng, ["ann", "bob"] if i % 2 else ["bob", "ann"], START) for i in range(12)]
+    for row in rows:
+        await storage.finish_game(row, [])
+    served_now = {row.game_id: msgspec.json.encode(await storage.get_game(row.game_id)) for row in rows}
+    await storage.close()
+    # What schema 7 wrote: the record and telemetry as JSON.
+    sqlite = isinstance(storage, SqliteStorage)
+    ph = "?" if sqlite else "$1"
+    statements = []
+    for row in rows:
+        record = msgspec.json.encode(row.record).decode().replace("'", "''")
+        tel = msgspec.json.encode(row.telemetry).decode().replace("'", "''")
+        cast = "" if sqlite else "::jsonb"
+        statements.append(f"UPDATE games SET record = '{record}'{cast}, telemetry = '{tel}' WHERE id = '{row.game_id}'")
+    assert ph
+    if not sqlite:
+        statements = [s.replace("WHERE", ", record_z = NULL, telemetry_z = NULL WHERE") for s in statements]
+    await run_sql(storage, *statements)
+    await as_schema(storage, 7)
+    again = await reopened(storage)
+    try:
+        for row in rows:
+            got = await again.get_game(row.game_id)
+            assert got is not None
+            assert msgspec.json.encode(got) == served_now[row.game_id]  # the same bytes as before
+            replayed = mandala.replay(got.record)  # type: ignore[arg-type]
+            assert mandala.result(replayed).winner == row.result["winner"]  # type: ignore[index, union-attr]
+        sizes = await stored_sizes(again, [row.game_id for row in rows])
+        assert max(sizes) < 400, sizes  # was about 6,000
+    finally:
+        await again.close()
+    await storage.open()  # for the fixture to close
+
+
+async def stored_sizes(storage: Storage, game_ids: list[str]) -> list[int]:
+    """Bytes each game's record takes in the database."""
+    if isinstance(storage, SqliteStorage):
+        with sqlite3.connect(storage.path) as db:
+            return [db.execute("SELECT length(record) FROM games WHERE id = ?", (g,)).fetchone()[0] for g in game_ids]
+    import asyncpg
+
+    from server.storage.postgres import PostgresStorage
+
+    assert isinstance(storage, PostgresStorage)
+    conn = await asyncpg.connect(storage.url, server_settings={"search_path": storage.schema or "public"})
+    try:
+        return [await conn.fetchval("SELECT length(record_z) FROM games WHERE id = $1 AND record IS NULL", g)
+                for g in game_ids]
+    finally:
+        await conn.close()
+
+
+async def test_a_record_that_does_not_decode_is_refused_naming_the_game(storage: Storage) -> None:
+    from mandala_cli.history_cmd import synth_game
+    from server.storage.base import UnreadableRecord
+
+    await bots(storage, "ann", "bob")
+    row = synth_game(random.Random(9), ["ann", "bob"], START)
+    await storage.finish_game(row, [])
+    column = "record" if isinstance(storage, SqliteStorage) else "record_z"
+    damaged = "X'789c0bce'" if isinstance(storage, SqliteStorage) else "'\\x789c0bce'::bytea"
+    await run_sql(storage, f"UPDATE games SET {column} = {damaged} WHERE id = '{row.game_id}'")
+    with pytest.raises(UnreadableRecord, match=f"game {row.game_id}: its stored record does not decode"):
+        await storage.get_game(row.game_id)
+    assert [g.game_id for g in await storage.list_games(None, 5)] == [row.game_id]  # lists read no record

@@ -43,6 +43,7 @@ from arena_testkit import (
     ladder_bot,
     play_out,
     random_policy,
+    stored_games,
     wait_until,
 )
 from protocol.messages import LadderStatus, LiveHealth
@@ -287,7 +288,7 @@ async def check_stored(db: str, seen: Seen, since: str, mended: str) -> None:
     store: Storage = open_storage(db)
     await store.open()
     try:
-        rows = {g.game_id: g for g in await store.list_games(None, 100_000)}
+        rows = await stored_games(store)
         # Every game a bot was told had finished is stored, finished, with what it was told.
         assert len(seen.over) >= 14
         for game_id, over in seen.over.items():
@@ -296,7 +297,8 @@ async def check_stored(db: str, seen: Seen, since: str, mended: str) -> None:
                 continue
             assert row.status == "finished", row
             assert row.result == msgspec.to_builtins(over.result)
-            assert row.record == msgspec.to_builtins(over.record)
+            full = await store.get_game(game_id)  # lists carry no record
+            assert full is not None and full.record == msgspec.to_builtins(over.record)
         # No game started while the server knew storage was failing.
         during = [g.game_id for g in rows.values() if since < g.started < mended]
         assert not during, f"games started during the outage: {during}"

@@ -1,0 +1,127 @@
+"""``mandala history synth``: a season's history in a database, for capacity tests.
+
+Writes N finished, rated ladder games between K bots (``synth-000`` …) into an empty
+database: every game dealt and played to its end by the engine (random legal moves), with its
+real record (R23), its result, think times in its telemetry, and its Elo changes, totals and
+rating history computed by the storage's own rated-game transaction, in batches — so the
+ratings, the per-pair totals and the records are what a server would have stored for the same
+games. The same seed gives the same games.
+
+    mandala history synth --db season.db --games 100000 --bots 50 --seed 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+
+import msgspec
+
+import mandala
+from mandala import Game
+from server.config import Settings
+from server.recorder import rating_update
+from server.storage import GameRow, Storage, open_storage
+from server.storage.base import GameWrite
+from server.telemetry import Telemetry
+
+BATCH = 500
+"""Games stored per transaction."""
+START = datetime(2026, 1, 1, tzinfo=UTC)
+ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("history", help="tools for a ladder's stored history")
+    inner = p.add_subparsers(dest="history_command", required=True, metavar="COMMAND")
+    s = inner.add_parser("synth", help="write N real, rated ladder games between K bots into an empty database",
+                         description=__doc__.split("\n\n")[1])
+    s.add_argument("--db", required=True, help="a SQLite file or a postgresql:// URL")
+    s.add_argument("--games", type=int, required=True, help="how many games (N)")
+    s.add_argument("--bots", type=int, default=50, help="how many bots (K, at least 2; default 50)")
+    s.add_argument("--seed", type=int, default=1, help="the same seed writes the same games (default 1)")
+    s.add_argument("--force", action="store_true", help="add to a database that already holds bots or games")
+    s.set_defaults(run=run)
+
+
+def iso(at: datetime) -> str:
+    return at.strftime("%Y-%m-%dT%H:%M:%S.") + f"{at.microsecond // 1000:03d}Z"
+
+
+def synth_game(rng: random.Random, players: list[str], at: datetime) -> GameRow:
+    """One ladder game played by the engine from a random deal, as the server stores it."""
+    seed = rng.getrandbits(63)
+    first = rng.randrange(2)
+    game = Game.new(seed=seed, first_player=first)
+    telemetry = Telemetry(5000)
+    while game.to_move is not None:
+        seat = game.to_move
+        telemetry.moved(seat, len(game.history), rng.expovariate(1 / 0.04))  # bots thinking 40 ms on average
+        game.push(rng.choice(game.legal_moves))
+    result = mandala.result(game)
+    assert result is not None
+    ended = at + timedelta(seconds=2 + len(game.history) * 0.05)
+    return GameRow(
+        game_id="".join(rng.choice(ID_ALPHABET) for _ in range(8)),
+        players=players, status="finished", rated=True, first_player=first, ply=len(game.history),
+        started=iso(at), ended=iso(ended), kind="ladder", end_reason=result.end_reason,
+        result={"winner": result.winner, "end_reason": result.end_reason, "scores": list(result.scores),
+                "cup_sizes": list(result.cup_sizes)},
+        record=msgspec.to_builtins(mandala.record_of(game)), telemetry=telemetry.to_json(),
+        deal={"deck": None, "first_player": first, "reshuffle_seed": seed, "reshuffles": None},
+        decision_ms=5000,
+    )
+
+
+async def synth(storage: Storage, games: int, bots: int, seed: int, *, force: bool = False,
+                progress: bool = True) -> float:
+    """Write the history; the seconds it took. Refuses a database with bots or games unless
+    ``force``."""
+    if not force and (await storage.list_bots() or await storage.list_games(None, 1)):
+        raise SystemExit("mandala history synth: the database already holds bots or games (give --force to add)")
+    began = time.perf_counter()
+    names = [f"synth-{i:03d}" for i in range(bots)]
+    for i, name in enumerate(names):
+        await storage.create_bot(name, f"synth-token-hash-{seed}-{i}", iso(START))
+        await storage.set_ladder(name, "listed")
+    rng = random.Random(seed)
+    elo = Settings().elo
+    at = START
+    batch: list[GameWrite] = []
+    for n in range(games):
+        a, b = rng.sample(names, 2)
+        at += timedelta(seconds=rng.uniform(0.1, 2.0))
+        row = synth_game(rng, [a, b], at)
+        batch.append(GameWrite(row, final=True, rate=rating_update(row, elo)))
+        if len(batch) == BATCH or n == games - 1:
+            await storage.write_games(batch)
+            batch = []
+            if progress:
+                done = n + 1
+                rate = done / (time.perf_counter() - began)
+                print(f"\r{done:,} / {games:,} games ({rate:,.0f}/s)", end="", file=sys.stderr, flush=True)
+    if progress:
+        print(file=sys.stderr)
+    return time.perf_counter() - began
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.games < 0 or args.bots < 2:
+        print("mandala history synth: --games is at least 0 and --bots at least 2", file=sys.stderr)
+        return 2
+
+    async def go() -> float:
+        storage = open_storage(args.db)
+        await storage.open()
+        try:
+            return await synth(storage, args.games, args.bots, args.seed, force=args.force)
+        finally:
+            await storage.close()
+
+    took = asyncio.run(go())
+    print(f"{args.games:,} games between {args.bots} bots written to {args.db} in {took:.1f} s")
+    return 0
