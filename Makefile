@@ -9,7 +9,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8080
 DB     ?= mandala.db
 
-.PHONY: run test lint bench load load-cluster schema demo clean cluster cluster-stop
+.PHONY: run test lint bench bench-history load load-cluster schema demo clean cluster cluster-stop
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -60,6 +60,14 @@ cluster-stop:
 bench: $(STAMP)
 	$(PY) bench/engine.py
 	$(PY) bench/games.py
+	$(PY) bench/history.py --sizes $(HISTORY_SIZES)
+
+# A season's history (bench/history.py): synthesized histories of each size on SQLite and
+# PostgreSQL; bytes per game, startup, the lists' latencies, a live ladder's CPU per decision.
+# The million takes a while (the synthesis plays every game): make bench-history HISTORY_SIZES=10000
+HISTORY_SIZES ?= 10000,100000,1000000
+bench-history: $(STAMP)
+	$(PY) bench/history.py --sizes $(HISTORY_SIZES)
 
 # The decision path under load against the bare WebSocket ceiling, in one run (bench/load.py);
 # PAIRS, SECONDS and THINK are passed on: make load PAIRS=500 THINK=0.3. With an audience

@@ -1,4 +1,5 @@
-"""``mandala replay FILE... [--trace]``: replay R23 records and print each result."""
+"""``mandala replay FILE... [--trace]``: replay R23 records (JSON, or the compact form the
+server stores, ``mandala/compact.py``) and print each result."""
 
 from __future__ import annotations
 
@@ -7,14 +8,17 @@ import json
 import sys
 from pathlib import Path
 
-from mandala import Game, RecordError, move_to_dict, replay
+import msgspec
+
+from mandala import Game, RecordError, compact, move_to_dict, replay
 
 from .summary import summary
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("replay", help="replay game records, validating every move, and print each result as JSON")
-    p.add_argument("files", nargs="+", type=Path, metavar="FILE", help="R23 record files (JSON)")
+    p.add_argument("files", nargs="+", type=Path, metavar="FILE",
+                   help="R23 record files (JSON, or compact as the server stores them)")
     p.add_argument("--trace", action="store_true", help="first print each decision's legal moves (one file only)")
     p.set_defaults(run=run)
 
@@ -41,6 +45,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"mandala replay: {path}: {e.strerror}", file=sys.stderr)
             return 2
         try:
+            if not data.lstrip().startswith(b"{"):  # not JSON: the compact form
+                try:
+                    data = msgspec.json.encode(compact.unpack(data))
+                except ValueError as e:
+                    raise RecordError("R23", f"neither a JSON nor a compact record ({e})") from None
             game = replay(data, on_decision=trace if args.trace else None)
         except RecordError as e:
             where = f"ply {e.ply}" if e.ply is not None else "record"

@@ -83,6 +83,20 @@ def test_r23_replay_of_several_files_prints_one_line_each(finished: Game, tmp_pa
     assert lines[1]["end_reason"] is None and lines[1]["winner"] is None
 
 
+def test_r23_replay_reads_the_compact_form_the_server_stores(finished: Game, tmp_path: Path) -> None:
+    from mandala import compact, record_of
+
+    packed = tmp_path / "game.bin"
+    packed.write_bytes(compact.pack(record_of(finished)))
+    assert len(packed.read_bytes()) < 400
+    out = run_cli("replay", packed, write_record(tmp_path / "game.json", encode_record(finished)))
+    assert (out.returncode, out.stderr) == (0, "")
+    assert [json.loads(line) for line in out.stdout.splitlines()] == [expected_summary(finished)] * 2
+    packed.write_bytes(packed.read_bytes()[:-3])
+    out = run_cli("replay", packed)
+    assert out.returncode == 2 and "rule R23: neither a JSON nor a compact record" in out.stderr
+
+
 def test_r22_trace_prints_each_decisions_sorted_legal_moves(finished: Game, tmp_path: Path) -> None:
     record = record_dict(finished)
     path = write_record(tmp_path / "game.json", record)

@@ -1,0 +1,233 @@
+"""``make bench-history``: what a season's history costs, at 10k, 100k (and 1M) games, on SQLite
+and PostgreSQL, in one run.
+
+For each backend and each size: a fresh database filled by ``mandala history synth`` (real
+games between 50 bots, with their records, ratings and totals), then a real ``mandala serve``
+on it, pinned to core 0, and from core 1:
+
+- bytes per game (the SQLite file, or the PostgreSQL database, divided by the games);
+- startup: from starting the process to ``/health`` answering;
+- the median and the slowest of 20 requests to ``/api/ladder``, ``/api/games``,
+  ``/api/games?status=finished``, ``/api/games?bot=…``, a page further (``before=``), a bot's
+  profile and its rating history;
+- server CPU per decision of a live ladder on top of that history: four bots (``live-0`` …)
+  seeking and answering at once for ``--seconds``, against the same on an empty database.
+
+PostgreSQL is the throwaway one of the tests (``scripts/test-postgres.sh``, fsync off), with
+a database per run.
+
+    python bench/history.py [--sizes 10000,100000] [--backends sqlite,postgres] [--seconds 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import asyncpg
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from load import ADMIN, SERVE, cpu_seconds, pinned, wait_healthy
+
+from mandala_cli.history_cmd import synth
+from server.storage import open_storage
+
+REPO = Path(__file__).resolve().parent.parent
+BOTS = 50
+PORT = 8140
+ENDPOINTS = [
+    ("/api/ladder", "/api/ladder"),
+    ("/api/games", "/api/games?limit=50"),
+    ("/api/games?status=finished", "/api/games?status=finished&limit=50"),
+    ("/api/games?bot=", "/api/games?bot=synth-007&limit=50"),
+    ("a page further", None),
+    ("a bot's profile", "/api/bots/synth-007"),
+    ("its rating history", "/api/bots/synth-007/history"),
+]
+
+
+async def fill(db: str, games: int) -> float:
+    storage = open_storage(db)
+    await storage.open()
+    try:
+        return await synth(storage, games, BOTS, seed=1, progress=False)
+    finally:
+        await storage.close()
+
+
+async def database_bytes(db: str) -> int:
+    if db.startswith("postgresql://"):
+        conn = await asyncpg.connect(db)
+        try:
+            await conn.execute("VACUUM ANALYZE")
+            return int(await conn.fetchval("SELECT pg_database_size(current_database())"))
+        finally:
+            await conn.close()
+    import sqlite3
+
+    with sqlite3.connect(db) as c:
+        c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return sum(p.stat().st_size for p in Path(db).parent.glob(Path(db).name + "*"))
+
+
+async def timed(http: aiohttp.ClientSession, url: str) -> tuple[float, Any]:
+    began = time.perf_counter()
+    async with http.get(url) as resp:
+        body = await resp.read()
+        assert resp.status == 200, (url, resp.status, body[:200])
+        return time.perf_counter() - began, resp.headers.get("Link")
+
+
+async def latencies(http: aiohttp.ClientSession, base: str) -> dict[str, tuple[float, float]]:
+    out: dict[str, tuple[float, float]] = {}
+    link = None
+    for name, path in ENDPOINTS:
+        if path is None:  # the next page of the bot's games
+            if link is None:
+                continue
+            path = link.split(";")[0].strip("<>")
+        times = []
+        for _ in range(20):
+            took, got = await timed(http, base + path)
+            times.append(took)
+            if name == "/api/games?bot=":
+                link = got
+        out[name] = (statistics.median(times) * 1000, max(times) * 1000)
+    return out
+
+
+async def live_ladder(http: aiohttp.ClientSession, base: str, pid: int, seconds: float) -> float:
+    """Four instant bots on the ladder: server CPU µs per decision while they play."""
+    tokens = []
+    for i in range(4):
+        async with http.post(base + "/api/bots", json={"name": f"live-{i}"},
+                             headers={"Authorization": f"Bearer {ADMIN}"}) as resp:
+            tokens.append((await resp.json())["token"])
+    decisions = [0]
+    measuring = [False]
+
+    async def bot(token: str) -> None:
+        async with http.ws_connect(base.replace("http", "ws", 1) + "/ws") as ws:
+            await ws.send_json({"type": "hello", "protocol": 1, "token": token, "max_games": 2})
+            await ws.send_json({"type": "seek"})
+            async for msg in ws:
+                data = json.loads(msg.data)
+                if data["type"] == "decision":
+                    await ws.send_json({"type": "move", "game_id": data["game_id"],
+                                        "request_id": data["request_id"], "move": data["legal"][0]})
+                    decisions[0] += measuring[0]
+
+    tasks = [asyncio.create_task(bot(t)) for t in tokens]
+    try:
+        await asyncio.sleep(8.0)  # qualification, then the ladder
+        cpu0 = cpu_seconds(pid)
+        measuring[0] = True
+        await asyncio.sleep(seconds)
+        measuring[0] = False
+        cpu = cpu_seconds(pid) - cpu0
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    return cpu / max(decisions[0], 1) * 1e6
+
+
+async def measure(db: str, games: int, seconds: float, tmp: Path) -> dict[str, Any]:
+    took = await fill(db, games) if games else 0.0
+    size = await database_bytes(db)
+    config = tmp / "bench.toml"
+    config.write_text("messages_per_second = 1000000.0\nburst = 1000000\nregistrations_per_hour = 100000\n"
+                      "qualification_pairs = 1\npairing_interval_s = 0.05\n")
+    env = {**os.environ, "MANDALA_ADMIN_TOKEN": ADMIN, "PYTHONPATH": f"{REPO}:{REPO}/clients/python"}
+    began = time.perf_counter()
+    server = subprocess.Popen(pinned([sys.executable, "-c", SERVE, "serve", "--port", str(PORT), "--db", db,
+                                      "--config", str(config)], 0),
+                              env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{PORT}"
+    try:
+        async with aiohttp.ClientSession() as http:
+            await wait_healthy(http, base)
+            startup = time.perf_counter() - began
+            lat = await latencies(http, base) if games else {}
+            cpu = await live_ladder(http, base, server.pid, seconds)
+    finally:
+        server.terminate()
+        server.wait()
+    return {"games": games, "synth_s": round(took, 1), "bytes_per_game": round(size / games) if games else None,
+            "startup_s": round(startup, 2), "latency_ms": {k: [round(a, 1), round(b, 1)] for k, (a, b) in lat.items()},
+            "live_cpu_us": round(cpu, 1)}
+
+
+async def fresh_pg(pg: str) -> str:
+    name = f"history_{uuid.uuid4().hex[:10]}"
+    conn = await asyncpg.connect(pg)
+    try:
+        await conn.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await conn.close()
+    return f"{pg.rpartition('/')[0]}/{name}"
+
+
+async def main_async(args: argparse.Namespace) -> None:
+    sizes = [int(s) for s in args.sizes.split(",")]
+    pg = None
+    if "postgres" in args.backends:
+        started = subprocess.run([str(REPO / "scripts" / "test-postgres.sh"), "start"], capture_output=True, text=True)
+        pg = started.stdout.strip() or None
+        if pg is None:
+            print("PostgreSQL did not start: its rows are left out", file=sys.stderr)
+    rows = []
+    for backend in args.backends.split(","):
+        if backend == "postgres" and pg is None:
+            continue
+        for games in [0, *sizes]:
+            with tempfile.TemporaryDirectory() as tmp:
+                db = await fresh_pg(pg) if backend == "postgres" and pg else str(Path(tmp) / "history.db")
+                figures = {"backend": backend, **await measure(db, games, args.seconds, Path(tmp))}
+                print(json.dumps(figures), flush=True)
+                rows.append(figures)
+    print()
+    for backend in args.backends.split(","):
+        mine = [r for r in rows if r["backend"] == backend]
+        if not mine:
+            continue
+        empty = next(r for r in mine if r["games"] == 0)
+        print(f"{backend}: live ladder on an empty database {empty['live_cpu_us']} µs per decision, "
+              f"startup {empty['startup_s']} s")
+        header = ["games", "bytes/game", "startup s", *[n for n, _ in ENDPOINTS], "live µs/decision"]
+        print(" | ".join(header))
+        for r in mine:
+            if not r["games"]:
+                continue
+            lat = r["latency_ms"]
+            cells = [f"{r['games']:,}", str(r["bytes_per_game"]), str(r["startup_s"]),
+                     *[f"{lat[n][0]} ({lat[n][1]})" if n in lat else "-" for n, _ in ENDPOINTS],
+                     f"{r['live_cpu_us']} ({r['live_cpu_us'] / empty['live_cpu_us']:.2f}×)"]
+            print(" | ".join(cells))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="10000,100000", help="games in each history (default 10000,100000)")
+    parser.add_argument("--backends", default="sqlite,postgres")
+    parser.add_argument("--seconds", type=float, default=10.0, help="how long the live ladder is measured")
+    args = parser.parse_args()
+    if (os.cpu_count() or 1) > 1:
+        os.sched_setaffinity(0, {1})
+    asyncio.run(main_async(args))
+
+
+if __name__ == "__main__":
+    main()
