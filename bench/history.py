@@ -5,13 +5,15 @@ For each backend and each size: a fresh database filled by ``mandala history syn
 games between 50 bots, with their records, ratings and totals), then a real ``mandala serve``
 on it, pinned to core 0, and from core 1:
 
-- bytes per game (the SQLite file, or the PostgreSQL database, divided by the games);
+- bytes per game (the SQLite file, or PostgreSQL's tables with their indexes, after a
+  ``VACUUM``, divided by the games);
 - startup: from starting the process to ``/health`` answering;
 - the median and the slowest of 20 requests to ``/api/ladder``, ``/api/games``,
   ``/api/games?status=finished``, ``/api/games?bot=…``, a page further (``before=``), a bot's
   profile and its rating history;
 - server CPU per decision of a live ladder on top of that history: four bots (``live-0`` …)
-  seeking and answering at once for ``--seconds``, against the same on an empty database.
+  seeking and answering at once for ``--seconds``, against the same on a database with the
+  same 50 bots listed and no game (the standings then show as many bots).
 
 PostgreSQL is the throwaway one of the tests (``scripts/test-postgres.sh``, fsync off), with
 a database per run.
@@ -30,7 +32,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,7 @@ import asyncpg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from cluster_load import fresh_database
 from load import ADMIN, SERVE, cpu_seconds, pinned, wait_healthy
 
 from mandala_cli.history_cmd import synth
@@ -72,7 +74,10 @@ async def database_bytes(db: str) -> int:
         conn = await asyncpg.connect(db)
         try:
             await conn.execute("VACUUM ANALYZE")
-            return int(await conn.fetchval("SELECT pg_database_size(current_database())"))
+            # The tables with their indexes and TOAST (an empty database's own 7.5 MB left out).
+            return int(await conn.fetchval(
+                "SELECT SUM(pg_total_relation_size(oid)) FROM pg_class WHERE relkind = 'r'"
+                " AND relnamespace = 'public'::regnamespace"))
         finally:
             await conn.close()
     import sqlite3
@@ -145,7 +150,7 @@ async def live_ladder(http: aiohttp.ClientSession, base: str, pid: int, seconds:
 
 
 async def measure(db: str, games: int, seconds: float, tmp: Path) -> dict[str, Any]:
-    took = await fill(db, games) if games else 0.0
+    took = await fill(db, games)  # with no games: the same 50 bots, listed
     size = await database_bytes(db)
     config = tmp / "bench.toml"
     config.write_text("messages_per_second = 1000000.0\nburst = 1000000\nregistrations_per_hour = 100000\n"
@@ -170,16 +175,6 @@ async def measure(db: str, games: int, seconds: float, tmp: Path) -> dict[str, A
             "live_cpu_us": round(cpu, 1)}
 
 
-async def fresh_pg(pg: str) -> str:
-    name = f"history_{uuid.uuid4().hex[:10]}"
-    conn = await asyncpg.connect(pg)
-    try:
-        await conn.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await conn.close()
-    return f"{pg.rpartition('/')[0]}/{name}"
-
-
 async def main_async(args: argparse.Namespace) -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     pg = None
@@ -194,7 +189,7 @@ async def main_async(args: argparse.Namespace) -> None:
             continue
         for games in [0, *sizes]:
             with tempfile.TemporaryDirectory() as tmp:
-                db = await fresh_pg(pg) if backend == "postgres" and pg else str(Path(tmp) / "history.db")
+                db = await fresh_database(pg) if backend == "postgres" and pg else str(Path(tmp) / "history.db")
                 figures = {"backend": backend, **await measure(db, games, args.seconds, Path(tmp))}
                 print(json.dumps(figures), flush=True)
                 rows.append(figures)

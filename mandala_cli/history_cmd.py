@@ -72,7 +72,6 @@ def synth_game(rng: random.Random, players: list[str], at: datetime) -> GameRow:
         result={"winner": result.winner, "end_reason": result.end_reason, "scores": list(result.scores),
                 "cup_sizes": list(result.cup_sizes)},
         record=msgspec.to_builtins(mandala.record_of(game)), telemetry=telemetry.to_json(),
-        deal={"deck": None, "first_player": first, "reshuffle_seed": seed, "reshuffles": None},
         decision_ms=5000,
     )
 

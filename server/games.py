@@ -251,7 +251,7 @@ class GameRoom:
             telemetry=self.telemetry.to_json() if done else None,
             host=self.host,
             epoch=self.epoch,
-            deal=msgspec.to_builtins(self.deal) if record else None,
+            deal=msgspec.to_builtins(self.deal) if record and not done else None,  # over: the record says it
             decision_ms=self.decision_ms,
         )
 

@@ -87,6 +87,8 @@ class LiveHub:
 
     def publish(self, msg: Any) -> None:
         """An event for the next batch (encoded now, once); see :data:`Key`."""
+        if not self.viewers and not isinstance(msg, (LiveTournament, LiveGameEnded)):
+            return  # nobody to tell, nothing a fresh start would repeat
         raw = msgspec.Raw(encode(msg))
         key: Key
         if isinstance(msg, LiveStandings):

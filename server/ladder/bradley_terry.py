@@ -74,18 +74,12 @@ def fit_model(
     iterations: int = 50,
 ) -> Model:
     """:func:`fit`, with the covariance kept (:meth:`Model.stronger`)."""
-    names: list[str] = list(dict.fromkeys(players))
-    index: dict[str, int] = {n: i for i, n in enumerate(names)}
+    pool = _Pool(players)
+    games = pool.games
     wins: dict[tuple[int, int], float] = defaultdict(float)  # (i, j) -> points i took from j
     counts: dict[tuple[int, int], float] = defaultdict(float)  # (i, j) with i < j -> games
-    games = [0] * len(names)
     for a, b, score in results:
-        for bot in (a, b):
-            if bot not in index:
-                index[bot] = len(names)
-                names.append(bot)
-                games.append(0)
-        i, j = index[a], index[b]
+        i, j = pool.of(a), pool.of(b)
         if i == j:
             continue
         wins[i, j] += score
@@ -94,7 +88,7 @@ def fit_model(
         games[i] += 1
         games[j] += 1
     pairs = [(i, j, c, wins[i, j]) for (i, j), c in counts.items()]
-    return _solve_model(names, index, pairs, games, center, prior_draws, iterations)
+    return _solve_model(pool.names, pool.index, pairs, games, center, prior_draws, iterations)
 
 
 def fit_tally(
@@ -107,17 +101,11 @@ def fit_tally(
     """:func:`fit` from totals instead of games: ``(a, b, a's wins, draws, a's losses)`` per
     pair (``server/ladder/tally.py``). The same likelihood, so the same ratings, at a cost that
     follows the number of pairs, not of games."""
-    names: list[str] = list(dict.fromkeys(players))
-    index: dict[str, int] = {n: i for i, n in enumerate(names)}
-    games = [0] * len(names)
+    pool = _Pool(players)
+    games = pool.games
     pairs: list[tuple[int, int, float, float]] = []
     for a, b, w, d, lost in rows:
-        for bot in (a, b):
-            if bot not in index:
-                index[bot] = len(names)
-                names.append(bot)
-                games.append(0)
-        i, j = index[a], index[b]
+        i, j = pool.of(a), pool.of(b)
         n = w + d + lost
         if i == j or n == 0:
             continue
@@ -125,7 +113,24 @@ def fit_tally(
         pairs.append((i, j, float(n), points) if i < j else (j, i, float(n), n - points))
         games[i] += n
         games[j] += n
-    return _solve_model(names, index, pairs, games, center, prior_draws, iterations).fits
+    return _solve_model(pool.names, pool.index, pairs, games, center, prior_draws, iterations).fits
+
+
+class _Pool:
+    """The bots of a fit, numbered: ``players`` first, then each other one as it turns up."""
+
+    def __init__(self, players: Sequence[str]) -> None:
+        self.names: list[str] = list(dict.fromkeys(players))
+        self.index: dict[str, int] = {n: i for i, n in enumerate(self.names)}
+        self.games = [0] * len(self.names)
+
+    def of(self, bot: str) -> int:
+        i = self.index.get(bot)
+        if i is None:
+            i = self.index[bot] = len(self.names)
+            self.names.append(bot)
+            self.games.append(0)
+        return i
 
 
 def _solve_model(names: list[str], index: dict[str, int], pairs: list[tuple[int, int, float, float]],

@@ -390,12 +390,15 @@ class PostgresStorage(OneGameWrites):
     # ------------------------------------------------------------------ games
 
     @staticmethod
-    async def _write_game(conn: Any, g: GameRow) -> None:
+    async def _write_game(conn: Any, g: GameRow, finish: bool = False) -> None:
+        """Insert or replace a game's row; its last one (``finish``) takes the next place in the
+        finishing order in the same statement (no second version of the row to vacuum)."""
         packed = pack_record(g.record)
+        order = "nextval('games_finish_order')" if finish else "NULL"
         await conn.execute(
-            f"""INSERT INTO games ({_GAME_COLUMNS}, seat0, seat1)
+            f"""INSERT INTO games ({_GAME_COLUMNS}, seat0, seat1, finish_seq)
                 VALUES ($1, $2::jsonb, $3, $4, $5, $6, $7::jsonb, $8::jsonb, $9, $10, $11, $12, $13, $14, $15,
-                        $16, $17, $18, $19, $20, $21, $22, $23, $24)
+                        $16, $17, $18, $19, $20, $21, $22, $23, $24, {order})
                 ON CONFLICT (id) DO UPDATE SET
                     players = EXCLUDED.players, status = EXCLUDED.status, rated = EXCLUDED.rated,
                     first_player = EXCLUDED.first_player, ply = EXCLUDED.ply, record = EXCLUDED.record,
@@ -404,7 +407,8 @@ class PostgresStorage(OneGameWrites):
                     tournament_id = EXCLUDED.tournament_id, slot = EXCLUDED.slot, telemetry = EXCLUDED.telemetry,
                     host = EXCLUDED.host, epoch = EXCLUDED.epoch, deal = EXCLUDED.deal,
                     decision_ms = EXCLUDED.decision_ms, record_z = EXCLUDED.record_z,
-                    telemetry_z = EXCLUDED.telemetry_z, seat0 = EXCLUDED.seat0, seat1 = EXCLUDED.seat1""",
+                    telemetry_z = EXCLUDED.telemetry_z, seat0 = EXCLUDED.seat0, seat1 = EXCLUDED.seat1,
+                    finish_seq = EXCLUDED.finish_seq""",
             g.game_id, encode_json(g.players), g.status, g.rated, g.first_player, g.ply,
             None if packed is not None else encode_json(g.record), encode_json(g.result), g.end_reason, g.started,
             g.ended, g.kind, g.pair_id, g.tournament_id, g.slot, None, g.host, g.epoch, encode_json(g.deal),
@@ -539,8 +543,7 @@ class PostgresStorage(OneGameWrites):
             return True
         if stored is not None and stored["epoch"] != row.epoch:
             return False
-        await self._write_game(conn, row)
-        await conn.execute("UPDATE games SET finish_seq = nextval('games_finish_order') WHERE id = $1", row.game_id)
+        await self._write_game(conn, row, finish=True)
         await conn.execute("DELETE FROM game_moves WHERE game_id = $1", row.game_id)
         await self._between_game_and_ratings()
         if w.rate is None:

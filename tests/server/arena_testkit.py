@@ -94,6 +94,26 @@ class Closed(Exception):
         self.code = code
 
 
+async def slow_websocket(host: str, port: int, path: str, limit: int = 1 << 16) -> tuple[asyncio.StreamReader,
+                                                                                       asyncio.StreamWriter]:
+    """A WebSocket opened by hand on a socket that takes 4 KB at a time, read through a
+    stream that stops reading past ``2 × limit`` bytes: a client on a slow machine, or one
+    that hangs (what it reads is up to the caller)."""
+    import base64
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.setblocking(False)
+    await asyncio.get_running_loop().sock_connect(sock, (host, port))
+    reader, writer = await asyncio.open_connection(sock=sock, limit=limit)
+    key = base64.b64encode(os.urandom(16)).decode()
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                 f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n".encode())
+    head = await reader.readuntil(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 101"), head
+    return reader, writer
+
+
 class LiveStream:
     """A viewer of ``/live``: the batches it got, and their events one at a time."""
 

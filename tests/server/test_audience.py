@@ -21,7 +21,7 @@ from aiohttp import WSMsgType
 
 import server.games
 import server.outbox
-from arena_testkit import Harness, LiveStream, gather, play_out, random_policy, wait_until
+from arena_testkit import Harness, LiveStream, gather, play_out, random_policy, slow_websocket, wait_until
 from protocol.live import LiveBatch
 from protocol.messages import GameOver, LiveGameEnded, LiveGames, LiveGameStarted, Update
 
@@ -38,17 +38,7 @@ class RawViewer:
 
     @classmethod
     async def connect(cls, host: str, port: int) -> RawViewer:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        sock.setblocking(False)
-        await asyncio.get_running_loop().sock_connect(sock, (host, port))
-        reader, writer = await asyncio.open_connection(sock=sock, limit=4096)  # stops reading past 8 KB
-        key = base64.b64encode(os.urandom(16)).decode()
-        writer.write(f"GET /live HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                     f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n".encode())
-        head = await reader.readuntil(b"\r\n\r\n")
-        assert head.startswith(b"HTTP/1.1 101"), head
-        return cls(reader, writer)
+        return cls(*await slow_websocket(host, port, "/live", limit=4096))  # stops reading past 8 KB
 
     async def batch(self) -> LiveBatch:
         """The next frame (a server's frames are unmasked text frames)."""

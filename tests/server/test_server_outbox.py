@@ -4,7 +4,6 @@ nobody else notices — the games it watched play on and end as usual."""
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import logging
 import os
@@ -13,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from arena_testkit import Harness, gather, play_out, random_policy, wait_until
+from arena_testkit import Harness, gather, play_out, random_policy, slow_websocket, wait_until
 from protocol.messages import PROTOCOL_VERSION
 from server import outbox as outbox_module
 
@@ -30,17 +29,7 @@ class StuckSpectator:
 
     @classmethod
     async def connect(cls, host: str, port: int) -> StuckSpectator:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        sock.setblocking(False)
-        await asyncio.get_running_loop().sock_connect(sock, (host, port))
-        reader, writer = await asyncio.open_connection(sock=sock)
-        key = base64.b64encode(os.urandom(16)).decode()
-        writer.write(f"GET /ws HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                     f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n".encode())
-        head = await reader.readuntil(b"\r\n\r\n")
-        assert head.startswith(b"HTTP/1.1 101"), head
-        return cls(reader, writer)
+        return cls(*await slow_websocket(host, port, "/ws"))
 
     def send(self, obj: Any) -> None:
         payload = json.dumps(obj).encode()
