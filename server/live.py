@@ -86,11 +86,10 @@ class LiveHub:
     # ------------------------------------------------------------------ events
 
     def publish(self, msg: Any) -> None:
-        """An event for the next batch (encoded now, once); see :data:`Key`."""
-        if not self.viewers and not isinstance(msg, (LiveTournament, LiveGameEnded)):
-            return  # nobody to tell, nothing a fresh start would repeat
-        raw = msgspec.Raw(encode(msg))
-        key: Key
+        """An event for the next batch (encoded now, once); see :data:`Key`. What a fresh
+        start repeats (recent games, tournaments) is kept even while nobody watches."""
+        raw: msgspec.Raw | None = None
+        key: Key = None
         if isinstance(msg, LiveStandings):
             key = "standings"
         elif isinstance(msg, LiveHealth):
@@ -98,26 +97,26 @@ class LiveHub:
         elif isinstance(msg, LiveTournament):
             tid = msg.tournament.tournament_id
             key = ("tournament", tid)
+            raw = msgspec.Raw(encode(msg))
             self.tournaments.pop(tid, None)
             self.tournaments[tid] = raw
             while len(self.tournaments) > TOURNAMENTS_KEPT:
                 del self.tournaments[next(iter(self.tournaments))]
-        else:
-            key = None
-            if isinstance(msg, LiveGameEnded) and msg.game.status == "finished":
-                self.recent.appendleft(msg.game)
+        elif isinstance(msg, LiveGameEnded) and msg.game.status == "finished":
+            self.recent.appendleft(msg.game)
         if not self.viewers:
             return
-        self._events.append((key, raw))
+        self._events.append((key, raw if raw is not None else msgspec.Raw(encode(msg))))
         if self._timer is None and not self._writing:
             loop = asyncio.get_running_loop()
             self._timer = loop.call_at(max(loop.time(), self._last_tick + self.interval), self._tick)
 
     def game_started(self, room: GameRoom) -> None:
-        self.publish(LiveGameStarted(game_summary(room.to_row(record=False))))
+        if self.viewers:
+            self.publish(LiveGameStarted(game_summary(room.to_row(record=False))))
 
     def game_ended(self, room: GameRoom) -> None:
-        self.publish(LiveGameEnded(game_summary(room.to_row(record=False))))
+        self.publish(LiveGameEnded(game_summary(room.to_row(record=False))))  # kept for fresh starts
 
     def rated_game_stored(self, room: GameRoom) -> None:
         pass
