@@ -23,6 +23,7 @@ import shutil
 import signal
 import sqlite3
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -167,6 +168,12 @@ class ReadOnlyDisk(Fault):
 
     def clear(self) -> None:
         assert run("umount", "-l", str(self.dir)).returncode == 0
+        # The file system lives on, read-only, while the server holds the database open on it
+        # (it closes it after its next failed write): check the image only once it is gone, or
+        # what it still writes would spoil the check and the new mount would fail again.
+        deadline = time.monotonic() + 30
+        while run("losetup", "-j", str(self.image)).stdout.strip() and time.monotonic() < deadline:
+            time.sleep(0.05)
         fsck = run("e2fsck", "-fy", str(self.image))
         assert fsck.returncode in (0, 1), fsck.stdout + fsck.stderr
         mount("-o", "loop,errors=remount-ro", str(self.image), str(self.dir))
