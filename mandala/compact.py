@@ -92,7 +92,7 @@ class _Reader:
 
     def colors(self, n: int) -> list[str]:
         codes = self.take(n)
-        if any(c >= len(COLORS) for c in codes):
+        if codes and max(codes) >= len(COLORS):
             raise ValueError("a color out of range")
         return [COLORS[c] for c in codes]
 
@@ -117,9 +117,9 @@ def unpack(data: bytes) -> Record:
     seats = r.take((count + 7) // 8)
     if r.pos != len(raw):
         raise ValueError(f"{len(raw) - r.pos} bytes after the record")
-    if any(c >= len(MOVES) for c in codes):
+    if codes and max(codes) >= len(MOVES):
         raise ValueError("a move out of range")
-    moves: list[PlayedMove] = [played_move((seats[i // 8] >> (i % 8)) & 1, code) for i, code in enumerate(codes)]
+    moves: list[PlayedMove] = [played_move((seats[i >> 3] >> (i & 7)) & 1, code) for i, code in enumerate(codes)]
     return Record(deck=deck, reshuffles=reshuffles, first_player=first, moves=moves)  # type: ignore[arg-type]
 
 
