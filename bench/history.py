@@ -11,14 +11,15 @@ on it, pinned to core 0, and from core 1:
 - the median and the slowest of 20 requests to ``/api/ladder``, ``/api/games``,
   ``/api/games?status=finished``, ``/api/games?bot=…``, a page further (``before=``), a bot's
   profile and its rating history;
-- server CPU per decision of a live ladder on top of that history: four bots (``live-0`` …)
-  seeking and answering at once for ``--seconds``, against the same on a database with the
-  same 50 bots listed and no game (the standings then show as many bots).
+- server CPU per decision of a live ladder on top of that history: four new bots seeking and
+  answering at once for ``--seconds``, against the same on a database with the same 50 bots
+  listed and no game (the standings then show as many bots), the two alternately for
+  ``--rounds`` rounds (the median of each, so a slow spell of the machine falls on both).
 
 PostgreSQL is the throwaway one of the tests (``scripts/test-postgres.sh``, fsync off), with
 a database per run.
 
-    python bench/history.py [--sizes 10000,100000] [--backends sqlite,postgres] [--seconds 10]
+    python bench/history.py [--sizes 10000,100000] [--backends sqlite,postgres] [--seconds 10] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -113,11 +114,12 @@ async def latencies(http: aiohttp.ClientSession, base: str) -> dict[str, tuple[f
     return out
 
 
-async def live_ladder(http: aiohttp.ClientSession, base: str, pid: int, seconds: float) -> float:
-    """Four instant bots on the ladder: server CPU µs per decision while they play."""
+async def live_ladder(http: aiohttp.ClientSession, base: str, pid: int, seconds: float, round_: int) -> float:
+    """Four instant bots on the ladder (new ones each round): server CPU µs per decision
+    while they play."""
     tokens = []
     for i in range(4):
-        async with http.post(base + "/api/bots", json={"name": f"live-{i}"},
+        async with http.post(base + "/api/bots", json={"name": f"live-{round_}-{i}"},
                              headers={"Authorization": f"Bearer {ADMIN}"}) as resp:
             tokens.append((await resp.json())["token"])
     decisions = [0]
@@ -149,30 +151,61 @@ async def live_ladder(http: aiohttp.ClientSession, base: str, pid: int, seconds:
     return cpu / max(decisions[0], 1) * 1e6
 
 
-async def measure(db: str, games: int, seconds: float, tmp: Path) -> dict[str, Any]:
+class Server:
+    """``mandala serve`` on a database, pinned to core 0, for one measurement."""
+
+    def __init__(self, db: str, tmp: Path) -> None:
+        config = tmp / "bench.toml"
+        config.write_text("messages_per_second = 1000000.0\nburst = 1000000\nregistrations_per_hour = 100000\n"
+                          "qualification_pairs = 1\npairing_interval_s = 0.05\n")
+        env = {**os.environ, "MANDALA_ADMIN_TOKEN": ADMIN, "PYTHONPATH": f"{REPO}:{REPO}/clients/python"}
+        self.began = time.perf_counter()
+        self.process = subprocess.Popen(
+            pinned([sys.executable, "-c", SERVE, "serve", "--port", str(PORT), "--db", db, "--config", str(config)], 0),
+            env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.base = f"http://127.0.0.1:{PORT}"
+
+    async def __aenter__(self) -> Server:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.process.terminate()
+        self.process.wait()
+
+
+async def live_rounds(http: aiohttp.ClientSession, dbs: list[str], rounds: int, seconds: float,
+                      tmp: Path) -> list[list[float]]:
+    """The live ladder on each database in turn, ``rounds`` times (alternating, so a slow
+    spell of the machine falls on both): each database's µs per decision, round by round."""
+    out: list[list[float]] = [[] for _ in dbs]
+    for r in range(rounds):
+        for i, db in enumerate(dbs):
+            async with Server(db, tmp) as server:
+                await wait_healthy(http, server.base)
+                out[i].append(await live_ladder(http, server.base, server.process.pid, seconds, r))
+    return out
+
+
+async def measure(db: str, baseline: str | None, games: int, seconds: float, rounds: int,
+                  tmp: Path) -> dict[str, Any]:
+    """Fill ``db`` with ``games``, then measure it; the live ladder alternately with
+    ``baseline`` (the same bots, no games), if given."""
     took = await fill(db, games)  # with no games: the same 50 bots, listed
     size = await database_bytes(db)
-    config = tmp / "bench.toml"
-    config.write_text("messages_per_second = 1000000.0\nburst = 1000000\nregistrations_per_hour = 100000\n"
-                      "qualification_pairs = 1\npairing_interval_s = 0.05\n")
-    env = {**os.environ, "MANDALA_ADMIN_TOKEN": ADMIN, "PYTHONPATH": f"{REPO}:{REPO}/clients/python"}
-    began = time.perf_counter()
-    server = subprocess.Popen(pinned([sys.executable, "-c", SERVE, "serve", "--port", str(PORT), "--db", db,
-                                      "--config", str(config)], 0),
-                              env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{PORT}"
-    try:
-        async with aiohttp.ClientSession() as http:
-            await wait_healthy(http, base)
-            startup = time.perf_counter() - began
-            lat = await latencies(http, base) if games else {}
-            cpu = await live_ladder(http, base, server.pid, seconds)
-    finally:
-        server.terminate()
-        server.wait()
-    return {"games": games, "synth_s": round(took, 1), "bytes_per_game": round(size / games) if games else None,
-            "startup_s": round(startup, 2), "latency_ms": {k: [round(a, 1), round(b, 1)] for k, (a, b) in lat.items()},
-            "live_cpu_us": round(cpu, 1)}
+    async with aiohttp.ClientSession() as http:
+        async with Server(db, tmp) as server:
+            await wait_healthy(http, server.base)
+            startup = time.perf_counter() - server.began
+            lat = await latencies(http, server.base) if games else {}
+        live = await live_rounds(http, [db] if baseline is None else [baseline, db], rounds, seconds, tmp)
+    figures: dict[str, Any] = {
+        "games": games, "synth_s": round(took, 1), "bytes_per_game": round(size / games) if games else None,
+        "startup_s": round(startup, 2), "latency_ms": {k: [round(a, 1), round(b, 1)] for k, (a, b) in lat.items()},
+        "live_cpu_us": round(statistics.median(live[-1]), 1), "live_rounds_us": [round(v, 1) for v in live[-1]]}
+    if baseline is not None:
+        figures["baseline_rounds_us"] = [round(v, 1) for v in live[0]]
+        figures["live_ratio"] = round(statistics.median(live[1]) / statistics.median(live[0]), 3)
+    return figures
 
 
 async def main_async(args: argparse.Namespace) -> None:
@@ -187,21 +220,27 @@ async def main_async(args: argparse.Namespace) -> None:
     for backend in args.backends.split(","):
         if backend == "postgres" and pg is None:
             continue
-        for games in [0, *sizes]:
-            with tempfile.TemporaryDirectory() as tmp:
-                db = await fresh_database(pg) if backend == "postgres" and pg else str(Path(tmp) / "history.db")
-                figures = {"backend": backend, **await measure(db, games, args.seconds, Path(tmp))}
-                print(json.dumps(figures), flush=True)
-                rows.append(figures)
+        with tempfile.TemporaryDirectory() as kept:
+            baseline = await fresh_database(pg) if backend == "postgres" and pg else str(Path(kept) / "none.db")
+            figures = {"backend": backend, **await measure(baseline, None, 0, args.seconds, 1, Path(kept))}
+            print(json.dumps(figures), flush=True)
+            rows.append(figures)
+            for games in sizes:
+                with tempfile.TemporaryDirectory() as tmp:
+                    db = await fresh_database(pg) if backend == "postgres" and pg else str(Path(tmp) / "history.db")
+                    figures = {"backend": backend,
+                               **await measure(db, baseline, games, args.seconds, args.rounds, Path(tmp))}
+                    print(json.dumps(figures), flush=True)
+                    rows.append(figures)
     print()
     for backend in args.backends.split(","):
         mine = [r for r in rows if r["backend"] == backend]
         if not mine:
             continue
         empty = next(r for r in mine if r["games"] == 0)
-        print(f"{backend}: live ladder on an empty database {empty['live_cpu_us']} µs per decision, "
-              f"startup {empty['startup_s']} s")
-        header = ["games", "bytes/game", "startup s", *[n for n, _ in ENDPOINTS], "live µs/decision"]
+        print(f"{backend}: startup on an empty database {empty['startup_s']} s")
+        header = ["games", "bytes/game", "startup s", *[n for n, _ in ENDPOINTS],
+                  "live µs/decision (median of rounds; beside no games)"]
         print(" | ".join(header))
         for r in mine:
             if not r["games"]:
@@ -209,7 +248,7 @@ async def main_async(args: argparse.Namespace) -> None:
             lat = r["latency_ms"]
             cells = [f"{r['games']:,}", str(r["bytes_per_game"]), str(r["startup_s"]),
                      *[f"{lat[n][0]} ({lat[n][1]})" if n in lat else "-" for n, _ in ENDPOINTS],
-                     f"{r['live_cpu_us']} ({r['live_cpu_us'] / empty['live_cpu_us']:.2f}×)"]
+                     f"{r['live_cpu_us']} vs {statistics.median(r['baseline_rounds_us'])} ({r['live_ratio']:.2f}×)"]
             print(" | ".join(cells))
 
 
@@ -218,6 +257,8 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000", help="games in each history (default 10000,100000)")
     parser.add_argument("--backends", default="sqlite,postgres")
     parser.add_argument("--seconds", type=float, default=10.0, help="how long the live ladder is measured")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="live-ladder rounds on each history, alternating with the database of no games")
     args = parser.parse_args()
     if (os.cpu_count() or 1) > 1:
         os.sched_setaffinity(0, {1})

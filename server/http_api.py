@@ -30,7 +30,7 @@ from .games import GameRoom
 from .peers import client_address
 from .refusal import Refusal
 from .storage import GameRow, GameStatus, NameTaken
-from .storage.base import UnreadableRecord
+from .storage.packing import UnreadableRecord
 from .summary import game_summary
 
 log = logging.getLogger(__name__)

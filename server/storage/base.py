@@ -6,7 +6,6 @@ one more implementation of :class:`Storage`, nothing else.
 
 from __future__ import annotations
 
-import zlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -14,8 +13,6 @@ from typing import Any, Literal, Protocol
 
 import msgspec
 
-from mandala import compact
-from mandala.errors import RecordError
 from mandala.record import PlayedMove
 
 GameStatus = Literal["running", "finished", "aborted"]
@@ -129,7 +126,7 @@ class RatingChange(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class RatingEntry(msgspec.Struct, frozen=True, kw_only=True):
-    """One row of ``rating_history``: a bot's rating before and after one rated game."""
+    """A bot's rating before and after one rated game (kept in the game's row)."""
 
     game_id: str
     bot: str
@@ -231,55 +228,19 @@ class OneGameWrites(ABC):
         await self.write_games([GameWrite(row, final=True, rate=fixed_changes(list(rating_changes)))])
 
 
-class UnreadableRecord(Exception):
-    """A stored record or telemetry that does not decode: refused, never served wrong."""
-
-    def __init__(self, game_id: str, why: str) -> None:
-        super().__init__(f"game {game_id}: its stored record does not decode ({why})")
-        self.game_id = game_id
+RATING_COLUMNS = "rating0_before, rating0_after, games0_before, rating1_before, rating1_after, games1_before"
+"""A rated game's two Elo changes, kept in its own row: a season's rating history costs no
+table of its own."""
 
 
-def pack_record(record: dict[str, Any] | None) -> bytes | None:
-    """A record as storage keeps it: compact (``mandala/compact.py``), about 200 bytes
-    instead of 6 KB; ``None`` for no record, or one that is not a valid R23 record (kept as
-    JSON instead, as it came)."""
-    if record is None:
-        return None
-    try:
-        return compact.pack_dict(record)
-    except (RecordError, msgspec.ValidationError, KeyError, TypeError):
-        return None
-
-
-def unpack_record(game_id: str, data: bytes) -> dict[str, Any]:
-    """The record :func:`pack_record` stored, as the JSON objects the API serves."""
-    try:
-        return msgspec.to_builtins(compact.unpack(data))  # type: ignore[no-any-return]
-    except ValueError as e:
-        raise UnreadableRecord(game_id, str(e)) from None
-
-
-def pack_telemetry(telemetry: dict[str, Any] | None) -> bytes | None:
-    """A game's telemetry as storage keeps it: its JSON, compressed."""
-    return None if telemetry is None else zlib.compress(msgspec.json.encode(telemetry), 9)
-
-
-def unpack_telemetry(game_id: str, data: bytes) -> dict[str, Any]:
-    try:
-        return msgspec.json.decode(zlib.decompress(data))  # type: ignore[no-any-return]
-    except (zlib.error, msgspec.DecodeError) as e:
-        raise UnreadableRecord(game_id, f"telemetry: {e}") from None
-
-
-def jsonb_order(value: Any) -> Any:
-    """``value`` with its objects' keys in the order PostgreSQL's ``jsonb`` gives them back
-    (shorter keys first, then by bytes), so a record decoded from its compact form is the
-    same JSON, byte for byte, as one read back from a ``jsonb`` column."""
-    if isinstance(value, dict):
-        return {k: jsonb_order(value[k]) for k in sorted(value, key=lambda k: (len(k.encode()), k.encode()))}
-    if isinstance(value, list):
-        return [jsonb_order(v) for v in value]
-    return value
+def seat_ratings(players: Sequence[str], changes: Sequence[RatingChange]) -> list[float | int | None]:
+    """The values of :data:`RATING_COLUMNS` for a game between ``players`` (all ``None`` for
+    an unrated game)."""
+    values: list[float | int | None] = [None] * 6
+    for c in changes:
+        seat = 0 if c.bot.lower() == players[0].lower() else 1
+        values[3 * seat:3 * seat + 3] = [c.rating_before, c.rating_after, c.games_before]
+    return values
 
 
 def score_of_seat0(result: dict[str, Any] | None) -> float:
@@ -378,8 +339,8 @@ class Storage(Protocol):
         """Every game stored as running, with its host and epoch."""
 
     async def finish_game(self, row: GameRow, rating_changes: list[RatingChange]) -> None:
-        """Write a game's final row and, for a rated game, each bot's new rating and its
-        ``rating_history`` row, in one transaction: all of it is stored or none.
+        """Write a game's final row (with, for a rated game, each bot's rating change) and each
+        bot's new rating, in one transaction: all of it is stored or none.
 
         A game already stored as ``finished`` is left as it is and nothing is written, so
         storing a game twice (a spooled game replayed after a crash) counts it once.
@@ -428,6 +389,6 @@ class Storage(Protocol):
         records only if ``records``."""
 
     async def reset_ratings(self, rating: float = INITIAL_RATING) -> None:
-        """Every bot back to ``rating`` with no rated games, the history emptied, and the
-        games rated so far no longer counted by :meth:`rated_results` (they stay stored,
-        still marked rated), all in one transaction."""
+        """Every bot back to ``rating`` with no rated games, and the games rated so far no
+        longer counted by :meth:`rated_results` nor :meth:`rating_history` (they stay stored,
+        still marked rated, with their rating changes), all in one transaction."""

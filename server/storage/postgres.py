@@ -16,6 +16,7 @@ import msgspec
 
 from .base import (
     INITIAL_RATING,
+    RATING_COLUMNS,
     BotRow,
     Claim,
     GameFilter,
@@ -27,6 +28,7 @@ from .base import (
     MoveWrite,
     NameTaken,
     OneGameWrites,
+    RatingChange,
     RatingConflict,
     RatingEntry,
     RunningGame,
@@ -35,14 +37,23 @@ from .base import (
     Write,
     decode_played,
     encode_json,
-    jsonb_order,
-    pack_record,
-    pack_telemetry,
     pair_counts,
     score_of_seat0,
+    seat_ratings,
+)
+from .packing import (
+    jsonb_order,
+    pack_record,
+    pack_result,
+    pack_telemetry,
     unpack_record,
+    unpack_result,
     unpack_telemetry,
 )
+
+_UNFINISHED = "status <> 'finished'"
+"""Said in a query's ``WHERE``, it lets the partial index ``games_unfinished`` serve."""
+_RUNNING = f"status = 'running' AND {_UNFINISHED}"
 
 _SINCE_RESET_V7 = "finish_seq > COALESCE((SELECT value::bigint FROM ladder_settings WHERE key = 'rated_since'), 0)"
 """Migration 7's "rated since the last reset" (a shipped migration never changes)."""
@@ -192,6 +203,26 @@ MIGRATIONS: list[list[Any]] = [
         "DROP INDEX games_seat0",
         "DROP INDEX games_seat1",
     ],
+    # 9: a season in about a kilobyte a game (see sqlite.py); results packed in their own
+    # BYTEA column from now on (``result`` is jsonb).
+    [
+        *(f"ALTER TABLE games ADD COLUMN {c} {'INTEGER' if c.startswith('games') else 'DOUBLE PRECISION'}"
+          for c in RATING_COLUMNS.split(", ")),
+        *(f"""UPDATE games SET rating{seat}_before = h.rating_before, rating{seat}_after = h.rating_after,
+                               games{seat}_before = h.games_before
+              FROM rating_history AS h WHERE h.game_id = games.id AND lower(h.bot) = lower(games.seat{seat})"""
+          for seat in (0, 1)),
+        "DROP TABLE rating_history",
+        "ALTER TABLE games DROP COLUMN players",
+        "ALTER TABLE games ADD COLUMN result_z BYTEA",
+        "CREATE INDEX games_seat0_rated ON games (seat0, games0_before) WHERE games0_before IS NOT NULL",
+        "CREATE INDEX games_seat1_rated ON games (seat1, games1_before) WHERE games1_before IS NOT NULL",
+        f"CREATE INDEX games_unfinished ON games (status, started, id) WHERE {_UNFINISHED}",
+        "DROP INDEX games_status_started",
+        "DROP INDEX games_kind_started",
+        "DROP INDEX games_tournament",
+        "CREATE INDEX games_tournament ON games (tournament_id, slot) WHERE tournament_id IS NOT NULL",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -201,8 +232,15 @@ COMMAND_TIMEOUT_S = 10.0
 """A statement gives up after this long, so a server that stopped answering is a failure."""
 _MIGRATION_LOCK = 0x4D414E44  # pg_advisory_xact_lock key: one server migrates at a time
 
-_GAME_COLUMNS = ("id, players, status, rated, first_player, ply, record, result, end_reason, started, ended, kind,"
-                 " pair_id, tournament_id, slot, telemetry, host, epoch, deal, decision_ms, record_z, telemetry_z")
+_GAME_COLUMNS = ("id, seat0, seat1, status, rated, first_player, ply, record, result, end_reason, started, ended,"
+                 " kind, pair_id, tournament_id, slot, telemetry, host, epoch, deal, decision_ms, record_z, telemetry_z,"
+                 " result_z")
+_WRITTEN_COLUMNS = f"{_GAME_COLUMNS}, {RATING_COLUMNS}"
+_WRITTEN_VALUES = ", ".join(f"${i}::jsonb" if c in ("record", "result") else f"${i}"
+                            for i, c in enumerate(_WRITTEN_COLUMNS.split(", "), 1))
+_REWRITTEN = ", ".join(f"{c} = EXCLUDED.{c}" for c in [*_WRITTEN_COLUMNS.split(", ")[1:], "finish_seq"])
+"""What writing a game's row names: all its columns (the ratings ``NULL`` but in a rated
+game's last row), each replaced on a conflict."""
 _SUMMARY_COLUMNS = (_GAME_COLUMNS.replace("record,", "NULL AS record,").replace("telemetry,", "NULL AS telemetry,")
                     .replace("deal,", "NULL AS deal,")
                     .replace("record_z, telemetry_z", "NULL AS record_z, NULL AS telemetry_z"))
@@ -218,14 +256,14 @@ _SINCE_RESET = "finish_seq > COALESCE((SELECT value::bigint FROM ladder_settings
 def _game_row(r: asyncpg.Record) -> GameRow:
     return GameRow(
         game_id=r["id"],
-        players=msgspec.json.decode(r["players"]),
+        players=[r["seat0"], r["seat1"]],
         status=r["status"],
         rated=r["rated"],
         first_player=r["first_player"],
         ply=r["ply"],
         record=(jsonb_order(unpack_record(r["id"], r["record_z"])) if r["record_z"] is not None
                 else msgspec.json.decode(r["record"]) if r["record"] is not None else None),
-        result=msgspec.json.decode(r["result"]) if r["result"] is not None else None,
+        result=_result(r["id"], r["result_z"], r["result"]),
         end_reason=r["end_reason"],
         started=r["started"],
         ended=r["ended"],
@@ -240,6 +278,13 @@ def _game_row(r: asyncpg.Record) -> GameRow:
         deal=msgspec.json.decode(r["deal"]) if r["deal"] is not None else None,
         decision_ms=r["decision_ms"],
     )
+
+
+def _result(game_id: str, packed: bytes | None, stored_json: str | None) -> dict[str, Any] | None:
+    """A game's result: packed since schema 9, jsonb before (in jsonb's key order either way)."""
+    if packed is not None:
+        return jsonb_order(unpack_result(game_id, packed))  # type: ignore[no-any-return]
+    return msgspec.json.decode(stored_json) if stored_json is not None else None
 
 
 def _filter_sql(which: GameFilter, after: tuple[str, str] | None) -> tuple[str, list[Any]]:
@@ -390,29 +435,20 @@ class PostgresStorage(OneGameWrites):
     # ------------------------------------------------------------------ games
 
     @staticmethod
-    async def _write_game(conn: Any, g: GameRow, finish: bool = False) -> None:
+    async def _write_game(conn: Any, g: GameRow, finish: bool = False, changes: Sequence[RatingChange] = ()) -> None:
         """Insert or replace a game's row; its last one (``finish``) takes the next place in the
-        finishing order in the same statement (no second version of the row to vacuum)."""
+        finishing order and keeps a rated game's rating ``changes``, in the same statement (no
+        second version of the row to vacuum)."""
         packed = pack_record(g.record)
         order = "nextval('games_finish_order')" if finish else "NULL"
         await conn.execute(
-            f"""INSERT INTO games ({_GAME_COLUMNS}, seat0, seat1, finish_seq)
-                VALUES ($1, $2::jsonb, $3, $4, $5, $6, $7::jsonb, $8::jsonb, $9, $10, $11, $12, $13, $14, $15,
-                        $16, $17, $18, $19, $20, $21, $22, $23, $24, {order})
-                ON CONFLICT (id) DO UPDATE SET
-                    players = EXCLUDED.players, status = EXCLUDED.status, rated = EXCLUDED.rated,
-                    first_player = EXCLUDED.first_player, ply = EXCLUDED.ply, record = EXCLUDED.record,
-                    result = EXCLUDED.result, end_reason = EXCLUDED.end_reason, started = EXCLUDED.started,
-                    ended = EXCLUDED.ended, kind = EXCLUDED.kind, pair_id = EXCLUDED.pair_id,
-                    tournament_id = EXCLUDED.tournament_id, slot = EXCLUDED.slot, telemetry = EXCLUDED.telemetry,
-                    host = EXCLUDED.host, epoch = EXCLUDED.epoch, deal = EXCLUDED.deal,
-                    decision_ms = EXCLUDED.decision_ms, record_z = EXCLUDED.record_z,
-                    telemetry_z = EXCLUDED.telemetry_z, seat0 = EXCLUDED.seat0, seat1 = EXCLUDED.seat1,
-                    finish_seq = EXCLUDED.finish_seq""",
-            g.game_id, encode_json(g.players), g.status, g.rated, g.first_player, g.ply,
-            None if packed is not None else encode_json(g.record), encode_json(g.result), g.end_reason, g.started,
+            f"INSERT INTO games ({_WRITTEN_COLUMNS}, finish_seq) VALUES ({_WRITTEN_VALUES}, {order})"
+            f" ON CONFLICT (id) DO UPDATE SET {_REWRITTEN}",
+            g.game_id, g.players[0], g.players[1], g.status, g.rated, g.first_player, g.ply,
+            None if packed is not None else encode_json(g.record), None, g.end_reason, g.started,
             g.ended, g.kind, g.pair_id, g.tournament_id, g.slot, None, g.host, g.epoch, encode_json(g.deal),
-            g.decision_ms, packed, pack_telemetry(g.telemetry), g.players[0], g.players[1],
+            g.decision_ms, packed, pack_telemetry(g.telemetry), pack_result(g.result),
+            *seat_ratings(g.players, changes),
         )
 
     async def get_game(self, game_id: str) -> GameRow | None:
@@ -425,7 +461,7 @@ class PostgresStorage(OneGameWrites):
         args: list[Any] = []
         if status is not None:
             args.append(status)
-            where.append(f"status = ${len(args)}")
+            where.append(f"status = ${len(args)}" + ("" if status == "finished" else f" AND {_UNFINISHED}"))
         if before is not None:
             args += before
             where.append(f"(started, id) < (${len(args) - 1}, ${len(args)})")
@@ -446,7 +482,7 @@ class PostgresStorage(OneGameWrites):
         return [_game_row(r) for r in rows]
 
     async def abort_running(self, ended: str, game_ids: Sequence[str] | None = None) -> int:
-        sql = "UPDATE games SET status = 'aborted', end_reason = 'aborted', ended = $1 WHERE status = 'running'"
+        sql = f"UPDATE games SET status = 'aborted', end_reason = 'aborted', ended = $1 WHERE {_RUNNING}"
         async with self._p().acquire() as conn, conn.transaction():
             if game_ids is None:
                 ids = [r[0] for r in await conn.fetch(sql + " RETURNING id", ended)]
@@ -481,7 +517,7 @@ class PostgresStorage(OneGameWrites):
         return True
 
     async def running_games(self) -> list[RunningGame]:
-        rows = await self._p().fetch("SELECT id, host, epoch FROM games WHERE status = 'running' ORDER BY id")
+        rows = await self._p().fetch(f"SELECT id, host, epoch FROM games WHERE {_RUNNING} ORDER BY id")
         return [RunningGame(r[0], r[1], r[2]) for r in rows]
 
     # ------------------------------------------------------------------ ratings
@@ -543,15 +579,12 @@ class PostgresStorage(OneGameWrites):
             return True
         if stored is not None and stored["epoch"] != row.epoch:
             return False
-        await self._write_game(conn, row, finish=True)
+        changes = await self._rate(conn, w)
+        await self._write_game(conn, row, finish=True, changes=changes)
         await conn.execute("DELETE FROM game_moves WHERE game_id = $1", row.game_id)
         await self._between_game_and_ratings()
-        if w.rate is None:
+        if not changes:
             return True
-        standings = [await self._standing(conn, name) for name in row.players]
-        a, b = standings
-        if a is None or b is None:
-            raise LookupError(f"rated game {row.game_id}: bot missing from storage: {row.players}")
         pair, counts = pair_counts(row.players[0], row.players[1], score_of_seat0(row.result))
         await conn.execute(
             "INSERT INTO pair_results (a, b, wins, draws, losses) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (a, b) DO UPDATE"
@@ -559,7 +592,7 @@ class PostgresStorage(OneGameWrites):
             " losses = pair_results.losses + EXCLUDED.losses",
             *pair, *counts,
         )
-        for c in w.rate(a, b):
+        for c in changes:
             tag = await conn.execute(
                 "UPDATE bots SET rating = $1, rated_games = rated_games + 1"
                 " WHERE lower(name) = lower($2) AND rated_games = $3",
@@ -567,12 +600,16 @@ class PostgresStorage(OneGameWrites):
             )
             if tag.split()[-1] != "1":
                 raise RatingConflict(f"{c.bot}: stored rated_games is not {c.games_before}")
-            await conn.execute(
-                "INSERT INTO rating_history (game_id, bot, rating_before, rating_after, games_before, at)"
-                " VALUES ($1, $2, $3, $4, $5, $6)",
-                row.game_id, c.bot, c.rating_before, c.rating_after, c.games_before, row.ended or "",
-            )
         return True
+
+    async def _rate(self, conn: Any, w: GameWrite) -> list[RatingChange]:
+        """The rating changes of a rated game's last write, from the bots' stored ratings."""
+        if w.rate is None:
+            return []
+        a, b = [await self._standing(conn, name) for name in w.row.players]
+        if a is None or b is None:
+            raise LookupError(f"rated game {w.row.game_id}: bot missing from storage: {w.row.players}")
+        return list(w.rate(a, b))
 
     async def standings(self) -> list[Standing]:
         rows = await self._p().fetch("SELECT name, rating, rated_games FROM bots ORDER BY rating DESC, lower(name)")
@@ -587,20 +624,22 @@ class PostgresStorage(OneGameWrites):
         return Standing(bot=r[0], rating=r[1], rated_games=r[2]) if r else None
 
     async def rating_history(self, bot: str, limit: int | None = None, before: int | None = None) -> list[RatingEntry]:
+        seat = ("(SELECT id, seat{0} AS bot, rating{0}_before, rating{0}_after, games{0}_before AS games_before, ended"
+                f" FROM games WHERE seat{{0}} = (SELECT name FROM bots WHERE lower(name) = lower($1))"
+                f" AND games{{0}}_before < $2 AND {_SINCE_RESET} ORDER BY games{{0}}_before DESC LIMIT $3)")
         rows = await self._p().fetch(
-            "SELECT game_id, bot, rating_before, rating_after, games_before, at FROM ("
-            " SELECT * FROM rating_history WHERE lower(bot) = lower($1) AND games_before < $2 ORDER BY id DESC LIMIT $3)"
-            " AS page ORDER BY id",
+            f"{seat.format(0)} UNION ALL {seat.format(1)} ORDER BY games_before DESC LIMIT $3",
             bot, 2**31 - 1 if before is None else before, limit,
         )
-        return [RatingEntry(**dict(r)) for r in rows]
+        return [RatingEntry(game_id=r[0], bot=r[1], rating_before=r[2], rating_after=r[3], games_before=r[4],
+                            at=r[5] or "") for r in reversed(rows)]
 
     async def rated_results(self) -> list[tuple[str, str, float]]:
         rows = await self._p().fetch(
-            "SELECT seat0, seat1, result FROM games WHERE rated AND status = 'finished'"
+            "SELECT id, seat0, seat1, result, result_z FROM games WHERE rated AND status = 'finished'"
             f" AND finish_seq IS NOT NULL AND {_SINCE_RESET} ORDER BY finish_seq"
         )
-        return [(r[0], r[1], score_of_seat0(msgspec.json.decode(r[2]) if r[2] is not None else None)) for r in rows]
+        return [(r[1], r[2], score_of_seat0(_result(r[0], r[4], r[3]))) for r in rows]
 
     async def pair_tallies(self) -> dict[tuple[str, str], tuple[int, int, int]]:
         rows = await self._p().fetch("SELECT a, b, wins, draws, losses FROM pair_results")
@@ -656,7 +695,6 @@ class PostgresStorage(OneGameWrites):
 
     async def reset_ratings(self, rating: float = INITIAL_RATING) -> None:
         async with self._p().acquire() as conn, conn.transaction():
-            await conn.execute("DELETE FROM rating_history")
             await conn.execute("DELETE FROM pair_results")
             await conn.execute("UPDATE bots SET rating = $1, rated_games = 0", rating)
             await conn.execute(

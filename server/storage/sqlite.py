@@ -20,6 +20,7 @@ import msgspec
 
 from .base import (
     INITIAL_RATING,
+    RATING_COLUMNS,
     BotRow,
     Claim,
     GameFilter,
@@ -31,6 +32,7 @@ from .base import (
     MoveWrite,
     NameTaken,
     OneGameWrites,
+    RatingChange,
     RatingConflict,
     RatingEntry,
     RunningGame,
@@ -39,13 +41,11 @@ from .base import (
     Write,
     decode_played,
     encode_json,
-    pack_record,
-    pack_telemetry,
     pair_counts,
     score_of_seat0,
-    unpack_record,
-    unpack_telemetry,
+    seat_ratings,
 )
+from .packing import pack_record, pack_result, pack_telemetry, unpack_record, unpack_result, unpack_telemetry
 
 T = TypeVar("T")
 
@@ -69,6 +69,10 @@ def _compact_stored_records(db: sqlite3.Connection) -> None:
             )
         last = rows[-1][0]
 
+
+_UNFINISHED = "status <> 'finished'"
+"""The partial index ``games_unfinished`` serves a query only if its ``WHERE`` says this too."""
+_RUNNING = f"status = 'running' AND {_UNFINISHED}"
 
 _SINCE_RESET_V7 = "finish_seq > COALESCE((SELECT CAST(value AS INTEGER) FROM ladder_settings WHERE key = 'rated_since'), 0)"
 """Migration 7's "rated since the last reset" (a shipped migration never changes)."""
@@ -202,13 +206,35 @@ MIGRATIONS: list[list[str | Callable[[sqlite3.Connection], None]]] = [
         "DROP INDEX games_seat0",
         "DROP INDEX games_seat1",
     ],
+    # 9: a season in under a kilobyte a game. Each rated game keeps its two Elo changes in its
+    # own row (rating_history cost two rows and two indexes a game; a bot's changes are found
+    # through games_seat*_rated, its n-th rated game by n); the players are the seats; results
+    # are packed (``server/storage/packing.py``) from now on; indexes only where a list needs
+    # them: rare statuses and tournament games through partial ones, the last hour's ladder
+    # games by start time (games_started).
+    [
+        *(f"ALTER TABLE games ADD COLUMN {c} {'INTEGER' if c.startswith('games') else 'REAL'}"
+          for c in RATING_COLUMNS.split(", ")),
+        *(f"""UPDATE games SET rating{seat}_before = h.rating_before, rating{seat}_after = h.rating_after,
+                               games{seat}_before = h.games_before
+              FROM rating_history AS h WHERE h.game_id = games.id AND h.bot = games.seat{seat}""" for seat in (0, 1)),
+        "DROP TABLE rating_history",
+        "ALTER TABLE games DROP COLUMN players",
+        "CREATE INDEX games_seat0_rated ON games (seat0, games0_before) WHERE games0_before IS NOT NULL",
+        "CREATE INDEX games_seat1_rated ON games (seat1, games1_before) WHERE games1_before IS NOT NULL",
+        f"CREATE INDEX games_unfinished ON games (status, started, id) WHERE {_UNFINISHED}",
+        "DROP INDEX games_status_started",
+        "DROP INDEX games_kind_started",
+        "DROP INDEX games_tournament",
+        "CREATE INDEX games_tournament ON games (tournament_id, slot) WHERE tournament_id IS NOT NULL",
+    ],
 ]
 """Applied in order on open, each in its own transaction with its number in ``schema_version``.
 Append new ones; never edit one that has shipped."""
 
 SCHEMA_VERSION = len(MIGRATIONS)
 
-_GAME_COLUMNS = ("id, players, status, rated, first_player, ply, record, result, end_reason, started, ended, kind,"
+_GAME_COLUMNS = ("id, seat0, seat1, status, rated, first_player, ply, record, result, end_reason, started, ended, kind,"
                  " pair_id, tournament_id, slot, telemetry, host, epoch, deal, decision_ms")
 _SUMMARY_COLUMNS = _GAME_COLUMNS.replace("record,", "NULL,").replace("telemetry,", "NULL,").replace("deal,", "NULL,")
 """The game columns without the record, the telemetry and the deal (lists need none of them)."""
@@ -229,7 +255,7 @@ def _page_where(status: GameStatus | None, before: tuple[str, str] | None) -> tu
     where: list[str] = ["1"]
     args: list[Any] = []
     if status is not None:
-        where.append("status = ?")
+        where.append("status = ?" if status == "finished" else f"status = ? AND {_UNFINISHED}")
         args.append(status)
     if before is not None:
         where.append("(started, id) < (?, ?)")
@@ -243,7 +269,8 @@ def _is_contention(e: sqlite3.OperationalError) -> bool:
 
 
 def _stored(game_id: str, value: bytes | str | None, unpack: Callable[[str, bytes], dict[str, Any]]) -> Any:
-    """A record or telemetry column: compact (bytes) since schema 8, JSON text before."""
+    """A record, result or telemetry column: packed (bytes) since schema 8 (results since 9),
+    JSON text before."""
     if value is None:
         return None
     if isinstance(value, bytes):
@@ -252,17 +279,17 @@ def _stored(game_id: str, value: bytes | str | None, unpack: Callable[[str, byte
 
 
 def _game_row(row: tuple[Any, ...]) -> GameRow:
-    (gid, players, status, rated, first, ply, record, result, reason, started, ended, kind, pair_id, tid, slot, tel,
-     host, epoch, deal, decision_ms) = row
+    (gid, seat0, seat1, status, rated, first, ply, record, result, reason, started, ended, kind, pair_id, tid, slot,
+     tel, host, epoch, deal, decision_ms) = row
     return GameRow(
         game_id=gid,
-        players=msgspec.json.decode(players),
+        players=[seat0, seat1],
         status=status,
         rated=bool(rated),
         first_player=first,
         ply=ply,
         record=_stored(gid, record, unpack_record),
-        result=msgspec.json.decode(result) if result else None,
+        result=_stored(gid, result, unpack_result),
         end_reason=reason,
         started=started,
         ended=ended,
@@ -416,7 +443,7 @@ class SqliteStorage(OneGameWrites):
         columns = _HEALTH_COLUMNS if telemetry else _SUMMARY_COLUMNS
         seat = f"SELECT * FROM (SELECT {columns} FROM games WHERE seat{{}} = ? ORDER BY started DESC, id DESC LIMIT ?)"
         rows = self._conn().execute(
-            f"{seat.format(0)} UNION ALL {seat.format(1)} ORDER BY 10 DESC, 1 DESC LIMIT ?",
+            f"{seat.format(0)} UNION ALL {seat.format(1)} ORDER BY 11 DESC, 1 DESC LIMIT ?",
             (bot, limit, bot, limit, limit),
         ).fetchall()
         return [_game_row(r) for r in rows]
@@ -429,16 +456,17 @@ class SqliteStorage(OneGameWrites):
         self._conn().execute("INSERT OR REPLACE INTO ladder_settings (key, value) VALUES (?, ?)", (key, value))
 
     @staticmethod
-    def _write_game(db: sqlite3.Connection, g: GameRow) -> None:
+    def _write_game(db: sqlite3.Connection, g: GameRow, changes: Sequence[RatingChange] = ()) -> None:
+        """Insert or replace a game's row, with the rating ``changes`` of a rated game's last one."""
         db.execute(
-            f"INSERT OR REPLACE INTO games ({_GAME_COLUMNS}, seat0, seat1)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT OR REPLACE INTO games ({_GAME_COLUMNS}, {RATING_COLUMNS})"
+            f" VALUES ({', '.join('?' * 27)})",
             (
-                g.game_id, encode_json(g.players), g.status, int(g.rated), g.first_player, g.ply,
-                pack_record(g.record) or encode_json(g.record), encode_json(g.result),
+                g.game_id, g.players[0], g.players[1], g.status, int(g.rated), g.first_player, g.ply,
+                pack_record(g.record) or encode_json(g.record), pack_result(g.result),
                 g.end_reason, g.started, g.ended, g.kind, g.pair_id, g.tournament_id, g.slot,
                 pack_telemetry(g.telemetry), g.host, g.epoch, encode_json(g.deal), g.decision_ms,
-                g.players[0], g.players[1],
+                *seat_ratings(g.players, changes),
             ),
         )
 
@@ -455,7 +483,7 @@ class SqliteStorage(OneGameWrites):
         else:  # each seat through its own index, newest first, then the two merged
             seat = (f"SELECT * FROM (SELECT {_SUMMARY_COLUMNS} FROM games WHERE seat{{}} = ? AND {where}"
                     " ORDER BY started DESC, id DESC LIMIT ?)")
-            sql = f"{seat.format(0)} UNION ALL {seat.format(1)} ORDER BY 10 DESC, 1 DESC LIMIT ?"
+            sql = f"{seat.format(0)} UNION ALL {seat.format(1)} ORDER BY 11 DESC, 1 DESC LIMIT ?"
             rows = self._conn().execute(sql, (bot, *args, limit, bot, *args, limit, limit)).fetchall()
         return [_game_row(r) for r in rows]
 
@@ -473,10 +501,10 @@ class SqliteStorage(OneGameWrites):
         return count
 
     def _abort_running(self, ended: str, game_ids: Sequence[str] | None) -> int:
-        sql = "UPDATE games SET status = 'aborted', end_reason = 'aborted', ended = ? WHERE status = 'running'"
+        sql = f"UPDATE games SET status = 'aborted', end_reason = 'aborted', ended = ? WHERE {_RUNNING}"
         with self._transaction() as db:
             if game_ids is None:
-                ids = [r[0] for r in db.execute("SELECT id FROM games WHERE status = 'running'").fetchall()]
+                ids = [r[0] for r in db.execute(f"SELECT id FROM games WHERE {_RUNNING}").fetchall()]
                 db.execute(sql, (ended,))
             else:
                 ids = [g for g in game_ids if db.execute(sql + " AND id = ?", (ended, g)).rowcount]
@@ -505,7 +533,7 @@ class SqliteStorage(OneGameWrites):
         return done
 
     def _running_games(self) -> list[RunningGame]:
-        rows = self._conn().execute("SELECT id, host, epoch FROM games WHERE status = 'running' ORDER BY id")
+        rows = self._conn().execute(f"SELECT id, host, epoch FROM games WHERE {_RUNNING} ORDER BY id")
         return [RunningGame(g, h, e) for g, h, e in rows.fetchall()]
 
     def _between_game_and_ratings(self) -> None:
@@ -545,37 +573,39 @@ class SqliteStorage(OneGameWrites):
             return True
         if stored is not None and stored[1] != g.epoch:
             return False
-        self._write_game(db, g)
+        changes = self._rate(w)
+        self._write_game(db, g, changes)
         db.execute(
             "UPDATE games SET finish_seq = (SELECT COALESCE(MAX(finish_seq), 0) + 1 FROM games) WHERE id = ?",
             (g.game_id,),
         )
         db.execute("DELETE FROM game_moves WHERE game_id = ?", (g.game_id,))
         self._between_game_and_ratings()
-        if w.rate is None:
+        if not changes:
             return True
-        a, b = (self._standing(name) for name in g.players)
-        if a is None or b is None:
-            raise LookupError(f"rated game {g.game_id}: bot missing from storage: {g.players}")
         pair, counts = pair_counts(g.players[0], g.players[1], score_of_seat0(g.result))
         db.execute(
             "INSERT INTO pair_results (a, b, wins, draws, losses) VALUES (?, ?, ?, ?, ?) ON CONFLICT (a, b) DO UPDATE"
             " SET wins = wins + excluded.wins, draws = draws + excluded.draws, losses = losses + excluded.losses",
             (*pair, *counts),
         )
-        for c in w.rate(a, b):
+        for c in changes:
             cur = db.execute(
                 "UPDATE bots SET rating = ?, rated_games = rated_games + 1 WHERE name = ? AND rated_games = ?",
                 (c.rating_after, c.bot, c.games_before),
             )
             if cur.rowcount != 1:
                 raise RatingConflict(f"{c.bot}: stored rated_games is not {c.games_before}")
-            db.execute(
-                "INSERT INTO rating_history (game_id, bot, rating_before, rating_after, games_before, at)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (g.game_id, c.bot, c.rating_before, c.rating_after, c.games_before, g.ended or ""),
-            )
         return True
+
+    def _rate(self, w: GameWrite) -> list[RatingChange]:
+        """The rating changes of a rated game's last write, from the bots' stored ratings."""
+        if w.rate is None:
+            return []
+        a, b = (self._standing(name) for name in w.row.players)
+        if a is None or b is None:
+            raise LookupError(f"rated game {w.row.game_id}: bot missing from storage: {w.row.players}")
+        return list(w.rate(a, b))
 
     def _standings(self) -> list[Standing]:
         rows = self._conn().execute("SELECT name, rating, rated_games FROM bots ORDER BY rating DESC, name").fetchall()
@@ -586,22 +616,29 @@ class SqliteStorage(OneGameWrites):
         return Standing(bot=row[0], rating=row[1], rated_games=row[2]) if row else None
 
     def _rating_history(self, bot: str, limit: int | None, before: int | None) -> list[RatingEntry]:
-        rows = self._conn().execute(
-            "SELECT game_id, bot, rating_before, rating_after, games_before, at FROM ("
-            " SELECT * FROM rating_history WHERE bot = ? AND games_before < ? ORDER BY id DESC LIMIT ?) ORDER BY id",
-            (bot, _NO_END if before is None else before, -1 if limit is None else limit),
+        db = self._conn()
+        named = db.execute("SELECT name FROM bots WHERE name = ?", (bot,)).fetchone()
+        if named is None:
+            return []
+        seat = ("SELECT * FROM (SELECT id, seat{0}, rating{0}_before, rating{0}_after, games{0}_before, ended"
+                f" FROM games WHERE seat{{0}} = ? AND games{{0}}_before < ? AND {_SINCE_RESET}"
+                " ORDER BY games{0}_before DESC LIMIT ?)")
+        end, count = _NO_END if before is None else before, -1 if limit is None else limit
+        rows = db.execute(
+            f"{seat.format(0)} UNION ALL {seat.format(1)} ORDER BY 5 DESC LIMIT ?",
+            (named[0], end, count, named[0], end, count, count),
         ).fetchall()
         return [
-            RatingEntry(game_id=r[0], bot=r[1], rating_before=r[2], rating_after=r[3], games_before=r[4], at=r[5])
-            for r in rows
+            RatingEntry(game_id=r[0], bot=r[1], rating_before=r[2], rating_after=r[3], games_before=r[4], at=r[5] or "")
+            for r in reversed(rows)
         ]
 
     def _rated_results(self) -> list[tuple[str, str, float]]:
         rows = self._conn().execute(
-            "SELECT seat0, seat1, result FROM games WHERE rated = 1 AND status = 'finished'"
+            "SELECT id, seat0, seat1, result FROM games WHERE rated = 1 AND status = 'finished'"
             f" AND finish_seq IS NOT NULL AND {_SINCE_RESET} ORDER BY finish_seq"
         ).fetchall()
-        return [(a, b, score_of_seat0(msgspec.json.decode(r) if r else None)) for a, b, r in rows]
+        return [(a, b, score_of_seat0(_stored(g, r, unpack_result))) for g, a, b, r in rows]
 
     def _pair_tallies(self) -> dict[tuple[str, str], tuple[int, int, int]]:
         rows = self._conn().execute("SELECT a, b, wins, draws, losses FROM pair_results").fetchall()
@@ -655,7 +692,6 @@ class SqliteStorage(OneGameWrites):
 
     def _reset_ratings(self, rating: float) -> None:
         with self._transaction() as db:
-            db.execute("DELETE FROM rating_history")
             db.execute("DELETE FROM pair_results")
             db.execute("UPDATE bots SET rating = ?, rated_games = 0", (rating,))
             db.execute(

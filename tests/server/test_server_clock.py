@@ -20,6 +20,7 @@ from protocol.messages import (
     Update,
     Welcome,
 )
+from server.storage.packing import unpack_result
 
 
 async def test_each_decision_gets_its_full_time_however_long_the_game_has_run(make_arena) -> None:
@@ -87,7 +88,7 @@ async def test_a_bot_that_does_not_answer_loses_on_time(make_arena, db_path) -> 
     with sqlite3.connect(db_path) as db:
         row = db.execute("SELECT status, end_reason, result, record FROM games WHERE id = ?", (game_id,)).fetchone()
     assert row[0:2] == ("finished", "timeout")
-    assert msgspec.json.decode(row[2]) == state["result"]
+    assert unpack_result(game_id, row[2]) == state["result"] and len(row[2]) == 7  # packed (storage/packing.py)
     assert compact.unpack(row[3]) == over_a.record  # stored compact (mandala/compact.py)
 
 

@@ -3,7 +3,6 @@ when the previous server died as aborted; a clean stop aborts running games itse
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from arena_testkit import Harness, gather, play_out, random_policy, settings_for
 from mandala import compact
 from protocol.messages import Decision, GameOver, Update
 from server.app import create_app
+from server.storage.packing import unpack_result
 
 
 def stored(db_path: Path, game_id: str) -> dict[str, Any]:
@@ -34,11 +34,12 @@ async def test_a_finished_game_is_in_the_sqlite_file(make_arena: Any, db_path: P
     await arena.arena.manager.flush()
     row = stored(db_path, game_id)
     assert (row["status"], row["seat0"], row["seat1"], row["rated"]) == ("finished", "alice", "bob", 0)
-    assert json.loads(row["players"]) == ["alice", "bob"]
+    assert "players" not in row  # the seats say it (migration 9)
     assert row["end_reason"] == over.result.end_reason and row["ply"] == len(over.record.moves)
     assert compact.unpack(row["record"]) == over.record  # compact: mandala/compact.py
     assert len(row["record"]) < 400 < len(msgspec.json.encode(over.record))
-    assert json.loads(row["result"]) == msgspec.to_builtins(over.result)
+    assert unpack_result(game_id, row["result"]) == msgspec.to_builtins(over.result)  # packed: storage/packing.py
+    assert row["rating0_before"] is None and row["games1_before"] is None  # unrated
     assert row["ended"] >= row["started"]
     with sqlite3.connect(db_path) as db:
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"

@@ -187,13 +187,15 @@ async def reopened(storage: Storage) -> Storage:
     return again
 
 
-async def run_sql(storage: Storage, *statements: str) -> None:
-    """Statements on the database behind ``storage``, outside it (as another program would)."""
+async def run_sql(storage: Storage, *statements: str) -> list[Any]:
+    """Statements on the database behind ``storage``, outside it (as another program would);
+    the rows of the last one."""
+    rows: list[Any] = []
     if isinstance(storage, SqliteStorage):
         with sqlite3.connect(storage.path) as db:
             for stmt in statements:
-                db.execute(stmt)
-        return
+                rows = db.execute(stmt).fetchall()
+        return rows
     import asyncpg
 
     from server.storage.postgres import PostgresStorage
@@ -202,14 +204,66 @@ async def run_sql(storage: Storage, *statements: str) -> None:
     conn = await asyncpg.connect(storage.url, server_settings={"search_path": storage.schema or "public"})
     try:
         for stmt in statements:
-            await conn.execute(stmt)
+            rows = await conn.fetch(stmt)
     finally:
         await conn.close()
+    return rows
+
+
+def sql_text(value: Any) -> str:
+    """``value`` as JSON in an SQL string literal."""
+    return "'" + msgspec.json.encode(value).decode().replace("'", "''") + "'"
+
+
+async def as_schema_8(storage: Storage) -> None:
+    """Turn the (closed) database behind ``storage`` into what schema 8 wrote: each rated
+    game's rating changes as two ``rating_history`` rows, the players as JSON, the results as
+    JSON, and its indexes."""
+    from server.storage.base import RATING_COLUMNS
+    from server.storage.packing import unpack_result
+
+    sqlite = isinstance(storage, SqliteStorage)
+    packed = "result" if sqlite else "result_z"
+    results = await run_sql(storage, f"SELECT id, {packed} FROM games WHERE {packed} IS NOT NULL")
+    key = "bot TEXT NOT NULL COLLATE NOCASE" if sqlite else "bot TEXT NOT NULL"
+    serial = "INTEGER PRIMARY KEY AUTOINCREMENT" if sqlite else "BIGSERIAL PRIMARY KEY"
+    seats = " UNION ALL ".join(
+        f"SELECT id, seat{s} AS bot, rating{s}_before AS rb, rating{s}_after AS ra, games{s}_before AS gb,"
+        f" COALESCE(ended, '') AS at, finish_seq, {s} AS seat FROM games WHERE games{s}_before IS NOT NULL"
+        for s in (0, 1)
+    )
+    await run_sql(
+        storage,
+        f"""CREATE TABLE rating_history (id {serial}, game_id TEXT NOT NULL REFERENCES games (id), {key},
+            rating_before {"REAL" if sqlite else "DOUBLE PRECISION"} NOT NULL,
+            rating_after {"REAL" if sqlite else "DOUBLE PRECISION"} NOT NULL,
+            games_before INTEGER NOT NULL, at TEXT NOT NULL, UNIQUE (game_id, bot))""",
+        "CREATE INDEX rating_history_bot ON rating_history (bot, id)" if sqlite
+        else "CREATE INDEX rating_history_bot ON rating_history (lower(bot), id)",
+        "INSERT INTO rating_history (game_id, bot, rating_before, rating_after, games_before, at)"
+        f" SELECT id, bot, rb, ra, gb, at FROM ({seats}) AS changes ORDER BY finish_seq, seat",
+        f"ALTER TABLE games ADD COLUMN players {'TEXT' if sqlite else 'JSONB'} NOT NULL DEFAULT '[]'",
+        "UPDATE games SET players = json_array(seat0, seat1)" if sqlite
+        else "UPDATE games SET players = jsonb_build_array(seat0, seat1)",
+        *(f"UPDATE games SET result = {sql_text(unpack_result(gid, bytes(data)))}{'' if sqlite else '::jsonb'}"
+          f"{'' if sqlite else ', result_z = NULL'} WHERE id = '{gid}'" for gid, data in results),
+        "DROP INDEX games_seat0_rated", "DROP INDEX games_seat1_rated", "DROP INDEX games_unfinished",
+        "DROP INDEX games_tournament",
+        "CREATE INDEX games_status_started ON games (status, started, id)",
+        "CREATE INDEX games_kind_started ON games (kind, started)",
+        "CREATE INDEX games_tournament ON games (tournament_id, slot)",
+        *(f"ALTER TABLE games DROP COLUMN {c}" for c in RATING_COLUMNS.split(", ")),
+        *([] if sqlite else ["ALTER TABLE games DROP COLUMN result_z"]),
+        "DELETE FROM schema_version WHERE version > 8",
+    )
 
 
 async def as_schema(storage: Storage, version: int) -> None:
-    """Turn the (closed) database behind ``storage`` into what schema ``version`` (6 or 7)
+    """Turn the (closed) database behind ``storage`` into what schema ``version`` (6, 7 or 8)
     wrote: the tables and columns added later dropped, their versions forgotten."""
+    await as_schema_8(storage)
+    if version == 8:
+        return
     sqlite = isinstance(storage, SqliteStorage)
     later = ["DROP TABLE pair_results"] if version < 7 else []
     later += ["DROP INDEX games_status_started", "DROP INDEX games_seat0_started", "DROP INDEX games_seat1_started",
@@ -573,7 +627,7 @@ async def stored_sizes(storage: Storage, game_ids: list[str]) -> list[int]:
 
 async def test_a_record_that_does_not_decode_is_refused_naming_the_game(storage: Storage) -> None:
     from mandala_cli.history_cmd import synth_game
-    from server.storage.base import UnreadableRecord
+    from server.storage.packing import UnreadableRecord
 
     await bots(storage, "ann", "bob")
     row = synth_game(random.Random(9), ["ann", "bob"], START)
@@ -584,3 +638,74 @@ async def test_a_record_that_does_not_decode_is_refused_naming_the_game(storage:
     with pytest.raises(UnreadableRecord, match=f"game {row.game_id}: its stored record does not decode"):
         await storage.get_game(row.game_id)
     assert [g.game_id for g in await storage.list_games(None, 5)] == [row.game_id]  # lists read no record
+
+
+async def served(storage: Storage, game_ids: list[str], names: list[str]) -> dict[str, Any]:
+    """Everything the server reads of its games, as it reads it: each game whole, every list
+    and its next page, each bot's rating changes and their pages, the standings and totals,
+    an export, a tournament's games and the last hour's ladder games."""
+    out: dict[str, Any] = {"games": [await storage.get_game(g) for g in game_ids]}
+    for status in (None, "finished", "running", "aborted"):
+        for bot in (None, *names):
+            first = await storage.list_games(status, 4, None, bot)  # type: ignore[arg-type]
+            cursor = (first[-1].started, first[-1].game_id) if first else None
+            out[f"list {status} {bot}"] = [first, await storage.list_games(status, 4, cursor, bot)]  # type: ignore[arg-type]
+    for name in names:
+        out[f"history {name}"] = [await storage.rating_history(name), await storage.rating_history(name.upper(), 3),
+                                  await storage.rating_history(name, 3, 4)]
+        out[f"games of {name}"] = await storage.games_of(name, 5, telemetry=True)
+    out["standings"] = await storage.standings()
+    out["tallies"] = sorted(await storage.pair_tallies())
+    out["rated"] = await storage.rated_results()
+    out["export"] = await storage.export_games(GameFilter(bot=names[1]), None, 50)
+    out["tournament"] = await storage.tournament_games("t1", records=True)
+    out["hour"] = await storage.ladder_games_since("2026-01-01T00:10:00.000Z")
+    return out
+
+
+async def test_a_database_of_schema_8_is_served_the_same_after_migration_9(storage: Storage, tmp_path: Path) -> None:
+    """Migration 9 moves each rated game's rating changes from ``rating_history`` into its
+    row, drops the players column (the seats say it) and changes indexes: on a database
+    written by schema 8 (rated games across a ratings reset, unrated, running, aborted and
+    tournament games, results of every shape) every read gives the same JSON as before."""
+    from datetime import timedelta
+
+    from mandala_cli.history_cmd import synth_game
+
+    names = ["Ann", "bob", "cat"]
+    await bots(storage, *names)
+    recorder = GameRecorder(Settings(), storage, Spool(tmp_path / "spool", "arena.db"))
+    rng = random.Random(21)
+    ids = []
+    for i in range(40):
+        if i == 15:
+            await storage.reset_ratings()
+        row = synth_game(rng, rng.sample(names, 2), START + timedelta(minutes=i))
+        if i % 7 == 3:
+            row = msgspec.structs.replace(row, rated=False, kind="challenge")
+        await recorder.store_final(row)
+        ids.append(row.game_id)
+    odd = game("odd", "cat", "Ann", started="2026-01-01T00:50:00.000Z")  # a result of another shape
+    await recorder.store_final(odd)
+    await storage.save_game(game("run", "bob", "cat", status="running", started="2026-01-01T00:51:00.000Z"))
+    await storage.save_game(game("stop", "Ann", "bob", status="aborted", winner=None, started="2026-01-01T00:52:00.000Z"))
+    await storage.save_game(msgspec.structs.replace(
+        synth_game(rng, ["bob", "Ann"], START + timedelta(minutes=53)), rated=False, kind="tournament",
+        tournament_id="t1", slot=0))
+    ids += ["odd", "run", "stop"]
+    before = msgspec.json.encode(await served(storage, ids, names))
+    await storage.close()
+    await as_schema(storage, 8)
+    (changes,) = await run_sql(storage, "SELECT COUNT(*) FROM rating_history")
+    assert changes[0] == 2 * sum(1 for i in range(40) if i % 7 != 3) + 2  # the odd game is rated too
+    again = await reopened(storage)
+    try:
+        assert msgspec.json.encode(await served(again, ids, names)) == before
+        history = await again.rating_history("ann")
+        assert len(history) > 5 and [h.games_before for h in history] == list(range(len(history)))  # since the reset
+    finally:
+        await again.close()
+    tables = await run_sql(storage, "SELECT name FROM sqlite_master WHERE type = 'table'" if isinstance(storage, SqliteStorage)
+                           else "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")
+    assert "rating_history" not in {t[0] for t in tables}
+    await storage.open()  # for the fixture to close

@@ -1,0 +1,238 @@
+"""What storage keeps of a finished game, in the fewest bytes that give back the same JSON.
+
+A season's ladder stores millions of games, so each column that grows with them is kept
+packed: the record (R23) by :mod:`mandala.compact`, the result in a few bytes, the telemetry
+as its think times in tenths of a millisecond. Each ``unpack_*`` gives back objects whose JSON
+is the one that was packed, byte for byte; a value of another shape than the one packed here
+is kept as (compressed) JSON instead, so nothing is ever lost to the packing. A stored value
+that does not decode raises :class:`UnreadableRecord`, naming the game: refused, never served
+wrong.
+
+Byte layouts (integers as LEB128 varints, like :mod:`mandala.compact`)::
+
+    result     0x01, winner (0, 1, 2 for none), end reason (its index in END_REASONS),
+               score 0, score 1, cup size 0, cup size 1
+    telemetry  0x01, decision_ms, for each seat: its move count and think times in tenths
+               of a millisecond; for each seat: its slowest move (0 for none, else ply + 1,
+               then its think time in tenths); then, only if there are any, the incidents
+               and the dropped count as compressed JSON
+    either     anything else: zlib-compressed JSON (a zlib stream starts with 0x78)
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any, get_args
+
+import msgspec
+
+from mandala import compact
+from mandala.errors import RecordError
+from protocol.messages import EndReason
+
+PACKED = 0x01
+"""The first byte of a packed result or telemetry (JSON kept compressed starts with 0x78)."""
+END_REASONS: tuple[str, ...] = get_args(EndReason)
+"""End reasons by their stored number: new ones are appended, never reordered."""
+_RESULT_KEYS = ["winner", "end_reason", "scores", "cup_sizes"]
+_TELEMETRY_KEYS = ["decision_ms", "think_ms", "slowest", "incidents", "dropped"]
+_MAX_TENTHS = 1 << 40
+"""Think times above this many tenths of a millisecond (three years) are kept as JSON."""
+
+
+class UnreadableRecord(Exception):
+    """A stored record, result or telemetry that does not decode: refused, never served wrong."""
+
+    def __init__(self, game_id: str, why: str) -> None:
+        super().__init__(f"game {game_id}: its stored record does not decode ({why})")
+        self.game_id = game_id
+
+
+def pack_record(record: dict[str, Any] | None) -> bytes | None:
+    """A record as storage keeps it: compact (``mandala/compact.py``), about 200 bytes
+    instead of 6 KB; ``None`` for no record, or one that is not a valid R23 record (kept as
+    JSON instead, as it came)."""
+    if record is None:
+        return None
+    try:
+        return compact.pack_dict(record)
+    except (RecordError, msgspec.ValidationError, KeyError, TypeError):
+        return None
+
+
+def unpack_record(game_id: str, data: bytes) -> dict[str, Any]:
+    """The record :func:`pack_record` stored, as the JSON objects the API serves."""
+    try:
+        return msgspec.to_builtins(compact.unpack(data))  # type: ignore[no-any-return]
+    except ValueError as e:
+        raise UnreadableRecord(game_id, str(e)) from None
+
+
+# ---------------------------------------------------------------------- varints
+
+
+def _varint(n: int, out: bytearray) -> None:
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+
+
+class _Reader:
+    __slots__ = ("data", "pos")
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.pos = 1  # after the PACKED byte
+
+    def varint(self) -> int:
+        n = shift = 0
+        data, pos = self.data, self.pos
+        while True:
+            if pos >= len(data):
+                raise ValueError("cut short")
+            byte = data[pos]
+            pos += 1
+            n |= (byte & 0x7F) << shift
+            if byte < 0x80:
+                self.pos = pos
+                return n
+            shift += 7
+            if shift > 63:
+                raise ValueError("a number out of range")
+
+
+def _small_int(v: Any) -> bool:
+    return type(v) is int and v >= 0
+
+
+def _tenths(v: Any) -> int | None:
+    """``v`` milliseconds as whole tenths, if that gives back exactly ``v``."""
+    if type(v) is not float or not 0 <= v < _MAX_TENTHS / 10:
+        return None
+    t = round(v * 10)
+    return t if t / 10 == v else None
+
+
+def _json(value: Any) -> bytes:
+    return zlib.compress(msgspec.json.encode(value), 9)
+
+
+def _unjson(data: bytes) -> Any:
+    return msgspec.json.decode(zlib.decompress(data))
+
+
+# ---------------------------------------------------------------------- results
+
+
+def pack_result(result: dict[str, Any] | None) -> bytes | None:
+    """A game's result (protocol ``GameResult`` as JSON objects) in seven bytes, or as
+    compressed JSON if it has another shape."""
+    if result is None:
+        return None
+    if list(result) == _RESULT_KEYS and result["end_reason"] in END_REASONS:
+        winner, scores, cups = result["winner"], result["scores"], result["cup_sizes"]
+        if ((winner is None or (type(winner) is int and winner in (0, 1)))
+                and isinstance(scores, list) and isinstance(cups, list) and len(scores) == len(cups) == 2
+                and all(_small_int(n) for n in (*scores, *cups))):
+            out = bytearray((PACKED, 2 if winner is None else winner, END_REASONS.index(result["end_reason"])))
+            for n in (*scores, *cups):
+                _varint(n, out)
+            return bytes(out)
+    return _json(result)
+
+
+def unpack_result(game_id: str, data: bytes) -> dict[str, Any]:
+    """The result :func:`pack_result` stored."""
+    try:
+        if data[:1] != bytes((PACKED,)):
+            return _unjson(data)  # type: ignore[no-any-return]
+        if len(data) < 3 or data[1] > 2 or data[2] >= len(END_REASONS):
+            raise ValueError("a winner or end reason out of range")
+        r = _Reader(data)
+        r.pos = 3
+        numbers = [r.varint() for _ in range(4)]
+        if r.pos != len(data):
+            raise ValueError("bytes after the result")
+        return {"winner": None if data[1] == 2 else data[1], "end_reason": END_REASONS[data[2]],
+                "scores": numbers[:2], "cup_sizes": numbers[2:]}
+    except (ValueError, zlib.error, msgspec.DecodeError) as e:
+        raise UnreadableRecord(game_id, f"result: {e}") from None
+
+
+# ---------------------------------------------------------------------- telemetry
+
+
+def _packed_telemetry(t: dict[str, Any]) -> bytes | None:
+    """``t`` packed, or ``None`` if it is not of the shape ``server/telemetry.py`` writes."""
+    if list(t) != _TELEMETRY_KEYS or not _small_int(t["decision_ms"]) or not _small_int(t["dropped"]):
+        return None
+    think, slowest, incidents = t["think_ms"], t["slowest"], t["incidents"]
+    if not (isinstance(think, list) and len(think) == 2 and isinstance(slowest, list) and len(slowest) == 2
+            and isinstance(incidents, list)):
+        return None
+    out = bytearray((PACKED,))
+    _varint(t["decision_ms"], out)
+    for seat in think:
+        if not isinstance(seat, list):
+            return None
+        _varint(len(seat), out)
+        for v in seat:
+            tenths = _tenths(v)
+            if tenths is None:
+                return None
+            _varint(tenths, out)
+    for s in slowest:
+        if s is None:
+            out.append(0)
+            continue
+        if not (isinstance(s, list) and len(s) == 2 and _small_int(s[0])):
+            return None
+        tenths = _tenths(s[1])
+        if tenths is None:
+            return None
+        _varint(s[0] + 1, out)
+        _varint(tenths, out)
+    if incidents or t["dropped"]:
+        out += _json([incidents, t["dropped"]])
+    return bytes(out)
+
+
+def pack_telemetry(telemetry: dict[str, Any] | None) -> bytes | None:
+    """A game's telemetry as storage keeps it: about two bytes a move."""
+    if telemetry is None:
+        return None
+    return _packed_telemetry(telemetry) or _json(telemetry)
+
+
+def unpack_telemetry(game_id: str, data: bytes) -> dict[str, Any]:
+    """The telemetry :func:`pack_telemetry` stored."""
+    try:
+        if data[:1] != bytes((PACKED,)):
+            return _unjson(data)  # type: ignore[no-any-return]
+        r = _Reader(data)
+        decision_ms = r.varint()
+        think = [[r.varint() / 10 for _ in range(r.varint())] for _ in range(2)]
+        slowest: list[list[Any] | None] = []
+        for _ in range(2):
+            ply = r.varint()
+            slowest.append([ply - 1, r.varint() / 10] if ply else None)
+        incidents: list[Any] = []
+        dropped = 0
+        if r.pos < len(data):
+            incidents, dropped = _unjson(data[r.pos:])
+        return {"decision_ms": decision_ms, "think_ms": think, "slowest": slowest, "incidents": incidents,
+                "dropped": dropped}
+    except (ValueError, TypeError, zlib.error, msgspec.DecodeError) as e:
+        raise UnreadableRecord(game_id, f"telemetry: {e}") from None
+
+
+def jsonb_order(value: Any) -> Any:
+    """``value`` with its objects' keys in the order PostgreSQL's ``jsonb`` gives them back
+    (shorter keys first, then by bytes), so a value decoded from its packed form is the
+    same JSON, byte for byte, as one read back from a ``jsonb`` column."""
+    if isinstance(value, dict):
+        return {k: jsonb_order(value[k]) for k in sorted(value, key=lambda k: (len(k.encode()), k.encode()))}
+    if isinstance(value, list):
+        return [jsonb_order(v) for v in value]
+    return value
