@@ -105,5 +105,5 @@ def test_a_damaged_result_is_refused_naming_the_game(data: bytes) -> None:
 
 @pytest.mark.parametrize("data", [b"\x01\x88", b"\x01\x05\x02\x0a", b"\x01\x05\x00\x00\x00\x00\x78\x9c", b"\x78\x9c"])
 def test_damaged_telemetry_is_refused_naming_the_game(data: bytes) -> None:
-    with pytest.raises(UnreadableRecord, match="game g7: .*telemetry"):
+    with pytest.raises(UnreadableRecord, match=r"game g7: .*telemetry"):
         unpack_telemetry("g7", data)
