@@ -55,6 +55,10 @@ _UNFINISHED = "status <> 'finished'"
 """Said in a query's ``WHERE``, it lets the partial index ``games_unfinished`` serve."""
 _RUNNING = f"status = 'running' AND {_UNFINISHED}"
 
+_SEAT_INDEXES_V9 = [stmt for seat in (0, 1) for stmt in (
+    f"DROP INDEX games_seat{seat}_started", f"CREATE INDEX games_seat{seat}_started ON games (seat{seat}, started)")]
+"""A bot's games by start: ``id`` breaks ties of the same millisecond by a sort, not in the index."""
+
 _SINCE_RESET_V7 = "finish_seq > COALESCE((SELECT value::bigint FROM ladder_settings WHERE key = 'rated_since'), 0)"
 """Migration 7's "rated since the last reset" (a shipped migration never changes)."""
 
@@ -222,6 +226,11 @@ MIGRATIONS: list[list[Any]] = [
         "DROP INDEX games_kind_started",
         "DROP INDEX games_tournament",
         "CREATE INDEX games_tournament ON games (tournament_id, slot) WHERE tournament_id IS NOT NULL",
+        *_SEAT_INDEXES_V9,
+        # The finishing order is the sequence's (a ratings reset reads its last value), and a
+        # tournament's games of one slot are told apart by their start, then their id.
+        "DROP INDEX games_finish_seq",
+        "ALTER TABLE games DROP COLUMN seq",
     ],
 ]
 
@@ -688,7 +697,7 @@ class PostgresStorage(OneGameWrites):
         status = " AND status = 'finished'" if finished else ""
         rows = await self._p().fetch(
             f"SELECT {columns} FROM games WHERE tournament_id = $1 AND slot > $2{status}"
-            " ORDER BY slot, started, seq LIMIT $3",
+            " ORDER BY slot, started, id LIMIT $3",
             tournament_id, after_slot, limit,
         )
         return [_game_row(r) for r in rows]
@@ -699,6 +708,6 @@ class PostgresStorage(OneGameWrites):
             await conn.execute("UPDATE bots SET rating = $1, rated_games = 0", rating)
             await conn.execute(
                 "INSERT INTO ladder_settings (key, value)"
-                " SELECT 'rated_since', COALESCE(MAX(finish_seq), 0)::text FROM games"
+                " SELECT 'rated_since', (CASE WHEN is_called THEN last_value ELSE 0 END)::text FROM games_finish_order"
                 " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
             )

@@ -227,6 +227,8 @@ MIGRATIONS: list[list[str | Callable[[sqlite3.Connection], None]]] = [
         "DROP INDEX games_kind_started",
         "DROP INDEX games_tournament",
         "CREATE INDEX games_tournament ON games (tournament_id, slot) WHERE tournament_id IS NOT NULL",
+        *(stmt for seat in (0, 1) for stmt in (  # ties of the same millisecond broken by a sort
+            f"DROP INDEX games_seat{seat}_started", f"CREATE INDEX games_seat{seat}_started ON games (seat{seat}, started)")),
     ],
 ]
 """Applied in order on open, each in its own transaction with its number in ``schema_version``.

@@ -252,8 +252,11 @@ async def as_schema_8(storage: Storage) -> None:
         "CREATE INDEX games_status_started ON games (status, started, id)",
         "CREATE INDEX games_kind_started ON games (kind, started)",
         "CREATE INDEX games_tournament ON games (tournament_id, slot)",
+        *(stmt for seat in (0, 1) for stmt in (f"DROP INDEX games_seat{seat}_started",
+                                               f"CREATE INDEX games_seat{seat}_started ON games (seat{seat}, started, id)")),
         *(f"ALTER TABLE games DROP COLUMN {c}" for c in RATING_COLUMNS.split(", ")),
-        *([] if sqlite else ["ALTER TABLE games DROP COLUMN result_z"]),
+        *([] if sqlite else ["ALTER TABLE games DROP COLUMN result_z", "ALTER TABLE games ADD COLUMN seq BIGSERIAL",
+                             "CREATE INDEX games_finish_seq ON games (finish_seq)"]),
         "DELETE FROM schema_version WHERE version > 8",
     )
 
