@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import statistics
@@ -50,6 +51,8 @@ from server.storage import open_storage
 REPO = Path(__file__).resolve().parent.parent
 BOTS = 50
 PORT = 8140
+LIVE_ROUNDS = itertools.count()
+"""Each live round registers new bots (a database may be measured again)."""
 ENDPOINTS = [
     ("/api/ladder", "/api/ladder"),
     ("/api/games", "/api/games?limit=50"),
@@ -178,11 +181,11 @@ async def live_rounds(http: aiohttp.ClientSession, dbs: list[str], rounds: int, 
     """The live ladder on each database in turn, ``rounds`` times (alternating, so a slow
     spell of the machine falls on both): each database's µs per decision, round by round."""
     out: list[list[float]] = [[] for _ in dbs]
-    for r in range(rounds):
+    for _ in range(rounds):
         for i, db in enumerate(dbs):
             async with Server(db, tmp) as server:
                 await wait_healthy(http, server.base)
-                out[i].append(await live_ladder(http, server.base, server.process.pid, seconds, r))
+                out[i].append(await live_ladder(http, server.base, server.process.pid, seconds, next(LIVE_ROUNDS)))
     return out
 
 

@@ -238,6 +238,8 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 _GAME_COLUMNS = ("id, seat0, seat1, status, rated, first_player, ply, record, result, end_reason, started, ended, kind,"
                  " pair_id, tournament_id, slot, telemetry, host, epoch, deal, decision_ms")
+_WRITTEN_COLUMNS = f"{_GAME_COLUMNS}, {RATING_COLUMNS}"
+_WRITTEN_COUNT = len(_WRITTEN_COLUMNS.split(", "))
 _SUMMARY_COLUMNS = _GAME_COLUMNS.replace("record,", "NULL,").replace("telemetry,", "NULL,").replace("deal,", "NULL,")
 """The game columns without the record, the telemetry and the deal (lists need none of them)."""
 _HEALTH_COLUMNS = _GAME_COLUMNS.replace("record,", "NULL,").replace("deal,", "NULL,")
@@ -461,8 +463,7 @@ class SqliteStorage(OneGameWrites):
     def _write_game(db: sqlite3.Connection, g: GameRow, changes: Sequence[RatingChange] = ()) -> None:
         """Insert or replace a game's row, with the rating ``changes`` of a rated game's last one."""
         db.execute(
-            f"INSERT OR REPLACE INTO games ({_GAME_COLUMNS}, {RATING_COLUMNS})"
-            f" VALUES ({', '.join('?' * 27)})",
+            f"INSERT OR REPLACE INTO games ({_WRITTEN_COLUMNS}) VALUES ({', '.join('?' * _WRITTEN_COUNT)})",
             (
                 g.game_id, g.players[0], g.players[1], g.status, int(g.rated), g.first_player, g.ply,
                 pack_record(g.record) or encode_json(g.record), pack_result(g.result),
@@ -618,6 +619,9 @@ class SqliteStorage(OneGameWrites):
         return Standing(bot=row[0], rating=row[1], rated_games=row[2]) if row else None
 
     def _rating_history(self, bot: str, limit: int | None, before: int | None) -> list[RatingEntry]:
+        """Each seat's rated games of the bot by its count of rated games before them, newest
+        first, the two merged. Games rated before a ratings reset share the index (their counts
+        began at 0 too) and are passed over: at most one a reset for each count."""
         db = self._conn()
         named = db.execute("SELECT name FROM bots WHERE name = ?", (bot,)).fetchone()
         if named is None:

