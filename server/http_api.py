@@ -10,6 +10,7 @@ import asyncio
 import logging
 import math
 import re
+from datetime import datetime
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any, Literal
@@ -231,9 +232,17 @@ def _before(request: web.Request) -> tuple[str, str] | None:
     if raw is None:
         return None
     m = CURSOR.fullmatch(raw)
-    if m is None:
+    if m is None or not _is_time(m.group(1)):
         raise ApiError(400, "bad_cursor", f"before is the cursor a page gave (its Link header), not {raw!r}")
     return m.group(1), m.group(2)
+
+
+def _is_time(iso: str) -> bool:
+    try:
+        datetime.fromisoformat(iso)
+    except ValueError:
+        return False
+    return True
 
 
 async def list_games(request: web.Request) -> web.Response:

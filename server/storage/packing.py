@@ -25,6 +25,7 @@ Byte layouts (integers as LEB128 varints, like :mod:`mandala.compact`)::
 from __future__ import annotations
 
 import zlib
+from datetime import UTC, datetime, timedelta
 from typing import Any, get_args
 
 import msgspec
@@ -239,6 +240,24 @@ def unpack_telemetry(game_id: str, data: bytes) -> dict[str, Any]:
                 "slowest": slowest, "incidents": incidents, "dropped": dropped}
     except (ValueError, TypeError, zlib.error, msgspec.DecodeError) as e:
         raise UnreadableRecord(game_id, f"telemetry: {e}") from None
+
+
+# ---------------------------------------------------------------------- times
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MS = timedelta(milliseconds=1)
+
+
+def ms_of_iso(iso: str) -> int:
+    """A stored time as the server writes it (ISO 8601, UTC, to the millisecond: ``…T12:00:00.000Z``)
+    in milliseconds since 1970, which PostgreSQL keeps in 8 bytes instead of 25 (in the row
+    and in every index that orders by it). Raises ``ValueError`` for a time that is not one."""
+    return (datetime.fromisoformat(iso) - _EPOCH) // _MS
+
+
+def iso_of_ms(ms: int) -> str:
+    """The time :func:`ms_of_iso` took, as the server wrote it."""
+    return (_EPOCH + ms * _MS).strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
 
 
 def jsonb_order(value: Any) -> Any:

@@ -8,6 +8,7 @@ case-insensitively through a unique index on ``lower(name)`` (SQLite uses COLLAT
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -42,7 +43,9 @@ from .base import (
     seat_ratings,
 )
 from .packing import (
+    iso_of_ms,
     jsonb_order,
+    ms_of_iso,
     pack_record,
     pack_result,
     pack_telemetry,
@@ -61,6 +64,16 @@ _SEAT_INDEXES_V9 = [stmt for seat in (0, 1) for stmt in (
 
 _SINCE_RESET_V7 = "finish_seq > COALESCE((SELECT value::bigint FROM ladder_settings WHERE key = 'rated_since'), 0)"
 """Migration 7's "rated since the last reset" (a shipped migration never changes)."""
+
+async def _times_as_written(conn: Any) -> None:
+    """Migration 9 converts the games' times to milliseconds: each must be as the server
+    writes times (to the millisecond, in UTC), or the conversion would change it."""
+    bad = await conn.fetchval(
+        r"SELECT id FROM games WHERE started !~ $1 OR ended !~ $1 LIMIT 1", r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+    if bad is not None:
+        raise RuntimeError(f"game {bad}: its start or end time is not as this server writes times "
+                           "(2026-01-31T12:00:00.000Z); fix it before upgrading")
+
 
 async def _compact_stored_records(conn: Any) -> None:
     """Migration 8: every record and telemetry stored as JSON, compacted in place."""
@@ -231,12 +244,21 @@ MIGRATIONS: list[list[Any]] = [
         # tournament's games of one slot are told apart by their start, then their id.
         "DROP INDEX games_finish_seq",
         "ALTER TABLE games DROP COLUMN seq",
+        # Times in milliseconds since 1970: 8 bytes instead of 25, in the row and in each index
+        # that orders by them (a bot's games are inserted at the end of its range of the seat
+        # indexes, so their pages stay half full: a 24-byte key cost 100 bytes a game there).
+        _times_as_written,
+        *(f"ALTER TABLE games ALTER COLUMN {c} TYPE BIGINT USING (extract(epoch FROM {c}::timestamptz) * 1000)::bigint"
+          for c in ("started", "ended")),
     ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
+log = logging.getLogger(__name__)
 CONNECT_TIMEOUT_S = 5.0
 """Connecting gives up after this long (asyncpg's default is a minute)."""
+MIGRATION_TIMEOUT_S = 3600.0
+"""A migration's statement may take this long (the others give up after COMMAND_TIMEOUT_S)."""
 COMMAND_TIMEOUT_S = 10.0
 """A statement gives up after this long, so a server that stopped answering is a failure."""
 _MIGRATION_LOCK = 0x4D414E44  # pg_advisory_xact_lock key: one server migrates at a time
@@ -274,8 +296,8 @@ def _game_row(r: asyncpg.Record) -> GameRow:
                 else msgspec.json.decode(r["record"]) if r["record"] is not None else None),
         result=_result(r["id"], r["result_z"], r["result"]),
         end_reason=r["end_reason"],
-        started=r["started"],
-        ended=r["ended"],
+        started=iso_of_ms(r["started"]),
+        ended=iso_of_ms(r["ended"]) if r["ended"] is not None else None,
         kind=r["kind"],
         pair_id=r["pair_id"],
         tournament_id=r["tournament_id"],
@@ -308,11 +330,13 @@ def _filter_sql(which: GameFilter, after: tuple[str, str] | None) -> tuple[str, 
     if which.bot is not None:
         p = arg(which.bot)
         where.append(f"(seat0 = {p} OR seat1 = {p})")
-    for clause, value in (("kind =", which.kind), ("started >=", which.since), ("started <", which.until)):
+    if which.kind is not None:
+        where.append(f"kind = {arg(which.kind)}")
+    for clause, value in (("started >=", which.since), ("started <", which.until)):
         if value is not None:
-            where.append(f"{clause} {arg(value)}")
+            where.append(f"{clause} {arg(ms_of_iso(value))}")
     if after is not None:
-        where.append(f"(started, id) > ({arg(after[0])}, {arg(after[1])})")
+        where.append(f"(started, id) > ({arg(ms_of_iso(after[0]))}, {arg(after[1])})")
     return " AND ".join(where), args
 
 
@@ -354,7 +378,11 @@ class PostgresStorage(OneGameWrites):
             self.url, min_size=self._min_size, max_size=self._max_size, server_settings=settings,
             timeout=CONNECT_TIMEOUT_S, command_timeout=COMMAND_TIMEOUT_S,
         )
-        await self._migrate()
+        try:
+            await self._migrate()
+        except BaseException:
+            await self.close()  # a refused upgrade leaves no connection behind
+            raise
 
     async def _migrate(self) -> None:
         async with self._p().acquire() as conn, conn.transaction():
@@ -365,11 +393,13 @@ class PostgresStorage(OneGameWrites):
                 raise RuntimeError(f"database has schema version {current}; this server knows up to {SCHEMA_VERSION}")
             for version in range(current + 1, SCHEMA_VERSION + 1):
                 async with conn.transaction():  # a savepoint per migration
+                    if current:  # an upgrade (a new database is created quietly)
+                        log.info("migrating the database from schema %d to %d", version - 1, version)
                     for stmt in MIGRATIONS[version - 1]:
                         if callable(stmt):
                             await stmt(conn)
-                        else:
-                            await conn.execute(stmt)
+                        else:  # over a season's games a statement may take minutes
+                            await conn.execute(stmt, timeout=MIGRATION_TIMEOUT_S)
                     await conn.execute("INSERT INTO schema_version (version) VALUES ($1)", version)
 
     async def close(self) -> None:
@@ -454,8 +484,8 @@ class PostgresStorage(OneGameWrites):
             f"INSERT INTO games ({_WRITTEN_COLUMNS}, finish_seq) VALUES ({_WRITTEN_VALUES}, {order})"
             f" ON CONFLICT (id) DO UPDATE SET {_REWRITTEN}",
             g.game_id, g.players[0], g.players[1], g.status, g.rated, g.first_player, g.ply,
-            None if packed is not None else encode_json(g.record), None, g.end_reason, g.started,
-            g.ended, g.kind, g.pair_id, g.tournament_id, g.slot, None, g.host, g.epoch, encode_json(g.deal),
+            None if packed is not None else encode_json(g.record), None, g.end_reason, ms_of_iso(g.started),
+            ms_of_iso(g.ended) if g.ended is not None else None, g.kind, g.pair_id, g.tournament_id, g.slot, None, g.host, g.epoch, encode_json(g.deal),
             g.decision_ms, packed, pack_telemetry(g.telemetry), pack_result(g.result),
             *seat_ratings(g.players, changes),
         )
@@ -472,7 +502,7 @@ class PostgresStorage(OneGameWrites):
             args.append(status)
             where.append(f"status = ${len(args)}" + ("" if status == "finished" else f" AND {_UNFINISHED}"))
         if before is not None:
-            args += before
+            args += [ms_of_iso(before[0]), before[1]]
             where.append(f"(started, id) < (${len(args) - 1}, ${len(args)})")
         cond = " AND ".join(where)
         if bot is None:
@@ -494,9 +524,9 @@ class PostgresStorage(OneGameWrites):
         sql = f"UPDATE games SET status = 'aborted', end_reason = 'aborted', ended = $1 WHERE {_RUNNING}"
         async with self._p().acquire() as conn, conn.transaction():
             if game_ids is None:
-                ids = [r[0] for r in await conn.fetch(sql + " RETURNING id", ended)]
+                ids = [r[0] for r in await conn.fetch(sql + " RETURNING id", ms_of_iso(ended))]
             else:
-                ids = [r[0] for r in await conn.fetch(sql + " AND id = ANY($2::text[]) RETURNING id", ended,
+                ids = [r[0] for r in await conn.fetch(sql + " AND id = ANY($2::text[]) RETURNING id", ms_of_iso(ended),
                                                       list(game_ids))]
             await conn.execute("DELETE FROM game_moves WHERE game_id = ANY($1::text[])", ids)
         return len(ids)
@@ -518,7 +548,7 @@ class PostgresStorage(OneGameWrites):
         async with self._p().acquire() as conn, conn.transaction():
             tag = await conn.execute(
                 "UPDATE games SET status = 'aborted', end_reason = 'aborted', ended = $3, epoch = epoch + 1"
-                " WHERE id = $1 AND epoch = $2 AND status = 'running'", game_id, epoch, ended,
+                " WHERE id = $1 AND epoch = $2 AND status = 'running'", game_id, epoch, ms_of_iso(ended),
             )
             if tag.split()[-1] != "1":
                 return False
@@ -641,7 +671,7 @@ class PostgresStorage(OneGameWrites):
             bot, 2**31 - 1 if before is None else before, limit,
         )
         return [RatingEntry(game_id=r[0], bot=r[1], rating_before=r[2], rating_after=r[3], games_before=r[4],
-                            at=r[5] or "") for r in reversed(rows)]
+                            at=iso_of_ms(r[5]) if r[5] is not None else "") for r in reversed(rows)]
 
     async def rated_results(self) -> list[tuple[str, str, float]]:
         rows = await self._p().fetch(
@@ -656,9 +686,10 @@ class PostgresStorage(OneGameWrites):
 
     async def ladder_games_since(self, since: str) -> list[tuple[str, str, str]]:
         rows = await self._p().fetch(
-            "SELECT seat0, seat1, started FROM games WHERE kind = 'ladder' AND started >= $1 ORDER BY started", since
+            "SELECT seat0, seat1, started FROM games WHERE kind = 'ladder' AND started >= $1 ORDER BY started",
+            ms_of_iso(since),
         )
-        return [(r[0], r[1], r[2]) for r in rows]
+        return [(r[0], r[1], iso_of_ms(r[2])) for r in rows]
 
     # ------------------------------------------------------------------ tournaments
 

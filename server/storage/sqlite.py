@@ -8,6 +8,7 @@ after a write sees it).
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -235,6 +236,7 @@ MIGRATIONS: list[list[str | Callable[[sqlite3.Connection], None]]] = [
 Append new ones; never edit one that has shipped."""
 
 SCHEMA_VERSION = len(MIGRATIONS)
+log = logging.getLogger(__name__)
 
 _GAME_COLUMNS = ("id, seat0, seat1, status, rated, first_player, ply, record, result, end_reason, started, ended, kind,"
                  " pair_id, tournament_id, slot, telemetry, host, epoch, deal, decision_ms")
@@ -393,6 +395,8 @@ class SqliteStorage(OneGameWrites):
         if current > SCHEMA_VERSION:
             raise RuntimeError(f"{self.path} has schema version {current}; this server knows up to {SCHEMA_VERSION}")
         for version in range(current + 1, SCHEMA_VERSION + 1):
+            if current:  # an upgrade (a new database is created quietly)
+                log.info("migrating %s from schema %d to %d", self.path, version - 1, version)
             with self._transaction():
                 for stmt in MIGRATIONS[version - 1]:
                     if callable(stmt):

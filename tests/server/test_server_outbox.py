@@ -65,11 +65,15 @@ async def test_a_spectator_that_stops_reading_is_skipped_then_dropped_and_the_ga
     assert all(o.result.end_reason != "aborted" for o in overs[0])
 
     # Skipped forward: what waits for it is the last frame of each game (its game_over), whatever
-    # the number of moves; nothing waits in its outbox.
+    # the number of moves (of most games: the ~130 KB its socket and reader took before it fell
+    # behind may have held a game's whole end); nothing waits in its outbox.
     def only_the_ends() -> bool:
         feed = conn._feed
-        return feed is not None and sorted(g for g, _ in feed.frames) == sorted(games) and all(
-            f.startswith(b'{"type":"game_over"') for _, f in feed.frames)
+        if feed is None:
+            return False
+        waiting = [g for g, _ in feed.frames]
+        return (len(waiting) == len(set(waiting)) >= GAMES // 2 and set(waiting) <= set(games)
+                and all(f.startswith(b'{"type":"game_over"') for _, f in feed.frames))
 
     await wait_until(only_the_ends, 10, "the spectator's updates were not skipped forward")
     assert conn.outbox.waiting == 0 and conn in server.presence.connections

@@ -232,6 +232,10 @@ async def as_schema_8(storage: Storage) -> None:
         f" COALESCE(ended, '') AS at, finish_seq, {s} AS seat FROM games WHERE games{s}_before IS NOT NULL"
         for s in (0, 1)
     )
+    if not sqlite:  # times as text
+        await run_sql(storage, *(
+            f"""ALTER TABLE games ALTER COLUMN {c} TYPE TEXT USING to_char((timestamptz 'epoch' + {c} * interval '1 ms')
+                AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')""" for c in ("started", "ended")))
     await run_sql(
         storage,
         f"""CREATE TABLE rating_history (id {serial}, game_id TEXT NOT NULL REFERENCES games (id), {key},
@@ -711,4 +715,28 @@ async def test_a_database_of_schema_8_is_served_the_same_after_migration_9(stora
     tables = await run_sql(storage, "SELECT name FROM sqlite_master WHERE type = 'table'" if isinstance(storage, SqliteStorage)
                            else "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")
     assert "rating_history" not in {t[0] for t in tables}
+    await storage.open()  # for the fixture to close
+
+
+async def test_a_time_written_otherwise_stops_migration_9_naming_its_game(storage: Storage) -> None:
+    """PostgreSQL keeps times in milliseconds from schema 9: a stored time the conversion would
+    change (not as the server writes times) stops the upgrade, naming the game, and the
+    database stays at schema 8, untouched."""
+    if isinstance(storage, SqliteStorage):
+        pytest.skip("SQLite keeps times as the text they were written")
+    await bots(storage, "ann", "bob")
+    await storage.finish_game(game("g1", "ann", "bob", rated=False), [])
+    await storage.close()
+    await as_schema(storage, 8)
+    await run_sql(storage, "UPDATE games SET started = '2024-01-01 00:00:00+02' WHERE id = 'g1'")
+    with pytest.raises(RuntimeError, match="game g1: its start or end time is not as this server writes times"):
+        await reopened(storage)
+    (version,) = await run_sql(storage, "SELECT MAX(version) FROM schema_version")
+    assert version[0] == 8
+    await run_sql(storage, "UPDATE games SET started = '2024-01-01T00:00:00.000Z' WHERE id = 'g1'")
+    again = await reopened(storage)
+    try:
+        assert (await again.get_game("g1")).started == "2024-01-01T00:00:00.000Z"  # type: ignore[union-attr]
+    finally:
+        await again.close()
     await storage.open()  # for the fixture to close
