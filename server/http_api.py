@@ -10,9 +10,9 @@ import asyncio
 import logging
 import math
 import re
-from datetime import datetime
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from typing import Annotated, Any, Literal
 from urllib.parse import urlencode
 
