@@ -3,13 +3,16 @@
 A record's JSON is some 6 KB, but it holds far less: the deal is an order of 108 cards of six
 colors, and each move is one of the :data:`~mandala.moves.MOVES` (151 of them) made by one of
 two seats. :func:`pack` writes exactly that — the colors and the move numbers a byte each,
-the seats a bit each — and compresses it with zlib (whose checksum catches a damaged record);
-:func:`unpack` gives back a :class:`~mandala.record.Record` equal to the one packed, so its
-JSON is the same, byte for byte. Neither replays the game.
+the seats a bit each — deflated, with a CRC-32 that catches a damaged record; :func:`unpack`
+gives back a :class:`~mandala.record.Record` equal to the one packed, so its JSON is the same,
+byte for byte. Neither replays the game.
 
-Layout before compression (integers as LEB128 varints)::
+The packed bytes: ``0x02``, the CRC-32 of the payload (4 bytes, little-endian), the payload
+deflated (raw). Version 1, still read, was the payload in the zlib format (it starts with
+``0x78``), whose Adler-32 misses some reorderings of a few colors. The payload (integers as
+LEB128 varints)::
 
-    version=1, first_player, 108 deck colors,
+    version (1 or 2), first_player, 108 deck colors,
     reshuffle count, then each reshuffle: length, colors,
     move count, move numbers, seats (one bit a move, least significant bit first)
 """
@@ -25,11 +28,12 @@ from .errors import RecordError
 from .moves import MOVES
 from .record import PlayedMove, Record, move_code, played_move
 
-VERSION = 1
+VERSION = 2
 _COLOR_CODE = {c: i for i, c in enumerate(COLORS)}
 
 
-def _varint(n: int, out: bytearray) -> None:
+def write_varint(n: int, out: bytearray) -> None:
+    """Append ``n`` (at least 0) to ``out`` as an LEB128 varint: seven bits a byte, low first."""
     while n >= 0x80:
         out.append((n & 0x7F) | 0x80)
         n >>= 7
@@ -49,27 +53,30 @@ def pack(record: Record) -> bytes:
     if len(record.deck) != 108:
         raise RecordError("R3", f"a deck has 108 cards, not {len(record.deck)}")
     _colors(record.deck, out)  # type: ignore[arg-type]
-    _varint(len(record.reshuffles), out)
+    write_varint(len(record.reshuffles), out)
     for order in record.reshuffles:
-        _varint(len(order), out)
+        write_varint(len(order), out)
         _colors(order, out)  # type: ignore[arg-type]
     moves = record.moves
-    _varint(len(moves), out)
+    write_varint(len(moves), out)
     seats = bytearray((len(moves) + 7) // 8)
     for i, m in enumerate(moves):
         out.append(move_code(m))
         if m.player:
             seats[i // 8] |= 1 << (i % 8)
     out += seats
-    return zlib.compress(bytes(out), 9)
+    deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
+    return bytes((VERSION,)) + zlib.crc32(out).to_bytes(4, "little") + deflate.compress(out) + deflate.flush()
 
 
-class _Reader:
+class Reader:
+    """Reads packed bytes from ``pos`` on; what is not there raises ``ValueError``."""
+
     __slots__ = ("data", "pos")
 
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: bytes, pos: int = 0) -> None:
         self.data = data
-        self.pos = 0
+        self.pos = pos
 
     def take(self, n: int) -> bytes:
         end = self.pos + n
@@ -79,7 +86,8 @@ class _Reader:
         self.pos = end
         return chunk
 
-    def varint(self) -> int:
+    def varint(self, bits: int = 35) -> int:
+        """A varint of at most ``bits`` bits."""
         n = shift = 0
         while True:
             (byte,) = self.take(1)
@@ -87,8 +95,8 @@ class _Reader:
             if byte < 0x80:
                 return n
             shift += 7
-            if shift > 28:
-                raise ValueError("a count out of range")
+            if shift >= bits:
+                raise ValueError("a number out of range")
 
     def colors(self, n: int) -> list[str]:
         codes = self.take(n)
@@ -97,17 +105,30 @@ class _Reader:
         return [COLORS[c] for c in codes]
 
 
+def _payload(data: bytes) -> tuple[bytes, int]:
+    """The payload of a packed record and its version, checked."""
+    try:
+        if data[:1] != bytes((VERSION,)):
+            return zlib.decompress(data), 1  # version 1: the zlib format, with its Adler-32
+        inflate = zlib.decompressobj(-15)
+        raw = inflate.decompress(data[5:])
+    except zlib.error as e:
+        raise ValueError(f"not a compact record ({e})") from None
+    if not inflate.eof or inflate.unused_data:
+        raise ValueError("not a compact record (cut short, or bytes after it)")
+    if zlib.crc32(raw) != int.from_bytes(data[1:5], "little"):
+        raise ValueError("not a compact record (its checksum does not match: damaged)")
+    return raw, VERSION
+
+
 def unpack(data: bytes) -> Record:
     """The record :func:`pack` wrote; raises :class:`ValueError` saying what is wrong if
     ``data`` is not one (damaged, cut short, or of an unknown version)."""
-    try:
-        raw = zlib.decompress(data)
-    except zlib.error as e:
-        raise ValueError(f"not a compact record ({e})") from None
-    r = _Reader(raw)
-    version, first = r.take(2)
-    if version != VERSION:
-        raise ValueError(f"compact record version {version}, this server reads {VERSION}")
+    raw, version = _payload(data)
+    r = Reader(raw)
+    inner, first = r.take(2)
+    if inner != version:
+        raise ValueError(f"a payload of version {inner} in a record of version {version}")
     if first not in (0, 1):
         raise ValueError(f"first player {first}")
     deck = r.colors(108)

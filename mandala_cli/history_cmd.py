@@ -61,7 +61,7 @@ def synth_game(rng: random.Random, players: list[str], at: datetime) -> GameRow:
     while game.to_move is not None:
         seat = game.to_move
         telemetry.moved(seat, len(game.history), rng.expovariate(1 / 0.04))  # bots thinking 40 ms on average
-        game.push(rng.choice(game.legal_moves))
+        game.push_code(rng.choice(game.legal_codes()))  # the legal moves by number: a third of the time
     result = mandala.result(game)
     assert result is not None
     ended = at + timedelta(seconds=2 + len(game.history) * 0.05)
@@ -89,20 +89,30 @@ async def synth(storage: Storage, games: int, bots: int, seed: int, *, force: bo
         await storage.set_ladder(name, "listed")
     rng = random.Random(seed)
     elo = Settings().elo
-    at = START
-    batch: list[GameWrite] = []
-    for n in range(games):
-        a, b = rng.sample(names, 2)
-        at += timedelta(seconds=rng.uniform(0.1, 2.0))
-        row = synth_game(rng, [a, b], at)
-        batch.append(GameWrite(row, final=True, rate=rating_update(row, elo)))
-        if len(batch) == BATCH or n == games - 1:
-            await storage.write_games(batch)
-            batch = []
-            if progress:
-                done = n + 1
-                rate = done / (time.perf_counter() - began)
-                print(f"\r{done:,} / {games:,} games ({rate:,.0f}/s)", end="", file=sys.stderr, flush=True)
+    at = [START]
+
+    def played(count: int) -> list[GameWrite]:
+        """The next ``count`` games, played by the engine (while the batch before is stored)."""
+        batch = []
+        for _ in range(count):
+            a, b = rng.sample(names, 2)
+            at[0] += timedelta(seconds=rng.uniform(0.1, 2.0))
+            row = synth_game(rng, [a, b], at[0])
+            batch.append(GameWrite(row, final=True, rate=rating_update(row, elo)))
+        return batch
+
+    loop = asyncio.get_running_loop()
+    done = 0
+    ahead = loop.run_in_executor(None, played, min(BATCH, games))
+    while done < games:
+        batch = await ahead
+        done += len(batch)
+        if done < games:
+            ahead = loop.run_in_executor(None, played, min(BATCH, games - done))
+        await storage.write_games(batch)
+        if progress:
+            rate = done / (time.perf_counter() - began)
+            print(f"\r{done:,} / {games:,} games ({rate:,.0f}/s)", end="", file=sys.stderr, flush=True)
     if progress:
         print(file=sys.stderr)
     return time.perf_counter() - began

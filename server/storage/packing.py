@@ -2,7 +2,7 @@
 
 A season's ladder stores millions of games, so each column that grows with them is kept
 packed: the record (R23) by :mod:`mandala.compact`, the result in a few bytes, the telemetry
-as its think times in tenths of a millisecond. Each ``unpack_*`` gives back objects whose JSON
+as its think times in tenths of a millisecond (and on PostgreSQL the times as milliseconds). Each ``unpack_*`` gives back objects whose JSON
 is the one that was packed, byte for byte; a value of another shape than the one packed here
 is kept as (compressed) JSON instead, so nothing is ever lost to the packing. A stored value
 that does not decode raises :class:`UnreadableRecord`, naming the game: refused, never served
@@ -31,6 +31,7 @@ from typing import Any, get_args
 import msgspec
 
 from mandala import compact
+from mandala.compact import Reader, write_varint
 from mandala.errors import RecordError
 from protocol.messages import EndReason
 
@@ -72,40 +73,6 @@ def unpack_record(game_id: str, data: bytes) -> dict[str, Any]:
         raise UnreadableRecord(game_id, str(e)) from None
 
 
-# ---------------------------------------------------------------------- varints
-
-
-def _varint(n: int, out: bytearray) -> None:
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-
-
-class _Reader:
-    __slots__ = ("data", "pos")
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.pos = 1  # after the PACKED byte
-
-    def varint(self) -> int:
-        n = shift = 0
-        data, pos = self.data, self.pos
-        while True:
-            if pos >= len(data):
-                raise ValueError("cut short")
-            byte = data[pos]
-            pos += 1
-            n |= (byte & 0x7F) << shift
-            if byte < 0x80:
-                self.pos = pos
-                return n
-            shift += 7
-            if shift > 63:
-                raise ValueError("a number out of range")
-
-
 def _small_int(v: Any) -> bool:
     return type(v) is int and v >= 0
 
@@ -141,7 +108,7 @@ def pack_result(result: dict[str, Any] | None) -> bytes | None:
                 and all(_small_int(n) for n in (*scores, *cups))):
             out = bytearray((PACKED, 2 if winner is None else winner, END_REASONS.index(result["end_reason"])))
             for n in (*scores, *cups):
-                _varint(n, out)
+                write_varint(n, out)
             return bytes(out)
     return _json(result)
 
@@ -153,9 +120,8 @@ def unpack_result(game_id: str, data: bytes) -> dict[str, Any]:
             return _unjson(data)  # type: ignore[no-any-return]
         if len(data) < 3 or data[1] > 2 or data[2] >= len(END_REASONS):
             raise ValueError("a winner or end reason out of range")
-        r = _Reader(data)
-        r.pos = 3
-        numbers = [r.varint() for _ in range(4)]
+        r = Reader(data, 3)
+        numbers = [r.varint(64) for _ in range(4)]
         if r.pos != len(data):
             raise ValueError("bytes after the result")
         return {"winner": None if data[1] == 2 else data[1], "end_reason": END_REASONS[data[2]],
@@ -181,7 +147,7 @@ def _packed_telemetry(t: dict[str, Any]) -> bytes | None:
     tenths = [v for v in checked if v is not None]
     out = bytearray((PACKED,))
     for n in (t["decision_ms"], len(think[0]), len(think[1])):
-        _varint(n, out)
+        write_varint(n, out)
     for s in slowest:
         if s is None:
             out.append(0)
@@ -189,10 +155,10 @@ def _packed_telemetry(t: dict[str, Any]) -> bytes | None:
         slow = _tenths(s[1]) if isinstance(s, list) and len(s) == 2 and _small_int(s[0]) else None
         if slow is None:
             return None
-        _varint(s[0] + 1, out)
-        _varint(slow, out)
+        write_varint(s[0] + 1, out)
+        write_varint(slow, out)
     noted = _json([incidents, t["dropped"]]) if incidents or t["dropped"] else b""
-    _varint(len(noted), out)
+    write_varint(len(noted), out)
     width = max(1, (max(tenths, default=0).bit_length() + 7) // 8)
     out.append(width)
     out += noted
@@ -214,13 +180,13 @@ def unpack_telemetry(game_id: str, data: bytes) -> dict[str, Any]:
     try:
         if data[:1] != bytes((PACKED,)):
             return _unjson(data)  # type: ignore[no-any-return]
-        r = _Reader(data)
-        decision_ms, n0, n1 = r.varint(), r.varint(), r.varint()
+        r = Reader(data, 1)
+        decision_ms, n0, n1 = r.varint(64), r.varint(64), r.varint(64)
         slowest: list[list[Any] | None] = []
         for _ in range(2):
-            ply = r.varint()
-            slowest.append([ply - 1, r.varint() / 10] if ply else None)
-        noted, width = r.varint(), r.varint()
+            ply = r.varint(64)
+            slowest.append([ply - 1, r.varint(64) / 10] if ply else None)
+        noted, width = r.varint(64), r.varint(64)
         incidents, dropped = _unjson(data[r.pos:r.pos + noted]) if noted else ([], 0)
         start = r.pos + noted
         end = start + n0 + n1

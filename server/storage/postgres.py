@@ -476,12 +476,13 @@ class PostgresStorage(OneGameWrites):
     @staticmethod
     async def _write_game(conn: Any, g: GameRow, finish: bool = False, changes: Sequence[RatingChange] = ()) -> None:
         """Insert or replace a game's row; its last one (``finish``) takes the next place in the
-        finishing order and keeps a rated game's rating ``changes``, in the same statement (no
-        second version of the row to vacuum)."""
+        finishing order, keeps a rated game's rating ``changes`` and drops the game's move log,
+        in the same statement (one round trip, and no second version of the row to vacuum)."""
         packed = pack_record(g.record)
         order = "nextval('games_finish_order')" if finish else "NULL"
+        logged = "WITH logged AS (DELETE FROM game_moves WHERE game_id = $1) " if finish else ""
         await conn.execute(
-            f"INSERT INTO games ({_WRITTEN_COLUMNS}, finish_seq) VALUES ({_WRITTEN_VALUES}, {order})"
+            f"{logged}INSERT INTO games ({_WRITTEN_COLUMNS}, finish_seq) VALUES ({_WRITTEN_VALUES}, {order})"
             f" ON CONFLICT (id) DO UPDATE SET {_REWRITTEN}",
             g.game_id, g.players[0], g.players[1], g.status, g.rated, g.first_player, g.ply,
             None if packed is not None else encode_json(g.record), None, g.end_reason, ms_of_iso(g.started),
@@ -620,32 +621,35 @@ class PostgresStorage(OneGameWrites):
             return False
         changes = await self._rate(conn, w)
         await self._write_game(conn, row, finish=True, changes=changes)
-        await conn.execute("DELETE FROM game_moves WHERE game_id = $1", row.game_id)
         await self._between_game_and_ratings()
         if not changes:
             return True
         pair, counts = pair_counts(row.players[0], row.players[1], score_of_seat0(row.result))
-        await conn.execute(
-            "INSERT INTO pair_results (a, b, wins, draws, losses) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (a, b) DO UPDATE"
-            " SET wins = pair_results.wins + EXCLUDED.wins, draws = pair_results.draws + EXCLUDED.draws,"
-            " losses = pair_results.losses + EXCLUDED.losses",
-            *pair, *counts,
+        rated = await conn.fetchval(
+            """WITH tally AS (
+                   INSERT INTO pair_results (a, b, wins, draws, losses) VALUES ($1, $2, $3, $4, $5)
+                   ON CONFLICT (a, b) DO UPDATE SET wins = pair_results.wins + EXCLUDED.wins,
+                       draws = pair_results.draws + EXCLUDED.draws, losses = pair_results.losses + EXCLUDED.losses),
+               rated AS (
+                   UPDATE bots SET rating = c.rating, rated_games = rated_games + 1
+                   FROM unnest($6::text[], $7::float8[], $8::int[]) AS c (bot, rating, games_before)
+                   WHERE lower(name) = lower(c.bot) AND rated_games = c.games_before RETURNING 1)
+               SELECT count(*) FROM rated""",
+            *pair, *counts, [c.bot for c in changes], [c.rating_after for c in changes],
+            [c.games_before for c in changes],
         )
-        for c in changes:
-            tag = await conn.execute(
-                "UPDATE bots SET rating = $1, rated_games = rated_games + 1"
-                " WHERE lower(name) = lower($2) AND rated_games = $3",
-                c.rating_after, c.bot, c.games_before,
-            )
-            if tag.split()[-1] != "1":
-                raise RatingConflict(f"{c.bot}: stored rated_games is not {c.games_before}")
+        if rated != len(changes):
+            raise RatingConflict("stored rated_games is not " + ", ".join(f"{c.games_before} for {c.bot}" for c in changes))
         return True
 
     async def _rate(self, conn: Any, w: GameWrite) -> list[RatingChange]:
         """The rating changes of a rated game's last write, from the bots' stored ratings."""
         if w.rate is None:
             return []
-        a, b = [await self._standing(conn, name) for name in w.row.players]
+        rows = await conn.fetch("SELECT name, rating, rated_games FROM bots WHERE lower(name) = ANY($1::text[])",
+                                [name.lower() for name in w.row.players])
+        stored = {r[0].lower(): Standing(bot=r[0], rating=r[1], rated_games=r[2]) for r in rows}
+        a, b = (stored.get(name.lower()) for name in w.row.players)
         if a is None or b is None:
             raise LookupError(f"rated game {w.row.game_id}: bot missing from storage: {w.row.players}")
         return list(w.rate(a, b))

@@ -71,6 +71,12 @@ def _compact_stored_records(db: sqlite3.Connection) -> None:
         last = rows[-1][0]
 
 
+def _sqlite_3_35(db: sqlite3.Connection) -> None:
+    """Migration 9 drops a column and updates from a join: SQLite 3.35 or newer."""
+    if sqlite3.sqlite_version_info < (3, 35):
+        raise RuntimeError(f"upgrading the database to schema 9 needs SQLite 3.35 or newer, not {sqlite3.sqlite_version}")
+
+
 _UNFINISHED = "status <> 'finished'"
 """The partial index ``games_unfinished`` serves a query only if its ``WHERE`` says this too."""
 _RUNNING = f"status = 'running' AND {_UNFINISHED}"
@@ -214,6 +220,7 @@ MIGRATIONS: list[list[str | Callable[[sqlite3.Connection], None]]] = [
     # them: rare statuses and tournament games through partial ones, the last hour's ladder
     # games by start time (games_started).
     [
+        _sqlite_3_35,
         *(f"ALTER TABLE games ADD COLUMN {c} {'INTEGER' if c.startswith('games') else 'REAL'}"
           for c in RATING_COLUMNS.split(", ")),
         *(f"""UPDATE games SET rating{seat}_before = h.rating_before, rating{seat}_after = h.rating_after,
