@@ -113,20 +113,28 @@ def pack_result(result: dict[str, Any] | None) -> bytes | None:
     return _json(result)
 
 
-def unpack_result(game_id: str, data: bytes) -> dict[str, Any]:
-    """The result :func:`pack_result` stored."""
+def unpack_result(game_id: str, data: bytes, *, jsonb: bool = False) -> dict[str, Any]:
+    """The result :func:`pack_result` stored; with ``jsonb``, its keys in the order PostgreSQL's
+    ``jsonb`` gave them (see :func:`jsonb_order`)."""
     try:
         if data[:1] != bytes((PACKED,)):
-            return _unjson(data)  # type: ignore[no-any-return]
+            value = _unjson(data)
+            return jsonb_order(value) if jsonb else value  # type: ignore[no-any-return]
+        if len(data) == 7 and max(data[3:]) < 0x80:  # every number in one byte: the usual case
+            numbers: list[int] | bytes = data[3:]
+        else:
+            r = Reader(data, 3)
+            numbers = [r.varint(64) for _ in range(4)]
+            if r.pos != len(data):
+                raise ValueError("bytes after the result")
         if len(data) < 3 or data[1] > 2 or data[2] >= len(END_REASONS):
             raise ValueError("a winner or end reason out of range")
-        r = Reader(data, 3)
-        numbers = [r.varint(64) for _ in range(4)]
-        if r.pos != len(data):
-            raise ValueError("bytes after the result")
-        return {"winner": None if data[1] == 2 else data[1], "end_reason": END_REASONS[data[2]],
-                "scores": numbers[:2], "cup_sizes": numbers[2:]}
-    except (ValueError, zlib.error, msgspec.DecodeError) as e:
+        winner, reason = None if data[1] == 2 else data[1], END_REASONS[data[2]]
+        scores, cups = [numbers[0], numbers[1]], [numbers[2], numbers[3]]
+        if jsonb:
+            return {"scores": scores, "winner": winner, "cup_sizes": cups, "end_reason": reason}
+        return {"winner": winner, "end_reason": reason, "scores": scores, "cup_sizes": cups}
+    except (ValueError, IndexError, zlib.error, msgspec.DecodeError) as e:
         raise UnreadableRecord(game_id, f"result: {e}") from None
 
 
@@ -221,9 +229,12 @@ def ms_of_iso(iso: str) -> int:
     return (datetime.fromisoformat(iso) - _EPOCH) // _MS
 
 
+_NAIVE_EPOCH = datetime(1970, 1, 1)
+
+
 def iso_of_ms(ms: int) -> str:
     """The time :func:`ms_of_iso` took, as the server wrote it."""
-    return (_EPOCH + ms * _MS).strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+    return (_NAIVE_EPOCH + ms * _MS).isoformat(timespec="milliseconds") + "Z"
 
 
 def jsonb_order(value: Any) -> Any:

@@ -314,7 +314,7 @@ def _game_row(r: asyncpg.Record) -> GameRow:
 def _result(game_id: str, packed: bytes | None, stored_json: str | None) -> dict[str, Any] | None:
     """A game's result: packed since schema 9, jsonb before (in jsonb's key order either way)."""
     if packed is not None:
-        return jsonb_order(unpack_result(game_id, packed))  # type: ignore[no-any-return]
+        return unpack_result(game_id, packed, jsonb=True)
     return msgspec.json.decode(stored_json) if stored_json is not None else None
 
 

@@ -14,6 +14,7 @@ from server.storage.packing import (
     END_REASONS,
     PACKED,
     UnreadableRecord,
+    jsonb_order,
     pack_result,
     pack_telemetry,
     unpack_result,
@@ -52,12 +53,14 @@ def test_a_result_packs_into_seven_bytes_and_back(result: dict[str, Any]) -> Non
     data = pack_result(result)
     assert data is not None and data[0] == PACKED and len(data) <= 11
     assert same_json(unpack_result("g", data), result)
+    assert same_json(unpack_result("g", data, jsonb=True), jsonb_order(result))  # as PostgreSQL's jsonb gave it
 
 
 @given(odd_results)
 def test_a_result_of_another_shape_is_kept_as_json(result: dict[str, Any]) -> None:
     data = pack_result(result)
     assert data is not None and same_json(unpack_result("g", data), result)
+    assert same_json(unpack_result("g", data, jsonb=True), jsonb_order(result))
 
 
 seconds = st.floats(0, 100, allow_nan=False)
