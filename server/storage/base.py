@@ -228,6 +228,25 @@ class OneGameWrites(ABC):
         await self.write_games([GameWrite(row, final=True, rate=fixed_changes(list(rating_changes)))])
 
 
+UNFINISHED = "status <> 'finished'"
+"""The partial index ``games_unfinished`` serves a query only if its ``WHERE`` says this too."""
+RUNNING = f"status = 'running' AND {UNFINISHED}"
+
+SEASON_INDEXES = [
+    "CREATE INDEX games_seat0_rated ON games (seat0, games0_before) WHERE games0_before IS NOT NULL",
+    "CREATE INDEX games_seat1_rated ON games (seat1, games1_before) WHERE games1_before IS NOT NULL",
+    f"CREATE INDEX games_unfinished ON games (status, started, id) WHERE {UNFINISHED}",
+    "DROP INDEX games_status_started",
+    "DROP INDEX games_kind_started",
+    "DROP INDEX games_tournament",
+    "CREATE INDEX games_tournament ON games (tournament_id, slot) WHERE tournament_id IS NOT NULL",
+    *(stmt for seat in (0, 1) for stmt in (  # ties of the same millisecond broken by a sort
+        f"DROP INDEX games_seat{seat}_started", f"CREATE INDEX games_seat{seat}_started ON games (seat{seat}, started)")),
+]
+"""Migration 9's indexes, the same on both backends: a bot's rated games by its count of
+rated games before them; unfinished games by status and tournament games by slot, partial
+(the rest are read through ``games_started``); a bot's games by seat and start."""
+
 RATING_COLUMNS = "rating0_before, rating0_after, games0_before, rating1_before, rating1_after, games1_before"
 """A rated game's two Elo changes, kept in its own row: a season's rating history costs no
 table of its own."""

@@ -18,6 +18,9 @@ import msgspec
 from .base import (
     INITIAL_RATING,
     RATING_COLUMNS,
+    RUNNING,
+    SEASON_INDEXES,
+    UNFINISHED,
     BotRow,
     Claim,
     GameFilter,
@@ -53,14 +56,6 @@ from .packing import (
     unpack_result,
     unpack_telemetry,
 )
-
-_UNFINISHED = "status <> 'finished'"
-"""Said in a query's ``WHERE``, it lets the partial index ``games_unfinished`` serve."""
-_RUNNING = f"status = 'running' AND {_UNFINISHED}"
-
-_SEAT_INDEXES_V9 = [stmt for seat in (0, 1) for stmt in (
-    f"DROP INDEX games_seat{seat}_started", f"CREATE INDEX games_seat{seat}_started ON games (seat{seat}, started)")]
-"""A bot's games by start: ``id`` breaks ties of the same millisecond by a sort, not in the index."""
 
 _SINCE_RESET_V7 = "finish_seq > COALESCE((SELECT value::bigint FROM ladder_settings WHERE key = 'rated_since'), 0)"
 """Migration 7's "rated since the last reset" (a shipped migration never changes)."""
@@ -232,14 +227,7 @@ MIGRATIONS: list[list[Any]] = [
         "DROP TABLE rating_history",
         "ALTER TABLE games DROP COLUMN players",
         "ALTER TABLE games ADD COLUMN result_z BYTEA",
-        "CREATE INDEX games_seat0_rated ON games (seat0, games0_before) WHERE games0_before IS NOT NULL",
-        "CREATE INDEX games_seat1_rated ON games (seat1, games1_before) WHERE games1_before IS NOT NULL",
-        f"CREATE INDEX games_unfinished ON games (status, started, id) WHERE {_UNFINISHED}",
-        "DROP INDEX games_status_started",
-        "DROP INDEX games_kind_started",
-        "DROP INDEX games_tournament",
-        "CREATE INDEX games_tournament ON games (tournament_id, slot) WHERE tournament_id IS NOT NULL",
-        *_SEAT_INDEXES_V9,
+        *SEASON_INDEXES,
         # The finishing order is the sequence's (a ratings reset reads its last value), and a
         # tournament's games of one slot are told apart by their start, then their id.
         "DROP INDEX games_finish_seq",
@@ -501,7 +489,7 @@ class PostgresStorage(OneGameWrites):
         args: list[Any] = []
         if status is not None:
             args.append(status)
-            where.append(f"status = ${len(args)}" + ("" if status == "finished" else f" AND {_UNFINISHED}"))
+            where.append(f"status = ${len(args)}" + ("" if status == "finished" else f" AND {UNFINISHED}"))
         if before is not None:
             args += [ms_of_iso(before[0]), before[1]]
             where.append(f"(started, id) < (${len(args) - 1}, ${len(args)})")
@@ -522,7 +510,7 @@ class PostgresStorage(OneGameWrites):
         return [_game_row(r) for r in rows]
 
     async def abort_running(self, ended: str, game_ids: Sequence[str] | None = None) -> int:
-        sql = f"UPDATE games SET status = 'aborted', end_reason = 'aborted', ended = $1 WHERE {_RUNNING}"
+        sql = f"UPDATE games SET status = 'aborted', end_reason = 'aborted', ended = $1 WHERE {RUNNING}"
         async with self._p().acquire() as conn, conn.transaction():
             if game_ids is None:
                 ids = [r[0] for r in await conn.fetch(sql + " RETURNING id", ms_of_iso(ended))]
@@ -557,7 +545,7 @@ class PostgresStorage(OneGameWrites):
         return True
 
     async def running_games(self) -> list[RunningGame]:
-        rows = await self._p().fetch(f"SELECT id, host, epoch FROM games WHERE {_RUNNING} ORDER BY id")
+        rows = await self._p().fetch(f"SELECT id, host, epoch FROM games WHERE {RUNNING} ORDER BY id")
         return [RunningGame(r[0], r[1], r[2]) for r in rows]
 
     # ------------------------------------------------------------------ ratings

@@ -22,6 +22,9 @@ import msgspec
 from .base import (
     INITIAL_RATING,
     RATING_COLUMNS,
+    RUNNING,
+    SEASON_INDEXES,
+    UNFINISHED,
     BotRow,
     Claim,
     GameFilter,
@@ -77,9 +80,6 @@ def _sqlite_3_35(db: sqlite3.Connection) -> None:
         raise RuntimeError(f"upgrading the database to schema 9 needs SQLite 3.35 or newer, not {sqlite3.sqlite_version}")
 
 
-_UNFINISHED = "status <> 'finished'"
-"""The partial index ``games_unfinished`` serves a query only if its ``WHERE`` says this too."""
-_RUNNING = f"status = 'running' AND {_UNFINISHED}"
 
 _SINCE_RESET_V7 = "finish_seq > COALESCE((SELECT CAST(value AS INTEGER) FROM ladder_settings WHERE key = 'rated_since'), 0)"
 """Migration 7's "rated since the last reset" (a shipped migration never changes)."""
@@ -228,15 +228,7 @@ MIGRATIONS: list[list[str | Callable[[sqlite3.Connection], None]]] = [
               FROM rating_history AS h WHERE h.game_id = games.id AND h.bot = games.seat{seat}""" for seat in (0, 1)),
         "DROP TABLE rating_history",
         "ALTER TABLE games DROP COLUMN players",
-        "CREATE INDEX games_seat0_rated ON games (seat0, games0_before) WHERE games0_before IS NOT NULL",
-        "CREATE INDEX games_seat1_rated ON games (seat1, games1_before) WHERE games1_before IS NOT NULL",
-        f"CREATE INDEX games_unfinished ON games (status, started, id) WHERE {_UNFINISHED}",
-        "DROP INDEX games_status_started",
-        "DROP INDEX games_kind_started",
-        "DROP INDEX games_tournament",
-        "CREATE INDEX games_tournament ON games (tournament_id, slot) WHERE tournament_id IS NOT NULL",
-        *(stmt for seat in (0, 1) for stmt in (  # ties of the same millisecond broken by a sort
-            f"DROP INDEX games_seat{seat}_started", f"CREATE INDEX games_seat{seat}_started ON games (seat{seat}, started)")),
+        *SEASON_INDEXES,
     ],
 ]
 """Applied in order on open, each in its own transaction with its number in ``schema_version``.
@@ -268,7 +260,7 @@ def _page_where(status: GameStatus | None, before: tuple[str, str] | None) -> tu
     where: list[str] = ["1"]
     args: list[Any] = []
     if status is not None:
-        where.append("status = ?" if status == "finished" else f"status = ? AND {_UNFINISHED}")
+        where.append("status = ?" if status == "finished" else f"status = ? AND {UNFINISHED}")
         args.append(status)
     if before is not None:
         where.append("(started, id) < (?, ?)")
@@ -515,10 +507,10 @@ class SqliteStorage(OneGameWrites):
         return count
 
     def _abort_running(self, ended: str, game_ids: Sequence[str] | None) -> int:
-        sql = f"UPDATE games SET status = 'aborted', end_reason = 'aborted', ended = ? WHERE {_RUNNING}"
+        sql = f"UPDATE games SET status = 'aborted', end_reason = 'aborted', ended = ? WHERE {RUNNING}"
         with self._transaction() as db:
             if game_ids is None:
-                ids = [r[0] for r in db.execute(f"SELECT id FROM games WHERE {_RUNNING}").fetchall()]
+                ids = [r[0] for r in db.execute(f"SELECT id FROM games WHERE {RUNNING}").fetchall()]
                 db.execute(sql, (ended,))
             else:
                 ids = [g for g in game_ids if db.execute(sql + " AND id = ?", (ended, g)).rowcount]
@@ -547,7 +539,7 @@ class SqliteStorage(OneGameWrites):
         return done
 
     def _running_games(self) -> list[RunningGame]:
-        rows = self._conn().execute(f"SELECT id, host, epoch FROM games WHERE {_RUNNING} ORDER BY id")
+        rows = self._conn().execute(f"SELECT id, host, epoch FROM games WHERE {RUNNING} ORDER BY id")
         return [RunningGame(g, h, e) for g, h, e in rows.fetchall()]
 
     def _between_game_and_ratings(self) -> None:
