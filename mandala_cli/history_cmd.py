@@ -89,15 +89,16 @@ async def synth(storage: Storage, games: int, bots: int, seed: int, *, force: bo
         await storage.set_ladder(name, "listed")
     rng = random.Random(seed)
     elo = Settings().elo
-    at = [START]
+    at = START
 
     def played(count: int) -> list[GameWrite]:
         """The next ``count`` games, played by the engine (while the batch before is stored)."""
+        nonlocal at
         batch = []
         for _ in range(count):
             a, b = rng.sample(names, 2)
-            at[0] += timedelta(seconds=rng.uniform(0.1, 2.0))
-            row = synth_game(rng, [a, b], at[0])
+            at += timedelta(seconds=rng.uniform(0.1, 2.0))
+            row = synth_game(rng, [a, b], at)
             batch.append(GameWrite(row, final=True, rate=rating_update(row, elo)))
         return batch
 
