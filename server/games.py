@@ -15,6 +15,7 @@ import logging
 import secrets
 from collections import OrderedDict
 from collections.abc import Callable
+from time import perf_counter
 from typing import Any, Protocol, cast
 
 import msgspec
@@ -106,14 +107,22 @@ class Journal(Protocol):
 
 
 class Pending:
-    """The decision the game waits for: whose it is, its request id, and when it was asked."""
+    """The decision the game waits for: whose it is, its request id, and when it was asked:
+    ``sent_at`` on the loop's clock (for its timer) and ``asked`` on ``time.perf_counter``,
+    which think times are measured by (uvloop's clock ticks in whole milliseconds, and a
+    think time is promised to a tenth of one)."""
 
-    __slots__ = ("seat", "request_id", "sent_at")
+    __slots__ = ("seat", "request_id", "sent_at", "asked")
 
     def __init__(self, seat: int, request_id: int, sent_at: float) -> None:
         self.seat = seat
         self.request_id = request_id
         self.sent_at = sent_at
+        self.asked = perf_counter()
+
+    def thought(self) -> float:
+        """Seconds since the decision was asked."""
+        return perf_counter() - self.asked
 
 
 class GameRoom:
@@ -401,7 +410,7 @@ class GameRoom:
     def _thought(self, seat: int) -> float | None:
         """Milliseconds since ``seat``'s pending decision was sent (``None`` if none is)."""
         p = self.pending
-        return ms(self._loop.time() - p.sent_at) if p is not None and p.seat == seat else None
+        return ms(p.thought()) if p is not None and p.seat == seat else None
 
     def play(self, seat: int, request_id: int, move: Move) -> None:
         """Apply ``seat``'s answer to the pending decision; raises :class:`Refusal` and changes
@@ -428,7 +437,7 @@ class GameRoom:
             raise self._refuse("not_your_turn", "no decision of yours is pending in this game", request_id)
         if request_id != p.request_id:
             raise self._refuse("stale_request", f"the pending decision is request_id {p.request_id}", request_id)
-        elapsed = self._loop.time() - p.sent_at
+        elapsed = p.thought()
         if elapsed * 1000 > self.decision_ms:
             self._note("late", seat, request_id=request_id, after_ms=ms(elapsed), sent=msgspec.to_builtins(move))
             self._on_timeout(p.request_id)
