@@ -84,11 +84,11 @@ Body = dict[str, object]
 
 async def _history_page(arena: Arena, bot: str, limit: int, before: int | None) -> tuple[list[Body], int | None]:
     """The last ``limit`` rating changes of ``bot`` made before its ``before``-th rated game,
-    oldest first, and the cursor of the page before them (``None``: this page is the first)."""
+    oldest first, ratings to a tenth as the standings give them, and the cursor of the page before them (``None``: this page is the first)."""
     entries = await arena.storage.rating_history(bot, limit + 1, before)
     older = entries[1].games_before if len(entries) > limit else None
     page = entries[-limit:]
-    return [{"game_id": h.game_id, "rating_before": h.rating_before, "rating_after": h.rating_after,
+    return [{"game_id": h.game_id, "rating_before": round(h.rating_before, 1), "rating_after": round(h.rating_after, 1),
              "games_before": h.games_before, "at": h.at} for h in page], older
 
 

@@ -101,6 +101,11 @@ async def test_qualification_against_the_house_then_rated_duplicate_pairs(make_a
     assert (await arena.arena.storage.get_game(ladder[0].game_id)).pair_id == ladder[0].pair_id  # type: ignore[union-attr]
     profile = await arena.get_json("/api/bots/alice")
     assert profile["state"] == "listed" and len(profile["history"]) == 2
+    # Ratings to a tenth, as the standings give them; the second change starts where the first ended.
+    stored = await arena.arena.storage.rating_history("alice")
+    assert [(h["rating_before"], h["rating_after"]) for h in profile["history"]] == [
+        (round(e.rating_before, 1), round(e.rating_after, 1)) for e in stored]
+    assert profile["history"][1]["rating_before"] == profile["history"][0]["rating_after"]
     assert {g["kind"] for g in profile["games"]} >= {"qualification", "ladder"}
 
 
