@@ -8,6 +8,10 @@ checked in, so a change to a struct must come with regenerated files::
     python -m protocol.schema          # write protocol/schema/*.json
     python -m protocol.schema --check  # exit 1, naming stale files, if they differ
 
+The server encodes every field of every struct it sends (``omit_defaults=False``), so in the
+documents of what the server sends every property is required: a bot in another language can
+rely on each one being there. A client's messages may leave out the fields that have defaults.
+
 Output is deterministic (sorted keys, two-space indent, trailing newline, and
 docstrings dedented the same way on every Python version), so the check is a
 plain text comparison.
@@ -34,27 +38,33 @@ from .messages import PROTOCOL_VERSION, ClientMessage, ServerMessage
 SCHEMA_DIR = Path(__file__).resolve().parent / "schema"
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
-SCHEMAS: dict[str, tuple[Any, str, str]] = {
+SCHEMAS: dict[str, tuple[Any, str, str, bool]] = {
     "client-message.json": (
         ClientMessage,
         "ClientMessage",
         "Any message a client (bot or spectator) may send over the WebSocket; the `type` field names it.",
+        False,
     ),
     "server-message.json": (
         ServerMessage,
         "ServerMessage",
         "Any message the server sends over the WebSocket; the `type` field names it.",
+        True,
     ),
     "live-message.json": (
         LiveMessage,
         "LiveMessage",
         "Any message the server pushes to viewers of the /live WebSocket; the `type` field names it.",
+        True,
     ),
-    "move.json": (Move, "Move", "A move in R22 notation: the `move` of a `move` message, the items of `legal`."),
-    "view.json": (View, "View", "What a seat (or a spectator) may see of a game (R24)."),
-    "record.json": (Record, "Record", "A whole game (R23), as `game_over` and GET /api/games/{id}/record give it."),
+    "move.json": (Move, "Move", "A move in R22 notation: the `move` of a `move` message, the items of `legal`.",
+                  False),
+    "view.json": (View, "View", "What a seat (or a spectator) may see of a game (R24).", True),
+    "record.json": (Record, "Record", "A whole game (R23), as `game_over` and GET /api/games/{id}/record give it.",
+                    True),
 }
-"""File name -> (type, title, description)."""
+"""File name -> (type, title, description, whether only the server writes it: then every
+property is required)."""
 
 
 def _clean(node: Any) -> Any:
@@ -66,9 +76,23 @@ def _clean(node: Any) -> Any:
     return node
 
 
-def build(tp: Any, title: str, description: str) -> dict[str, Any]:
+def _require_all(node: Any) -> Any:
+    """Every object's properties required (what the server sends carries each field)."""
+    if isinstance(node, dict):
+        out = {k: _require_all(v) for k, v in node.items()}
+        if isinstance(out.get("properties"), dict):
+            out["required"] = list(out["properties"])
+        return out
+    if isinstance(node, list):
+        return [_require_all(v) for v in node]
+    return node
+
+
+def build(tp: Any, title: str, description: str, sent_by_server: bool = False) -> dict[str, Any]:
     """The JSON Schema document for ``tp``."""
     schema: dict[str, Any] = _clean(msgspec.json.schema(tp))
+    if sent_by_server:
+        schema = _require_all(schema)
     schema["$schema"] = DIALECT
     schema["title"] = title
     schema["description"] = description

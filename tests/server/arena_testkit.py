@@ -122,6 +122,8 @@ class LiveStream:
     def __init__(self, ws: aiohttp.ClientWebSocketResponse) -> None:
         self.ws = ws
         self.batches: list[LiveBatch] = []
+        self.raw: list[str] = []
+        """Each batch's frame as sent."""
         self._events: list[Any] = []
 
     async def batch(self, timeout: float = RECV_TIMEOUT) -> LiveBatch:
@@ -129,6 +131,7 @@ class LiveStream:
         if msg.type is not WSMsgType.TEXT:
             raise Closed(self.ws.close_code)
         batch = self._decode(msg.data)
+        self.raw.append(msg.data)
         self.batches.append(batch)
         return batch
 
