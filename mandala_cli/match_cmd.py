@@ -4,7 +4,9 @@ Each deal is played twice with the seats swapped (same cards, same first
 player), so luck of the deal cancels out; ``--games`` counts games and is
 rounded up to an even number. Games run in parallel worker processes.
 The figures are A's: wins, draws, losses, score, Elo difference with a 95 %
-interval (pairs as units, :mod:`mandala_client.stats`), and with ``--sprt``
+interval (Wilson's over the games, counted by the deals' spread:
+:mod:`mandala_client.stats`; at a perfect or a zero score only one end is
+finite, and that end is what is printed), and with ``--sprt``
 a sequential test that stops the match once it is decided (after at least
 ``MIN_SPRT_DEALS`` deals). The last line of output is one JSON object with
 every figure, for scripts.
@@ -139,11 +141,31 @@ def _decided_prefix(results: list[dict[str, Any] | None]) -> list[float]:
 
 
 def _finite(x: float) -> float | None:
-    return round(x, 2) if math.isfinite(x) else None
+    """An Elo figure for the JSON line: one decimal as in the text, ``None`` where it is unbounded."""
+    return round(x, 1) if math.isfinite(x) else None
 
 
-def _elo_text(x: float) -> str:
-    return f"{x:+.1f}" if math.isfinite(x) else ("+inf" if x > 0 else "-inf")
+def _bounded(s: Summary) -> str:
+    """Which ends of the interval are finite: ``"both"``, or ``"below"`` at a perfect score, ``"above"`` at zero."""
+    if math.isinf(s.elo_low) and math.isinf(s.elo_high):
+        return "neither"  # no games
+    if math.isinf(s.elo_high):
+        return "below"
+    if math.isinf(s.elo_low):
+        return "above"
+    return "both"
+
+
+def _elo_line(s: Summary) -> str:
+    """The Elo figure in words: an estimate with its interval, or at an extreme score the one finite bound."""
+    bounded = _bounded(s)
+    if bounded == "neither":
+        return "no games, no figure"
+    if bounded == "below":
+        return f"at least {s.elo_low:+.1f} (95% interval bounded below only: A won every game)"
+    if bounded == "above":
+        return f"at most {s.elo_high:+.1f} (95% interval bounded above only: A lost every game)"
+    return f"{s.elo:+.1f} (95% interval {s.elo_low:+.1f} to {s.elo_high:+.1f})"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -214,7 +236,7 @@ def report(args: argparse.Namespace, planned: int, scores: list[float], results:
     out = sys.stdout
     out.write(f"A = {args.a}, B = {args.b}: {s.games} games ({s.games // 2} duplicate deals), seed {args.seed}\n")
     out.write(f"A: {s.wins} wins, {s.draws} draws, {s.losses} losses; score {100 * s.score:.1f}%\n")
-    out.write(f"Elo difference A - B: {_elo_text(s.elo)} (95% interval {_elo_text(s.elo_low)} to {_elo_text(s.elo_high)})\n")
+    out.write(f"Elo difference A - B: {_elo_line(s)}\n")
     if test is not None:
         out.write(f"SPRT H0: elo={test.elo0:g} vs H1: elo={test.elo1:g} (alpha=beta=0.05): "
                   f"LLR {test.llr:.2f} in [{test.lower:.2f}, {test.upper:.2f}]: {test.verdict}"
@@ -223,6 +245,7 @@ def report(args: argparse.Namespace, planned: int, scores: list[float], results:
         "a": args.a, "b": args.b, "seed": args.seed, "games_planned": planned,
         "games": s.games, "deals": s.games // 2, "wins": s.wins, "draws": s.draws, "losses": s.losses,
         "score": round(s.score, 4), "elo": _finite(s.elo), "elo_low": _finite(s.elo_low), "elo_high": _finite(s.elo_high),
+        "elo_bounded": _bounded(s),
         "end_reasons": reasons, "forfeits": forfeits, "seconds": round(seconds, 2), "stopped_early": stopped,
         "sprt": None,
     }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ from mandala import replay
 
 BOT = str(Path(__file__).with_name("first_legal_bot.py"))
 KEYS = {"a", "b", "seed", "games", "deals", "wins", "draws", "losses", "score", "elo", "elo_low", "elo_high",
-        "end_reasons", "forfeits", "seconds", "stopped_early", "sprt", "games_planned"}
+        "end_reasons", "forfeits", "seconds", "stopped_early", "sprt", "games_planned", "elo_bounded"}
 
 
 def _match(*args: str) -> subprocess.CompletedProcess[str]:
@@ -53,3 +54,37 @@ def test_match_with_an_external_program() -> None:
 def test_match_refuses_an_unknown_bot() -> None:
     done = _match("nosuchbot", "random", "--games", "2")
     assert done.returncode == 2 and "unknown bot" in done.stderr
+
+
+def test_a_perfect_score_reports_its_finite_lower_bound_in_text_and_json() -> None:
+    # greedy beats random in all 20 games of seed 1 (10 deals). Wilson's lower end at a score of
+    # 1 over 20 games is 20 / (20 + z²), whose Elo is 400·log10(20 / z²) with z = 1.95996: +286.6.
+    done = _match("greedy", "random", "--games", "20", "--seed", "1", "--jobs", "1")
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (figures["wins"], figures["draws"], figures["losses"]) == (20, 0, 0)
+    bound = round(400 * math.log10(20 / 1.959963984540054**2), 1)
+    assert bound == 286.6
+    assert (figures["elo"], figures["elo_low"], figures["elo_high"], figures["elo_bounded"]) == (None, bound, None, "below")
+    assert "Elo difference A - B: at least +286.6 (95% interval bounded below only: A won every game)" in done.stdout
+    assert "inf" not in done.stdout
+
+
+def test_a_zero_score_reports_its_finite_upper_bound() -> None:
+    done = _match("random", "greedy", "--games", "20", "--seed", "1", "--jobs", "1")
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (figures["wins"], figures["draws"], figures["losses"]) == (0, 0, 20)
+    assert (figures["elo"], figures["elo_low"], figures["elo_high"], figures["elo_bounded"]) == (None, None, -286.6, "above")
+    assert "Elo difference A - B: at most -286.6 (95% interval bounded above only: A lost every game)" in done.stdout
+    assert "inf" not in done.stdout
+
+
+def test_the_text_and_the_json_give_the_same_figures() -> None:
+    done = _match("random", "random", "--games", "40", "--seed", "3", "--jobs", "2")
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    assert figures["elo_bounded"] == "both"
+    line = f"Elo difference A - B: {figures['elo']:+.1f} (95% interval {figures['elo_low']:+.1f} to {figures['elo_high']:+.1f})"
+    assert line in done.stdout
+    assert figures["elo_low"] < figures["elo"] < figures["elo_high"]

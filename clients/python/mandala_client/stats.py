@@ -15,6 +15,14 @@ hypotheses' Elo,
     LLR ≈ n · (s1 − s0) · (2·x̄ − s0 − s1) / (2·σ²)
 
 compared with ``ln(β/(1−α))`` and ``ln((1−β)/α)``.
+
+The Elo interval is the Wilson score interval of the score over an
+*effective* number of games (Kish's design effect, as Korn and Graubard use
+for clustered samples): the spread of the units against that of as many
+independent games says what the games are worth, never more than their
+number. Unlike the plain normal interval it stays inside 0–1 and needs no
+spread, so a perfect score still has a finite lower bound (and a zero score
+a finite upper one); the other end is then unbounded.
 """
 
 from __future__ import annotations
@@ -58,14 +66,46 @@ def pair_units(scores: Sequence[float]) -> list[float]:
     return [sum(scores[i:i + 2]) / len(scores[i:i + 2]) for i in range(0, len(scores), 2)]
 
 
-def elo_interval(units: Sequence[float], z: float = Z95) -> tuple[float, float]:
-    """The Elo interval for the mean unit score ``± z`` standard errors."""
+def effective_games(units: Sequence[float], games: int | None = None) -> float:
+    """How many independent games the units are worth: their ``games`` over the design effect.
+
+    ``games`` is how many games the units hold (default one each). The design
+    effect is the units' variance over that of a unit of as many independent
+    games of the same mean, taken as at least 1 (a deal's seat swap may make
+    it steadier than two independent games; the interval does not count on
+    it) and as 1 when there is no spread to measure (all units at 0 or 1, or
+    all alike).
+    """
     n = len(units)
     mean, var = mean_var(units)
-    if n < 2:
+    games = n if games is None else games
+    binomial = mean * (1.0 - mean) * n / games
+    if binomial <= 0.0 or var <= binomial:
+        return float(games)
+    return games * binomial / var
+
+
+def wilson(score: float, n: float, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval of a score over ``n`` games: exactly 0 and 1 at the extremes."""
+    z2 = z * z
+    centre = (score + z2 / (2.0 * n)) / (1.0 + z2 / n)
+    half = z / (1.0 + z2 / n) * math.sqrt(score * (1.0 - score) / n + z2 / (4.0 * n * n))
+    low = 0.0 if score <= 0.0 else centre - half
+    high = 1.0 if score >= 1.0 else centre + half
+    return low, high
+
+
+def elo_interval(units: Sequence[float], games: int | None = None, z: float = Z95) -> tuple[float, float]:
+    """The Elo interval of the mean unit score: Wilson's over the units' effective games.
+
+    ``-inf`` or ``+inf`` at an end only when the score is 0 or 1 (that end
+    is unbounded), and both without games.
+    """
+    if not units:
         return -math.inf, math.inf
-    half = z * math.sqrt(var / n)
-    return elo_of(mean - half), elo_of(mean + half)
+    mean, _ = mean_var(units)
+    low, high = wilson(mean, effective_games(units, games), z)
+    return elo_of(low), elo_of(high)
 
 
 @dataclass(frozen=True)
@@ -113,7 +153,11 @@ def sprt(units: Sequence[float], elo0: float, elo1: float, alpha: float = 0.05, 
 
 @dataclass(frozen=True)
 class Summary:
-    """Wins, draws and losses of one side, its score and its Elo with a 95 % interval."""
+    """Wins, draws and losses of one side, its score and its Elo with a 95 % interval.
+
+    At a score of 1 ``elo`` and ``elo_high`` are ``+inf`` and ``elo_low`` is
+    finite; at 0, ``elo`` and ``elo_low`` are ``-inf`` and ``elo_high`` finite.
+    """
 
     games: int
     wins: int
@@ -129,12 +173,13 @@ def summarize(scores: Sequence[float], paired: bool = True) -> Summary:
     """Figures for one side from its game scores, in play order.
 
     With ``paired`` (duplicate deals: games ``2i`` and ``2i+1`` share a
-    deal) the interval uses pair averages; otherwise single games.
+    deal) the interval uses pair averages as its units; otherwise single
+    games.
     """
     wins = sum(1 for s in scores if s == 1.0)
     losses = sum(1 for s in scores if s == 0.0)
     draws = len(scores) - wins - losses
     score = sum(scores) / len(scores) if scores else 0.5
     units = pair_units(scores) if paired else list(scores)
-    low, high = elo_interval(units)
+    low, high = elo_interval(units, games=len(scores))
     return Summary(len(scores), wins, draws, losses, score, elo_of(score), low, high)
