@@ -1,7 +1,8 @@
 """Tournaments over HTTP (PROTOCOL.md §21).
 
 Everyone may read: ``GET /api/tournaments``, ``GET /api/tournaments/{id}``,
-``…/results`` (JSON, or CSV with ``?format=csv``) and ``…/records`` (JSON Lines). The organizer,
+``…/results`` (JSON, or CSV with ``?format=csv``), ``…/records`` (JSON Lines) and ``…/games``
+(every game of it, in schedule order, for the page's list and its replays). The organizer,
 with the admin token, creates one (``POST /api/tournaments``) and moves it through its states
 (``…/start``, ``…/pause``, ``…/resume``, ``…/cancel``). A control is a conditional update of the
 stored row (two racing requests: one wins, the other gets ``409``); the director follows the
@@ -17,6 +18,7 @@ import random
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
+from urllib.parse import urlencode
 
 import msgspec
 from aiohttp import web
@@ -25,11 +27,12 @@ from protocol.tournaments import TournamentDefinition
 
 from ..arena import ARENA, Arena
 from ..clock import utc_now
-from ..http_api import ApiError, json_response, read_body, require_admin, running_games
+from ..http_api import ApiError, _limit, json_response, read_body, require_admin, running_games
 from ..json_lines import stream_json_lines
 from ..storage import GameRow, TournamentRow
+from ..summary import game_summary
 from .schedule import DefinitionError, check, initial_schedule
-from .view import tournament_info, tournament_results, tournament_view
+from .view import TournamentGame, tournament_game, tournament_info, tournament_results, tournament_view
 
 log = logging.getLogger(__name__)
 
@@ -143,6 +146,46 @@ async def get_one(request: web.Request) -> web.Response:
     return json_response(tournament_view(row, games, running, arena.tournaments.waiting(row.tournament_id)))
 
 
+async def get_games(request: web.Request) -> web.Response:
+    """``GET /api/tournaments/{id}/games?after_slot=N&limit=50``: every game of the tournament
+    (running, finished, forfeited or aborted), in schedule order (by slot, then start: a game
+    cut off by a restart before its slot's replay), running ones as they stand; a page holds
+    whole slots, and a full one links to the next (``Link``)."""
+    arena = request.app[ARENA]
+    row = await _tournament(arena, request.match_info["tournament_id"])
+    limit = _limit(request)
+    try:
+        after = int(request.query.get("after_slot", "-1"))
+    except ValueError:
+        raise ApiError(400, "invalid_request", "after_slot is an integer") from None
+    if after < -1:
+        raise ApiError(400, "invalid_request", "after_slot is at least -1 (the default: from the first slot)")
+    await arena.manager.recorder.settle()
+    want, full = limit, False
+    while True:  # a page ends at a slot's end: the last slot's rows are left to the next page
+        rows = await arena.storage.tournament_games(row.tournament_id, after_slot=after, limit=want)
+        if len(rows) < want:
+            break
+        kept = [r for r in rows if r.slot != rows[-1].slot]
+        if kept:
+            rows, full = kept, True
+            break
+        want *= 2  # one slot filled the page (a game cut off again and again): read all of it
+    elsewhere = {g.game_id: g for g in _running(arena, row.tournament_id)}
+    games: list[TournamentGame] = []
+    for r in rows:
+        summary = game_summary(r)
+        if r.status == "running":  # the stored row says ply 0: the game as it stands instead
+            room = arena.manager.lookup(r.game_id)
+            summary = game_summary(room.to_row(record=False)) if room is not None else elsewhere.get(r.game_id, summary)
+        games.append(tournament_game(row, summary, r.slot or 0))
+    headers = None
+    if full:
+        query = {**request.query, "after_slot": str(games[-1].slot)}
+        headers = {"Link": f'<{request.url.path}?{urlencode(query)}>; rel="next"'}
+    return json_response(games, headers=headers)
+
+
 CSV_COLUMNS = ("rank", "bot", "rating", "low", "high", "score", "games", "wins", "draws", "losses", "forfeits",
                "stronger_than_next")
 
@@ -205,5 +248,6 @@ def setup(app: web.Application) -> None:
     app.router.add_get("/api/tournaments/{tournament_id}", get_one)
     app.router.add_get("/api/tournaments/{tournament_id}/results", get_results)
     app.router.add_get("/api/tournaments/{tournament_id}/records", get_records)
+    app.router.add_get("/api/tournaments/{tournament_id}/games", get_games)
     for op in TRANSITIONS:
         app.router.add_post(f"/api/tournaments/{{tournament_id}}/{op}", control(op))

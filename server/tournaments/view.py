@@ -23,6 +23,22 @@ from . import results
 from .schedule import planned_games
 
 
+class TournamentGame(GameSummary, kw_only=True):
+    """One game of ``GET /api/tournaments/{id}/games``: a game summary and its place in the
+    schedule."""
+
+    slot: int
+    """Its index in the schedule (a game cut off by a restart is replayed in the same slot)."""
+    round: int
+    """Its slot's round, from 1 (a gauntlet has one round; a round robin's rounds are its
+    circle method's)."""
+
+
+def tournament_game(row: TournamentRow, summary: GameSummary, slot: int) -> TournamentGame:
+    """``summary`` with its ``slot`` and that slot's round in ``row``'s schedule."""
+    return TournamentGame(**msgspec.structs.asdict(summary), slot=slot, round=row.schedule[slot][0])
+
+
 def _finished(games: Sequence[GameRow]) -> list[GameRow]:
     """One finished game per slot (the one that counts)."""
     by_slot = {g.slot: g for g in games if g.status == "finished"}
