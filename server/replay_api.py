@@ -8,7 +8,9 @@ sent in its ``update``, and at each of its decisions what its ``decision`` carri
 id, legal moves), its answer, the think time the server counted, and what went wrong there
 (refused answers with what was sent, a late answer, a time-out, a disconnect), from the
 telemetry stored with the game (``server/telemetry.py``). Once a game is over its record is
-public; a running game is refused before anything is read.
+public; a running game is refused before anything is read. So every replay, whatever its eyes,
+also gives ``cups``: both cups' whole contents at the end (the starting cards included), which
+the final score is counted from (R21).
 """
 
 from __future__ import annotations
@@ -29,6 +31,12 @@ def plies(record: dict[str, Any], seat: int | None = None, telemetry: dict[str, 
     """``{"ply", "move", "view"}`` for ply 0 (the deal, no move) and after each move of
     ``record``, seen by ``seat`` (``None``: a spectator). A seat's plies also carry its
     ``incidents`` there, and those where it had to decide a ``decision``."""
+    return walk(record, seat, telemetry)[0]
+
+
+def walk(record: dict[str, Any], seat: int | None = None,
+         telemetry: dict[str, Any] | None = None) -> tuple[list[dict[str, Any]], mandala.Game]:
+    """:func:`plies`, and the game as it stands at the end of the record."""
     moves = record["moves"]
     think = iter((telemetry or {}).get("think_ms", [[], []])[seat] if seat is not None else ())
     incidents: defaultdict[int, list[dict[str, Any]]] = defaultdict(list)
@@ -60,7 +68,7 @@ def plies(record: dict[str, Any], seat: int | None = None, telemetry: dict[str, 
 
     game = mandala.replay(record, on_decision=step)
     step(len(moves), game)
-    return out
+    return out, game
 
 
 def seat_param(request: web.Request) -> int | None:
@@ -85,7 +93,9 @@ async def get_replay(request: web.Request) -> web.Response:
         body["measured"] = row.telemetry is not None
         body["decision_ms"] = telemetry.get("decision_ms")
         body["dropped_incidents"] = telemetry.get("dropped", 0)
-    body["plies"] = plies(row.record, seat, row.telemetry)
+    body["plies"], end = walk(row.record, seat, row.telemetry)
+    # Over, so public (R24): both cups as the record leaves them, whatever the eyes.
+    body["cups"] = [mandala.view(end, s).private.cup for s in (0, 1)]  # type: ignore[union-attr]
     resp = json_response(body)
     resp.enable_compression()  # ~1.2 kB a ply, over 1 MB for a long game; gzip makes it ~30 times smaller
     return resp

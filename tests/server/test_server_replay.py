@@ -58,6 +58,46 @@ async def test_replay_steps_through_what_a_spectator_saw(make_arena: Any) -> Non
     assert await arena.get_json(f"/api/games/{game_id}/replay") == replay
 
 
+def river_score(river: list[str], cup: dict[str, int]) -> int:
+    """R21, counted independently of the engine: each cup card whose color is in the river
+    scores that river slot's number."""
+    return sum(slot * cup[color] for slot, color in enumerate(river, 1))
+
+
+async def test_a_replay_shows_both_whole_cups_once_the_game_is_over(make_arena: Any) -> None:
+    """The record is public once the game is over (R24), so every replay gives both cups'
+    whole contents at the end, starting cards included: the final score can be checked
+    against them. The spectator's views themselves stay as a spectator saw them."""
+    arena: Harness = await make_arena()
+    a = await arena.bot("alice")
+    b = await arena.bot("bob")
+    game_id = await arena.start_game(["alice", "bob"], reshuffle_seed=5)
+    (over,), _ = await gather(play_out(a, random_policy(31)), play_out(b, random_policy(32)))
+    spectator = await arena.get_json(f"/api/games/{game_id}/replay")
+    seats = [await arena.get_json(f"/api/games/{game_id}/replay?seat={s}") for s in (0, 1)]
+    cups = spectator["cups"]
+    assert seats[0]["cups"] == seats[1]["cups"] == cups
+    end = spectator["plies"][-1]["view"]
+    assert [river_score(end["players"][s]["river"], cups[s]) for s in (0, 1)] == over.result.scores
+    assert [totals(c) for c in cups] == over.result.cup_sizes == [p["cup_size"] for p in end["players"]]
+    for s in (0, 1):
+        # The claimed part the spectator saw, plus the two starting cards it never saw.
+        claimed = end["players"][s]["cup_claimed"]
+        assert all(cups[s][c] >= claimed[c] for c in cups[s])
+        assert totals(cups[s]) - totals(claimed) == end["players"][s]["cup_unknown"] == 2
+        # A seat's own last view holds the same cup.
+        assert seats[s]["plies"][-1]["view"]["private"]["cup"] == cups[s]
+    assert end["private"] is None and totals(end["unseen"]) >= 4  # the starting cards stay unseen in the views
+    # A running game gives nothing: its replay is refused before anything is read.
+    c = await arena.bot("carol")
+    d = await arena.bot("dave")
+    running = await arena.start_game(["carol", "dave"])
+    for query in ("", "?seat=0", "?seat=1"):
+        body = await api_error(await arena.client.get(f"/api/games/{running}/replay{query}"), 409, "game_running")
+        assert "cups" not in body
+    await gather(play_out(c, random_policy(33)), play_out(d, random_policy(34)))
+
+
 async def test_replay_views_do_not_depend_on_hidden_cards(make_arena: Any) -> None:
     arena = await make_arena()
     runs = await hidden_card_runs(arena, seed=303, deals=3, plies=24)
