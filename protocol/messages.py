@@ -357,6 +357,8 @@ class Standing(msgspec.Struct, kw_only=True):
     elo: float
     """The live Elo, changed after every rated game (it depends on the order of the games)."""
     games: int
+    """Rated games of it that finished (and were stored) since the last ratings reset: the
+    games ``rating`` and ``elo`` count. Running and aborted games are not counted."""
     wins: int
     draws: int
     losses: int
@@ -367,7 +369,11 @@ class Standing(msgspec.Struct, kw_only=True):
     opponents: int = 0
     """How many distinct bots it has met in rated games since the last ratings reset."""
     recent_games: int = 0
-    """Ladder games it started in the last hour (what a games-per-hour limit counts)."""
+    """Ladder games paired for it in the last hour, whatever became of them: both games of a
+    duplicate pair count from the moment the pair is made (the return game before it starts),
+    running and aborted games included, and a ratings reset does not clear it. This is what a
+    games-per-hour limit counts; it can exceed ``games``, which counts finished rated games
+    only."""
 
 
 class GameSummary(msgspec.Struct, kw_only=True):
