@@ -23,8 +23,9 @@ from .moves import (
     move_from_json,
     move_to_dict,
 )
+from .player_view import result, view
 from .record import Record, encode_record, record_dict, record_of, replay
-from .views import Private, Result, View, result, view
+from .views import Private, Result, View
 
 __all__ = [
     "COLORS", "COLOR_INDEX", "Cards", "Color",

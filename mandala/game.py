@@ -18,7 +18,6 @@ from __future__ import annotations
 import itertools
 import random
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
 
 from .cards import ALL_COLORS_MASK, CARDS_PER_COLOR, COLOR_INDEX, COLORS, DECK_SIZE, expand, full_deck
 from .errors import IllegalMove, RecordError
@@ -44,9 +43,7 @@ from .moves import (
     Pass,
     code_of,
 )
-
-if TYPE_CHECKING:
-    from .views import View
+from .views import View
 
 TURN_LIMIT = 1000
 """R19: when a turn is about to begin and this many have been played, the game ends."""
