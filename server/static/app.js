@@ -136,10 +136,12 @@
     for (const node of old.values()) node.remove();
   }
 
+  /** ``{status, body, next}``: ``next`` is the path of the next page a ``Link`` header names. */
   async function getJson(path) {
     const resp = await fetch(path, { headers: { Accept: "application/json" } });
     const body = await resp.json().catch(() => null);
-    return { status: resp.status, body };
+    const link = /<([^>]+)>;\s*rel="next"/.exec(resp.headers.get("Link") || "");
+    return { status: resp.status, body, next: link ? link[1] : null };
   }
 
   // ---------------------------------------------------------------- words
@@ -201,6 +203,7 @@
     const loser = result.winner === null ? null : players[1 - result.winner];
     const why = result.end_reason === "timeout" ? `${loser} ran out of time`
       : result.end_reason === "resign" ? `${loser} resigned`
+      : result.end_reason === "forfeit" ? (loser ? `${loser} forfeited: not connected when due` : "both forfeited: not connected when due")
       : result.end_reason === "aborted" ? "stopped by the server"
       : REASONS[result.end_reason] || result.end_reason;
     if (result.end_reason === "aborted") return ["Aborted", "", why];
@@ -335,7 +338,7 @@
     setText(elo, round(s.elo));
     elo.title = `live Elo after ${plural(s.games, "rated game")}${s.provisional ? " (provisional: it moves faster for now)" : ""}`;
     setText(games, String(s.games));
-    games.title = `${plural(s.recent_games, "ladder game")} started in the last hour`;
+    games.title = `${plural(s.games, "rated game")} finished since the last ratings reset; ${recentWords(s.recent_games)}`;
     setText(opponents, String(s.opponents));
     opponents.title = `has played ${plural(s.opponents, "different bot")} in rated games since the last ratings reset`;
     const text = `${s.wins}–${s.draws}–${s.losses}`;
@@ -346,6 +349,12 @@
       if (had) flash(wdl);
     }
   }
+
+  const RATED_NOTE = "rated games finished since the last ratings reset (its live Elo moved after each)";
+  const RECENT_NOTE = "ladder games paired with it in the last hour: both games of a duplicate pair count from "
+    + "the moment the pair is made, so running games, aborted ones and a return game not yet started count too; "
+    + "a games-per-hour limit counts these. Not its rated games, which count only finished games since the last ratings reset.";
+  const recentWords = (n) => `${plural(n, "ladder game")} paired in the last hour`;
 
   function renderStandings(paused, standings) {
     $("[data-testid=paused]").hidden = !paused;
@@ -392,7 +401,12 @@
 
   // ---------------------------------------------------------------- the board
 
-  function playerPanel(view, players, seat, over) {
+  /** R21: each cup card whose color is in the river scores that river slot's number. */
+  const cupScore = (river, cup) => river.reduce((n, color, i) => n + (i + 1) * (cup[color] || 0), 0);
+
+  /** ``final``: the seat's whole cup once the game is over (the replay's ``cups``: public
+   *  then, R24), or ``null`` while the board shows what was known during the game. */
+  function playerPanel(view, players, seat, over, final) {
     const p = view.players[seat];
     const moving = !over && view.to_move === seat;
     const tag = moving ? (view.phase === "pick" ? "picks" : "to move") : "";
@@ -406,7 +420,14 @@
     const claimed = COLORS.filter((c) => p.cup_claimed[c] > 0).map((c) => chip(c, p.cup_claimed[c], true));
     // A seat's view (a seat replay) also holds that seat's hand and whole cup.
     const own = view.private && view.seat === seat ? view.private : null;
-    const cup = own
+    const cup = final
+      ? h("div.cup.final", { "data-testid": `cup-${seat}`, "data-final": "true",
+        title: "the whole cup, its two starting cards included: public once the game is over" }, "Whole cup:",
+        total(final) ? COLORS.filter((c) => final[c] > 0).map((c) => chip(c, final[c], true)) : "nothing",
+        h("span.final-score", { "data-testid": `final-score-${seat}`,
+          title: "each cup card whose color is in the river scores that river slot's number",
+          text: `· scores ${cupScore(p.river, final)}` }))
+      : own
       ? h("div.cup", { "data-testid": `cup-${seat}` }, "In the cup:",
         total(own.cup) ? COLORS.filter((c) => own.cup[c] > 0).map((c) => chip(c, own.cup[c], true)) : "nothing",
         h("span.unseen", { "data-testid": `score-now-${seat}`, text: `· would score ${own.score} now` }))
@@ -443,12 +464,14 @@
     );
   }
 
-  function renderBoard(node, view, before, players, ply, over) {
+  /** ``cups``: both whole cups, shown once the game is over (else ``null``). */
+  function renderBoard(node, view, before, players, ply, over, cups) {
     node.dataset.ply = ply;
+    node.dataset.final = cups ? "true" : "false";
     node.replaceChildren(
-      playerPanel(view, players, 1, over),
+      playerPanel(view, players, 1, over, cups ? cups[1] : null),
       h("div.mandalas", {}, mandalaPanel(view, before, players, 0), mandalaPanel(view, before, players, 1)),
-      playerPanel(view, players, 0, over),
+      playerPanel(view, players, 0, over, cups ? cups[0] : null),
     );
   }
 
@@ -651,7 +674,8 @@
       this.eyes.hidden = mode !== "replay";
     }
 
-    showSide(view, before, move, ply, result) {
+    /** ``cups``: the replay's whole cups, given at the last position of a game that is over. */
+    showSide(view, before, move, ply, result, cups = null) {
       this.ply.textContent = String(ply);
       this.turns.textContent = String(view.turns);
       this.deck.textContent = `${view.deck_size}${view.reshuffles ? ` · reshuffled ${plural(view.reshuffles, "time")}` : ""}`;
@@ -672,7 +696,7 @@
         const [headline, score, why] = resultWords(result, this.players);
         this.resultBox.replaceChildren(headline, " ", h("span.score", { text: score }), h("span.why", { text: why }));
       }
-      renderBoard(this.board, view, before, this.players, ply, over);
+      renderBoard(this.board, view, before, this.players, ply, over, cups);
     }
 
     // -------- live, as a spectator over /ws
@@ -825,7 +849,8 @@
       this.index = i;
       const p = plies[i];
       const isLast = i === plies.length - 1;
-      this.showSide(p.view, i > 0 ? plies[i - 1].view : null, p.move, p.ply, isLast ? this.result : null);
+      const cups = isLast && this.replay.cups ? this.replay.cups : null;
+      this.showSide(p.view, i > 0 ? plies[i - 1].view : null, p.move, p.ply, isLast ? this.result : null, cups);
       const n = p.incidents ? p.incidents.length : 0;
       this.plyOf.textContent = `${i} / ${plies.length - 1}${n ? ` · ${plural(n, "incident")}` : ""}`;
       this.scrub.value = String(i);
@@ -1043,10 +1068,12 @@
     }
     const s = body.standing;
     const change = new Map(body.history.map((e) => [e.game_id, e.rating_after - e.rating_before]));
+    const running = body.games.filter((g) => g.status === "running" && g.kind === "ladder").length;
     const facts = s ? [
       ["Rank", `#${s.rank}`, "rank"], ["95% interval", interval(s.low, s.high), "interval"],
       ["Elo (live)", `${round(s.elo)}${s.provisional ? " · provisional" : ""}`, "elo"],
-      ["Games", s.games, "games"], ["Last hour", plural(s.recent_games, "ladder game"), "recent-games"],
+      ["Rated games", s.games, "rated-games", RATED_NOTE],
+      ["Last hour", `${plural(s.recent_games, "ladder game")} paired (${running} running)`, "recent-games", RECENT_NOTE],
       ["Opponents met", s.opponents, "opponents"], ["W–D–L", `${s.wins}–${s.draws}–${s.losses}`, "wdl"],
     ] : [];
     const rows = body.games.map((g) => {
@@ -1072,7 +1099,7 @@
         h("section.panel", {},
           h("div.big-rating", { "data-testid": "bot-rating", title: s ? RATING_NOTE : null, text: s ? round(s.rating) : "—" }),
           h("div.empty", { text: s ? "Bradley–Terry rating, which ranks the ladder" : "not in the standings" }),
-          h("dl.table-info", {}, facts.map(([k, v, id]) => [h("dt", { text: k }), h("dd", { "data-testid": `bot-${id}`, text: v })]),
+          h("dl.table-info", {}, facts.map(([k, v, id, title]) => [h("dt", { title, text: k }), h("dd", { "data-testid": `bot-${id}`, title, text: v })]),
             h("dt", { text: "Registered" }), h("dd", {}, timeEl(body.created)))),
         h("section.panel", {},
           h("div.panel-head", {}, h("h2", { text: "Elo (live)" }),
@@ -1115,6 +1142,40 @@
   function stateBadge(node, state) {
     node.className = `badge state ${state}`;
     setText(node, state);
+  }
+
+  const GAMES_PAGE = 50;
+  const GAMES_MAX = 500;  // the most GET /api/tournaments/{id}/games gives at once
+
+  function tournamentGameItem() {
+    return h("li", { "data-testid": "t-game" }, h("a", { "data-testid": "t-game-link" }));
+  }
+
+  /** A game of the tournament's list: its players (the winner marked), score, how it ended,
+   *  its place in the schedule; the link opens it live, or its replay once it is over. */
+  function updateTournamentGameItem(li, g) {
+    const stamp = `${g.status}/${g.ply}/${g.ended}`;
+    if (li.dataset.stamp === stamp) return;
+    li.dataset.stamp = stamp;
+    li.dataset.gameId = g.game_id;
+    li.dataset.status = g.status;
+    li.dataset.slot = g.slot;
+    const a = li.firstChild;
+    a.href = gameHref(g.game_id);
+    a.title = g.status === "running" ? "watch it live" : "its replay, move by move";
+    const win = g.result ? g.result.winner : null;
+    const decided = g.result && win !== null && g.result.end_reason !== "aborted";
+    const name = (seat) => h(`span${decided ? (win === seat ? ".win" : ".lose") : ""}`, { text: g.players[seat] });
+    const [headline, score, why] = g.result ? resultWords(g.result, g.players) : ["", "", ""];
+    a.replaceChildren(
+      h("span.g-players", {}, name(0), h("span.vs", { text: "vs" }), name(1)),
+      h("span.g-score", { "data-testid": "t-game-score" },
+        g.status === "running" ? h("span.badge.live", { text: "live" }) : score || "—"),
+      h("span.g-meta", {},
+        h("span", { text: `game ${g.slot + 1} · round ${g.round}` }),
+        headline ? h("span", { "data-testid": "t-game-result", text: headline }) : null,
+        why ? h("span", { "data-testid": "t-game-reason", "data-reason": g.result.end_reason, text: why }) : null,
+        timeEl(g.status === "running" ? g.started : g.ended)));
   }
 
   /** A TournamentView (from /live) in the shape GET /api/tournaments lists. */
@@ -1215,6 +1276,12 @@
       this.fromLive = false;
       this.deadlines = new Map();
       this.crossKey = null;
+      this.games = [];  // GET /api/tournaments/{id}/games, its first pages
+      this.gamesWant = GAMES_PAGE;  // games asked for ("more" asks for another page)
+      this.gamesNext = null;
+      this.gamesKey = null;
+      this.gamesLoading = false;
+      this.gamesAgain = false;
       this.timer = setInterval(() => this.tick(), 1000);
       root.replaceChildren(h("p.empty", { text: "Loading the tournament…" }));
       this.load();
@@ -1240,6 +1307,7 @@
     }
 
     resync() {
+      this.gamesKey = null;
       this.load();
     }
 
@@ -1270,9 +1338,14 @@
       this.progressInfo = h("div.progress-info", { "data-testid": "tournament-progress-info" });
       this.facts = h("dl.table-info");
       this.waitingList = h("ul.waiting", { "data-testid": "tournament-waiting" });
-      this.waitingEmpty = h("p.empty", { text: "Nobody: every participant whose game is due is connected." });
+      this.waitingEmpty = h("p.empty", { "data-testid": "tournament-waiting-empty",
+        text: "Nobody: no participant whose game is due is away or busy with other games." });
       this.runningList = h("ul.games", { "data-testid": "tournament-running" });
       this.runningEmpty = h("p.empty", { "data-testid": "tournament-running-empty", text: "No game of it is running." });
+      this.gameList = h("ul.games.t-games", { "data-testid": "tournament-games" });
+      this.gamesEmpty = h("p.empty", { "data-testid": "tournament-games-empty", text: "No game of it has started yet." });
+      this.gamesMore = h("button.more", { type: "button", "data-testid": "tournament-games-more", hidden: true,
+        text: "More games", onclick: () => this.moreGames() });
       this.ranking = h("tbody");
       this.cross = h("table.crosstable", { "data-testid": "crosstable" });
       const base = `/api/tournaments/${enc(this.id)}`;
@@ -1313,9 +1386,12 @@
                 h("span.hint", { text: "each row's wins–draws–losses and score against each column" })),
               h("div.table-wrap", {}, this.cross))),
           h("aside.side", {},
-            panel("Playing now", "tournament-running-count", this.runningList, this.runningEmpty),
-            panel("Waiting for", null, this.waitingList, this.waitingEmpty))),
+            this.runningPanel = panel("Playing now", "tournament-running-count", this.runningList, this.runningEmpty),
+            this.waitingPanel = panel("Waiting for", null, this.waitingList, this.waitingEmpty),
+            panel("Games", "tournament-games-count", this.gameList, this.gamesEmpty, this.gamesMore))),
       );
+      this.runningPanel.dataset.testid = "tournament-running-panel";
+      this.waitingPanel.dataset.testid = "tournament-waiting-panel";
     }
 
     show(v) {
@@ -1342,11 +1418,70 @@
         ["Started", v.started ? timeEl(v.started) : "not yet"],
         v.ended ? [v.state === "cancelled" ? "Cancelled" : "Ended", timeEl(v.ended)] : null,
       ].filter(Boolean).flatMap(([k, value]) => [h("dt", { text: k }), h("dd", {}, value)]));
+      // Nothing plays in a tournament that is over, and nobody is waited for.
+      const over = v.state === "finished" || v.state === "cancelled";
+      this.runningPanel.hidden = over;
+      this.waitingPanel.hidden = over;
       this.running = new Map(v.running.map((g) => [g.game_id, g]));
       this.renderRunning();
       this.renderWaiting(v);
       this.renderRanking(v.ranking);
       this.renderCross(v.ranking.map((r) => r.bot), v.crosstable);
+      const key = `${v.state}/${p.played}/${p.running}/${p.forfeits}`;
+      if (key !== this.gamesKey) {
+        this.gamesKey = key;
+        this.loadGames();
+      }
+    }
+
+    /** Fetch the games listed so far anew (one request at a time; a change meanwhile fetches
+     *  again after it). */
+    async loadGames() {
+      if (this.gamesLoading) {
+        this.gamesAgain = true;
+        return;
+      }
+      this.gamesLoading = true;
+      const { status, body, next } = await getJson(`/api/tournaments/${enc(this.id)}/games?limit=${this.gamesWant}`);
+      this.gamesLoading = false;
+      if (!this.alive) return;
+      if (status === 200) {
+        this.games = body;
+        this.gamesNext = next;
+        this.renderGames();
+      }
+      if (this.gamesAgain) {
+        this.gamesAgain = false;
+        this.loadGames();
+      }
+    }
+
+    /** The next page, appended (it is fetched with the others when the tournament changes). */
+    async moreGames() {
+      if (!this.gamesNext || this.gamesLoading) return;
+      this.gamesLoading = true;
+      const { status, body, next } = await getJson(this.gamesNext);
+      this.gamesLoading = false;
+      if (!this.alive) return;
+      if (status === 200) {
+        const known = new Set(this.games.map((g) => g.game_id));
+        this.games = this.games.concat(body.filter((g) => !known.has(g.game_id)));
+        this.gamesWant = Math.min(Math.max(this.gamesWant, this.games.length), GAMES_MAX);
+        this.gamesNext = next;
+        this.renderGames();
+      }
+      if (this.gamesAgain) {
+        this.gamesAgain = false;
+        this.loadGames();
+      }
+    }
+
+    renderGames() {
+      reconcile(this.gameList, this.games, (g) => g.game_id, tournamentGameItem, updateTournamentGameItem);
+      this.gamesEmpty.hidden = this.games.length > 0;
+      this.gamesMore.hidden = !this.gamesNext;
+      const count = $("[data-testid=tournament-games-count]", this.root);
+      count.textContent = this.gamesNext ? `${this.games.length}+` : String(this.games.length);
     }
 
     renderRunning() {
@@ -1356,30 +1491,49 @@
       $("[data-testid=tournament-running-count]", this.root).textContent = String(running.length);
     }
 
+    /** Who a due game waits for: a bot that is away (not connected: it forfeits when its
+     *  grace runs out) or busy (connected, every slot taken by other games: it never forfeits). */
     renderWaiting(v) {
       const now = Date.now();
-      this.deadlines = new Map(v.waiting.map((w) => [w.bot, now + w.forfeits_in_s * 1000]));
+      const away = (w) => (w.reason || "away") === "away";
+      this.deadlines = new Map(v.waiting.filter(away).map((w) => [w.bot, now + w.forfeits_in_s * 1000]));
       reconcile(this.waitingList, v.waiting, (w) => w.bot,
-        () => h("li", { "data-testid": "waiting-bot" }, h("span.who"), h("span.since"), h("span.countdown", { "data-testid": "forfeits-in" })),
+        () => h("li", { "data-testid": "waiting-bot" }, h("span.who"), h("span.what", { "data-testid": "waiting-what" }),
+          h("span.countdown", { "data-testid": "forfeits-in" })),
         (li, w) => {
-          const [who, since, countdown] = li.children;
+          const [who, what, countdown] = li.children;
           li.dataset.bot = w.bot;
+          li.dataset.reason = away(w) ? "away" : "busy";
           if (who.textContent !== w.bot) who.replaceChildren(botLink(w.bot));
-          since.replaceChildren(" away since ", timeEl(w.since));
-          countdown.dataset.seconds = w.forfeits_in_s;
+          if (away(w)) {
+            what.replaceChildren(" — away since ", timeEl(w.since));
+            countdown.dataset.seconds = w.forfeits_in_s;
+          } else {
+            const busy = w.busy_with || [];
+            what.replaceChildren();
+            append(what, [" — busy: ",
+              busy.length ? busy.map((b, i) => [i ? ", " : null,
+                h("a", { "data-testid": "busy-game", "data-game-id": b.game_id, href: gameHref(b.game_id),
+                  text: `${KIND[b.kind] || b.kind} game vs ${b.opponent}` })]) : "its games",
+              h("span.since", {}, " · since ", timeEl(w.since))]);
+            delete countdown.dataset.seconds;
+            countdown.textContent = "";
+          }
         });
       this.waitingEmpty.hidden = v.waiting.length > 0;
       this.tick();
     }
 
-    /** Count the waiting bots' grace down between messages (the server sends none for it). */
+    /** Count the away bots' grace down between messages (the server sends none for it). */
     tick() {
       if (!this.view) return;
       const counting = this.view.state === "running";
       for (const li of this.waitingList.children) {
+        const countdown = li.lastChild;
+        if (li.dataset.reason !== "away") continue;
         const left = Math.max(0, (this.deadlines.get(li.dataset.bot) - Date.now()) / 1000);
-        const shown = counting ? left : Number(li.lastChild.dataset.seconds);
-        li.lastChild.textContent = shown > 0 ? ` · forfeits in ${Math.ceil(shown)} s` : " · forfeits its games as they come due";
+        const shown = counting ? left : Number(countdown.dataset.seconds);
+        countdown.textContent = shown > 0 ? ` · forfeits in ${Math.ceil(shown)} s` : " · forfeits its games as they come due";
       }
     }
 

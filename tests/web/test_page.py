@@ -32,13 +32,14 @@ import re
 import subprocess
 import tempfile
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tournament_kit import create, play, post
+from tournament_kit import create, play, post, records
 
-from arena_testkit import ADMIN, Harness, WsClient, gather, misbehave, play_out, random_policy, settings_for
+from arena_testkit import ADMIN, Harness, WsClient, gather, misbehave, play_out, random_policy, settings_for, wait_until
 from mandala_client.bots import RandomBot
 from protocol.messages import Decision, Error, GameOver, GameStart, LadderStatus
 from server.app import create_app
@@ -228,6 +229,9 @@ async def test_standings_live_games_board_and_replay(make_arena: Any, browser: A
                 "title", re.compile(r"Ranked by the Bradley–Terry rating.* all rated games.*95% interval.*"
                                     r"Elo \(live\) moves after every rated game and depends on the order"))
         await expect(alice.get_by_test_id("games")).to_have_text("0")
+        await expect(page.get_by_test_id("games-head")).to_have_attribute("title", re.compile("^Rated games finished since"))
+        await expect(alice.get_by_test_id("games")).to_have_attribute(
+            "title", re.compile(r"^0 rated games finished since the last ratings reset; \d+ ladder games? paired in the last hour$"))
         # "Met": the distinct opponents of its rated games, explained in the column's title.
         assert next(s for s in ladder if s["bot"] == "alice")["opponents"] == 0
         await expect(alice.get_by_test_id("opponents")).to_have_text("0")
@@ -326,9 +330,27 @@ async def test_standings_live_games_board_and_replay(make_arena: Any, browser: A
         await expect(page.get_by_test_id("standings")).not_to_contain_text(GARBAGE)
         assert await page.evaluate("window.sameDocument") is True
 
-        # A bot's name opens its profile.
-        await alice.get_by_role("link", name="alice").click()
+        # A bot's name opens its profile. Its two game counts say what each counts, so that
+        # more ladder games in the last hour than rated games is no contradiction.
+        async with page.expect_response(lambda r: r.url.endswith("/api/bots/alice")) as answered:
+            await alice.get_by_role("link", name="alice").click()
+        profile = await (await answered.value).json()
         await expect(page.get_by_test_id("bot-state")).to_have_text("listed", timeout=WAIT_MS)
+        mine = profile["standing"]
+        running_now = sum(1 for g in profile["games"] if g["status"] == "running" and g["kind"] == "ladder")
+        await expect(page.get_by_test_id("bot-rated-games")).to_have_text(str(mine["games"]))
+        await expect(page.get_by_test_id("bot-rated-games")).to_have_attribute(
+            "title", re.compile(r"^rated games finished since the last ratings reset"))
+        recent = mine["recent_games"]
+        await expect(page.get_by_test_id("bot-recent-games")).to_have_text(
+            f"{recent} ladder game{'' if recent == 1 else 's'} paired ({running_now} running)")
+        await expect(page.get_by_test_id("bot-recent-games")).to_have_attribute(
+            "title", re.compile(r"both games of a duplicate pair count .* running games, aborted ones .* Not its rated games"))
+        assert recent >= 2  # the first pair, both of its games counted from the pairing
+        await expect(page.locator("#bot dt").filter(has_text="Rated games")).to_have_count(1)
+        await expect(page.locator("#bot dt").filter(has_text="Last hour")).to_have_count(1)
+        if shots:
+            await page.screenshot(path=f"{shots}/profile.png", full_page=True)
         await expect(page.get_by_test_id("bot-rating")).to_have_text(re.compile(r"^\d+$"))
         await expect(page.get_by_test_id("bot-interval")).to_have_text(re.compile(r"^\d+–\d+$"))
         await expect(page.get_by_test_id("bot-elo")).to_have_text(re.compile(r"^\d+$"))
@@ -338,6 +360,43 @@ async def test_standings_live_games_board_and_replay(make_arena: Any, browser: A
         for bot in bots:
             bot.task.cancel()
         await asyncio.gather(*(b.task for b in bots), return_exceptions=True)
+
+
+async def shown_cup(page: Any, seat: int) -> dict[str, int]:
+    """A cup's chips as the board shows them: color -> count."""
+    return await page.get_by_test_id(f"cup-{seat}").evaluate(  # type: ignore[no-any-return]
+        "(cup) => Object.fromEntries([...cup.querySelectorAll('.chip:not(.hidden-card)')]"
+        ".map((c) => [c.dataset.color, Number(c.dataset.count)]))")
+
+
+async def final_cups_match_the_record(page: Any, arena: Harness, game_id: str) -> None:
+    """At a finished game's last position the board shows both whole cups, and the score each
+    gives (R21, counted here from the board's rivers) is the record's; one step back, the
+    starting cards are unseen again, as during the game."""
+    from playwright.async_api import expect
+
+    replay = await arena.get_json(f"/api/games/{game_id}/replay")
+    end = replay["plies"][-1]["view"]
+    board = page.get_by_test_id("board")
+    await expect(board).to_have_attribute("data-ply", str(len(replay["plies"]) - 1), timeout=WAIT_MS)
+    await expect(board).to_have_attribute("data-final", "true")
+    rivers = await shown_counts(page)
+    for seat in (0, 1):
+        cup = {c: n for c, n in replay["cups"][seat].items() if n}
+        assert await shown_cup(page, seat) == cup
+        river = rivers["rivers"][seat]
+        assert river == end["players"][seat]["river"]
+        score = sum(slot * cup.get(color, 0) for slot, color in enumerate(river, 1))
+        assert score == replay["result"]["scores"][seat]
+        await expect(page.get_by_test_id(f"final-score-{seat}")).to_have_text(f"· scores {score}")
+        await expect(page.get_by_test_id(f"cup-{seat}")).not_to_contain_text("unseen")
+    await page.get_by_test_id("replay-prev").click()
+    await expect(board).to_have_attribute("data-final", "false")
+    for seat in (0, 1):
+        await expect(page.get_by_test_id(f"cup-{seat}")).to_contain_text("unseen")
+        await expect(page.get_by_test_id(f"final-score-{seat}")).to_have_count(0)
+    await page.get_by_test_id("replay-last").click()
+    await expect(board).to_have_attribute("data-final", "true")
 
 
 async def held_play(client: WsClient, bot: Any, go: asyncio.Event) -> None:
@@ -426,7 +485,17 @@ async def test_a_tournament_live_from_the_list_to_its_final_ranking(make_arena: 
         waiting = page.get_by_test_id("waiting-bot")
         await expect(waiting).to_have_count(1, timeout=WAIT_MS)
         await expect(waiting).to_have_attribute("data-bot", "cat")
+        await expect(waiting).to_have_attribute("data-reason", "away")
+        await expect(waiting).to_contain_text(re.compile(r"^cat — away since just now"))
         await expect(waiting.get_by_test_id("forfeits-in")).to_have_text(re.compile(r"forfeits in \d+ s$"))
+        # The list of its games holds the two running ones, live, each a link to the game.
+        listed = page.get_by_test_id("t-game")
+        await expect(listed).to_have_count(2, timeout=WAIT_MS)
+        for g in running:
+            item = page.locator(f'[data-testid="t-game"][data-game-id="{g["game_id"]}"]')
+            await expect(item).to_have_attribute("data-status", "running")
+            await expect(item.get_by_test_id("t-game-link")).to_have_attribute("href", f"#/game/{g['game_id']}")
+            await expect(item.get_by_test_id("t-game-score")).to_have_text("live")
         await expect(page.get_by_test_id("cross-cell").and_(page.locator('[data-games="0"]'))).to_have_count(6)
         shots = os.environ.get("MANDALA_WEB_SCREENSHOTS")
         if shots:
@@ -454,8 +523,36 @@ async def test_a_tournament_live_from_the_list_to_its_final_ranking(make_arena: 
         seen = await page.evaluate("window.playedSeen")
         assert seen == sorted(seen) and seen[0] > 0 and seen[-1] == 6, seen
         await expect(live_games).to_have_count(0)
-        await expect(waiting).to_have_count(0)
-        await expect(page.get_by_test_id("tournament-running-empty")).to_be_visible()
+        # Over: nothing plays and nobody is waited for any more, so those boxes are gone.
+        await expect(page.get_by_test_id("tournament-running-panel")).to_be_hidden()
+        await expect(page.get_by_test_id("tournament-waiting-panel")).to_be_hidden()
+        await expect(view).not_to_contain_text("Playing now", use_inner_text=True)
+        await expect(view).not_to_contain_text("Waiting for", use_inner_text=True)
+
+        # Its six games, in schedule order, each with its players, result and end, and a link.
+        games = await arena.get_json(f"/api/tournaments/{tid}/games")
+        lines = {line["game_id"]: line for line in await records(arena, tid)}
+        assert [g["slot"] for g in games] == list(range(6)) and {g["game_id"] for g in games} == set(lines)
+        await expect(listed).to_have_count(6, timeout=WAIT_MS)
+        await expect(page.get_by_test_id("tournament-games-count")).to_have_text("6")
+        await expect(page.get_by_test_id("tournament-games-more")).to_be_hidden()
+        assert await listed.evaluate_all("(lis) => lis.map((li) => li.dataset.gameId)") == [g["game_id"] for g in games]
+        reasons = {"river": "a river is full", "deck": "the deck ran out", "no_moves": "no cards left to play",
+                   "turn_limit": "the turn limit was reached"}
+        for i, g in enumerate(games):
+            result, players = lines[g["game_id"]]["result"], lines[g["game_id"]]["players"]
+            assert g["result"] == result and g["players"] == players
+            winner, scores = result["winner"], result["scores"]
+            item = listed.nth(i)
+            await expect(item).to_have_attribute("data-status", "finished")
+            await expect(item.get_by_test_id("t-game-link")).to_have_attribute("href", f"#/game/{g['game_id']}")
+            await expect(item.get_by_test_id("t-game-link")).to_contain_text(f"{players[0]}vs{players[1]}")
+            await expect(item.get_by_test_id("t-game-score")).to_have_text(
+                f"{scores[0]}–{scores[1]}" if winner is None else f"{scores[winner]}–{scores[1 - winner]}")
+            await expect(item.get_by_test_id("t-game-result")).to_have_text("Draw" if winner is None else f"{players[winner]} wins")
+            await expect(item.get_by_test_id("t-game-reason")).to_have_attribute("data-reason", result["end_reason"])
+            await expect(item.get_by_test_id("t-game-reason")).to_have_text(reasons[result["end_reason"]])
+            await expect(item).to_contain_text(f"game {g['slot'] + 1} · round {g['round']}")
 
         # The crosstable and the ranking are the API's final results, in ranking order.
         results = await arena.get_json(f"/api/tournaments/{tid}/results")
@@ -507,6 +604,18 @@ async def test_a_tournament_live_from_the_list_to_its_final_ranking(make_arena: 
         if shots:
             await page.screenshot(path=f"{shots}/tournament-finished.png", full_page=True)
 
+        # A game of the list opens its replay at the end: both cups whole (the record is
+        # public now), and the score each gives is the record's final score.
+        await listed.nth(5).get_by_test_id("t-game-link").click()
+        await expect(page).to_have_url(re.compile(f"#/game/{games[5]['game_id']}$"))
+        await expect(page.get_by_test_id("game-status")).to_have_text("finished", timeout=WAIT_MS)
+        await final_cups_match_the_record(page, arena, games[5]["game_id"])
+        if shots:
+            await page.screenshot(path=f"{shots}/replay-final-cups.png", full_page=True)
+        await page.get_by_test_id("game-tournament").click()
+        await expect(page).to_have_url(re.compile(f"#/tournaments/{tid}$"))
+        await expect(listed).to_have_count(6, timeout=WAIT_MS)
+
         # Back to the list, still the same document: finished, all played.
         await page.get_by_test_id("nav-tournaments").click()
         await expect(row.get_by_test_id("row-state")).to_have_text("finished", timeout=WAIT_MS)
@@ -517,6 +626,75 @@ async def test_a_tournament_live_from_the_list_to_its_final_ranking(make_arena: 
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def test_a_tournament_waits_for_a_bot_busy_with_a_ladder_game_and_says_with_which(
+        make_arena: Any, browser: Any) -> None:
+    """alice's only slot is taken by a ladder game (held) when a tournament with her starts:
+    "Waiting for" names her busy, with a link to that game and no forfeit countdown. Once the
+    ladder game is over the tournament plays to its end, and the boxes go."""
+    from playwright.async_api import expect
+
+    arena: Harness = await make_arena(pairing_interval_s=0.05, decision_ms=120_000)
+    held: asyncio.Queue[str] = asyncio.Queue()
+    bots = await ladder_bots(arena, held)
+    carol = await arena.bot("carol")
+    tasks = [asyncio.create_task(play(carol, RandomBot(seed=5)))]
+    try:
+        ladder_game = await asyncio.wait_for(held.get(), 30)
+        assert ladder_game in bots[0].kinds and bots[0].kinds[ladder_game] == "ladder"
+        tid = (await create(arena, name="busy cup", participants=["alice", "carol"], games_per_pairing=2,
+                            grace_s=1.0, seed=3))["tournament_id"]
+        await post(arena, f"/api/tournaments/{tid}/start")
+        page = await browser.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        await page.goto(str(arena.client.make_url("/")) + f"#/tournaments/{tid}")
+
+        waiting = page.get_by_test_id("waiting-bot")
+        await expect(waiting).to_have_count(1, timeout=WAIT_MS)
+        await expect(waiting).to_have_attribute("data-bot", "alice")
+        await expect(waiting).to_have_attribute("data-reason", "busy")
+        await expect(waiting).to_contain_text(re.compile(r"^alice — busy: ladder game vs bob · since "))
+        link = waiting.get_by_test_id("busy-game")
+        await expect(link).to_have_count(1)
+        await expect(link).to_have_attribute("href", f"#/game/{ladder_game}")
+        await expect(waiting.get_by_test_id("forfeits-in")).to_have_text("")
+        entry = next(w for w in (await arena.get_json(f"/api/tournaments/{tid}"))["waiting"] if w["bot"] == "alice")
+        assert (entry["reason"], entry["forfeits_in_s"]) == ("busy", None)
+        assert entry["busy_with"] == [{"game_id": ladder_game, "kind": "ladder", "opponent": "bob"}]
+        shots = os.environ.get("MANDALA_WEB_SCREENSHOTS")
+        if shots:
+            await page.screenshot(path=f"{shots}/tournament-busy.png", full_page=True)
+
+        # Past the grace (1 s) a busy bot is still waited for, never forfeited.
+        since = datetime.fromisoformat(entry["since"].replace("Z", "+00:00"))
+
+        async def past_the_grace() -> bool:
+            view = await arena.get_json(f"/api/tournaments/{tid}")
+            assert view["progress"]["forfeits"] == 0 and [w["reason"] for w in view["waiting"]] == ["busy"]
+            return (datetime.now(UTC) - since).total_seconds() > 2.0
+
+        await wait_until(past_the_grace, 10, "the busy bot was not waited for past its grace")
+        await expect(page.get_by_test_id("tournament-played")).to_have_text("0 / 2")
+        await expect(waiting.get_by_test_id("forfeits-in")).to_have_text("")
+
+        # The ladder game ends; the tournament plays, then ends, and its boxes with it.
+        for bot in bots:
+            bot.release()
+        await expect(page.get_by_test_id("tournament-state")).to_have_text("finished", timeout=WAIT_MS)
+        results = await arena.get_json(f"/api/tournaments/{tid}/results")
+        assert {r["bot"]: r["forfeits"] for r in results["ranking"]} == {"alice": 0, "carol": 0}
+        await expect(page.get_by_test_id("tournament-waiting-panel")).to_be_hidden()
+        await expect(page.get_by_test_id("tournament-running-panel")).to_be_hidden()
+        await expect(page.get_by_test_id("t-game")).to_have_count(2)
+        assert errors == []
+    finally:
+        for bot in bots:
+            bot.task.cancel()
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*(b.task for b in bots), *tasks, return_exceptions=True)
 
 
 HOSTILE = '{"type": "move", "game_id": "%s", "request_id": %d, "move": {"type": "<img src=x onerror=window.pwned=1>"}}'
