@@ -5,10 +5,10 @@ It starts ``mandala serve`` on a fresh database, creates the bots ``random``, ``
 ``search`` (and ``javascript``, the Node.js bot, when ``node`` is installed), starts each with
 ``mandala-bot … --ladder`` (the Node bot with its own ``--ladder``), and prints the page's
 address. A bot that exits is reported by name and the rest plays on (a demo with one bot fewer
-is still worth watching); only the server's exit, Ctrl-C, SIGTERM, SIGHUP (its terminal
-closed) or ``--seconds`` ends it, and then every process it started is stopped, so none is
-left behind. If the demo itself dies without a chance to clean up (``kill -9``), Linux sends
-each of its children SIGTERM (``PR_SET_PDEATHSIG``), so they do not outlive it either.
+is still worth watching); only the server's exit, Ctrl-C or SIGINT, SIGTERM, SIGHUP (its
+terminal closed) or ``--seconds`` ends it, and then every process it started is stopped, so
+none is left behind. If the demo itself dies without a chance to clean up (``kill -9``), Linux
+sends each of its children SIGTERM (``PR_SET_PDEATHSIG``), so they do not outlive it either.
 """
 
 from __future__ import annotations
@@ -77,15 +77,17 @@ def _request(url: str, body: dict[str, Any] | None = None, token: str | None = N
 
 
 class _Terminated(Exception):
-    """SIGTERM or SIGHUP arrived: end the demo the way Ctrl-C does (its children are stopped too)."""
+    """SIGINT, SIGTERM or SIGHUP arrived: end the demo (its children are stopped too)."""
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
     raise _Terminated
 
 
-ENDING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
-"""The signals that end the demo like Ctrl-C."""
+ENDING = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+"""The signals that end the demo, all alike. SIGINT is handled whatever its disposition at start:
+a shell starts a script's ``mandala demo &`` with SIGINT ignored, and ``kill -INT`` must still
+end it (and the children, exec'd while it is caught, start with it at its default)."""
 PR_SET_PDEATHSIG = 1
 
 
@@ -143,10 +145,13 @@ def run(args: argparse.Namespace) -> int:
     def start(name: str, cmd: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
         log = (workdir / f"{name}.log").open("ab")
         logs.append(log)
-        procs[name] = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, preexec_fn=preexec)
+        # Each in a process group of its own: a terminal's Ctrl-C reaches the demo alone, which
+        # then stops them all (a bot still starting would die of it with a traceback).
+        procs[name] = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                       preexec_fn=preexec, process_group=0)
         return procs[name]
 
-    previous = {sig: signal.signal(sig, _on_signal) for sig in ENDING}
+    previous = {sig: signal.signal(sig, _on_signal) for sig in ENDING}  # before any child starts
     try:
         limit = ["--ladder-games-per-hour", str(args.ladder_games_per_hour)] if args.ladder_games_per_hour else []
         server = start("server", [sys.executable, "-m", "mandala_cli.main", "serve", "--host", args.host,
@@ -197,26 +202,29 @@ def run(args: argparse.Namespace) -> int:
         # A second signal or Ctrl-C must not cut the clean-up short and leave processes behind.
         for sig in ENDING:
             signal.signal(sig, signal.SIG_IGN)
-        interrupt = signal.signal(signal.SIGINT, signal.SIG_IGN)
         try:
             _stop(list(procs.values()))
         finally:
             for log in logs:
                 log.close()
-            signal.signal(signal.SIGINT, interrupt if interrupt is not None else signal.default_int_handler)
             for sig, handler in previous.items():
                 signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
 
 
 def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
-    """Ask every process still running to stop (SIGINT: each ends cleanly), bots first, the
-    server last; kill any that has not ended after 10 s."""
+    """Ask every process still running to stop, bots first, the server last (SIGTERM: each
+    ends cleanly, and one still starting ends without a ``KeyboardInterrupt`` traceback); kill
+    the process group of any that has not ended after 10 s (the server's with its standings'
+    worker)."""
     for proc in reversed(procs):
         if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
+            proc.send_signal(signal.SIGTERM)
     for proc in reversed(procs):
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            proc.kill()
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
             proc.wait()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import multiprocessing
+import signal
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -27,8 +28,15 @@ _pool: ProcessPoolExecutor | None = None
 def _executor() -> ProcessPoolExecutor:
     global _pool
     if _pool is None:
-        _pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+        _pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+                                    initializer=_ignore_sigint)
     return _pool
+
+
+def _ignore_sigint() -> None:
+    """In the worker: a terminal's Ctrl-C reaches the whole process group, but the server ends
+    its worker itself; without this the worker dies of it with a ``KeyboardInterrupt`` traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 async def fit_standings(rows: list[tuple[str, str, int, int, int]], players: Sequence[str],

@@ -159,3 +159,109 @@ def test_a_demo_killed_outright_takes_its_children_with_it(tmp_path: Path) -> No
     demo.kill()  # SIGKILL: no clean-up runs in the demo itself
     assert demo.wait(timeout=30) == -signal.SIGKILL
     assert_all_gone(kids, port)
+
+
+def descendants(pid: int) -> dict[int, str]:
+    """Every process below ``pid``: its children, theirs (the standings' worker of the server), …"""
+    found: dict[int, str] = {}
+    todo = [pid]
+    while todo:
+        for child, cmd in children(todo.pop()).items():
+            found[child] = cmd
+            todo.append(child)
+    return found
+
+
+def wait_for_the_fitting_worker(parent: subprocess.Popen[str]) -> dict[int, str]:
+    """Every process below ``parent`` once the server has started its standings' worker (its
+    first standings start it), the worker included."""
+    deadline = time.monotonic() + 60
+    while True:
+        procs = descendants(parent.pid)
+        if any("multiprocessing" in cmd and "spawn_main" in cmd for cmd in procs.values()):
+            return procs
+        assert parent.poll() is None and time.monotonic() < deadline, procs
+        time.sleep(0.2)
+
+
+def no_traceback_anywhere(demo_output: str, workdir: Path) -> None:
+    assert "Traceback" not in demo_output and "KeyboardInterrupt" not in demo_output, demo_output
+    for log in workdir.glob("*.log"):
+        text = log.read_text(errors="replace")
+        assert "Traceback" not in text and "KeyboardInterrupt" not in text, (log.name, text[-3000:])
+
+
+def test_sigint_stops_a_demo_started_with_sigint_ignored(tmp_path: Path) -> None:
+    # A shell starts a background job (`mandala demo &` in a script) with SIGINT ignored;
+    # `kill -INT` must end it all the same, like SIGTERM.
+    # The premise: a job that sh starts with `&` starts with SIGINT ignored.
+    status = subprocess.run(["sh", "-c", "cat /proc/self/status & wait"], capture_output=True, text=True).stdout
+    assert int(status.split("SigIgn:")[1].split()[0], 16) & (1 << (signal.SIGINT - 1))
+    port = free_port()
+    demo = subprocess.Popen(
+        ["sh", "-c", f'"{sys.executable}" -m mandala_cli.main demo --port {port} --dir "{tmp_path}" --no-javascript'
+                     " & wait"],  # a non-interactive sh ignores SIGINT in its `&` job
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    pid = 0
+    try:
+        assert demo.stdout is not None
+        said = read_until(demo.stdout, b"Ctrl-C stops everything.", 60).decode()
+        (pid,) = children(demo.pid)
+        procs = descendants(pid)
+        assert len(children(pid)) == 4, procs
+        os.kill(pid, signal.SIGINT)
+        out, _ = demo.communicate(timeout=30)
+        assert demo.returncode == 0
+    finally:
+        if pid and not gone(pid):
+            os.kill(pid, signal.SIGTERM)  # the demo itself, not only its shell
+        if demo.poll() is None:
+            demo.kill()
+    assert_all_gone(procs, port)
+    no_traceback_anywhere(said + out, tmp_path)
+
+
+def test_ctrl_c_to_the_process_group_stops_everything_without_a_traceback(tmp_path: Path) -> None:
+    # A terminal's Ctrl-C reaches every process of the foreground group: the demo, the server,
+    # the bots and the server's standings worker.
+    port = free_port()
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "mandala_cli.main", "demo", "--port", str(port), "--dir", str(tmp_path),
+         "--no-javascript"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+    )
+    try:
+        assert demo.stdout is not None
+        said = read_until(demo.stdout, b"Ctrl-C stops everything.", 60).decode()
+        procs = wait_for_the_fitting_worker(demo)
+        os.killpg(demo.pid, signal.SIGINT)
+        out, _ = demo.communicate(timeout=30)
+        assert demo.returncode == 0
+    finally:
+        if demo.poll() is None:
+            os.killpg(demo.pid, signal.SIGKILL)
+    assert_all_gone(procs, port)
+    no_traceback_anywhere(said + out, tmp_path)
+
+
+def test_ctrl_c_to_a_servers_process_group_ends_its_standings_worker_without_a_traceback(tmp_path: Path) -> None:
+    # `mandala serve` run from a terminal: Ctrl-C reaches the server and its standings' worker
+    # (started with the server's first standings); the server ends the worker itself.
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "mandala_cli.main", "serve", "--port", str(port), "--db", str(tmp_path / "arena.db")],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+    )
+    try:
+        assert server.stdout is not None
+        said = read_until(server.stdout, b"Registration is", 60).decode()
+        procs = wait_for_the_fitting_worker(server)
+        os.killpg(server.pid, signal.SIGINT)
+        out, _ = server.communicate(timeout=30)
+        assert server.returncode == 0
+    finally:
+        if server.poll() is None:
+            os.killpg(server.pid, signal.SIGKILL)
+    assert_all_gone(procs, port)
+    no_traceback_anywhere(said + out, tmp_path)
