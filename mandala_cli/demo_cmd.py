@@ -9,6 +9,9 @@ is still worth watching); only the server's exit, Ctrl-C or SIGINT, SIGTERM, SIG
 terminal closed) or ``--seconds`` ends it, and then every process it started is stopped, so
 none is left behind. If the demo itself dies without a chance to clean up (``kill -9``), Linux
 sends each of its children SIGTERM (``PR_SET_PDEATHSIG``), so they do not outlive it either.
+The database and logs go to a temporary folder that is removed at the end, unless ``--keep``
+asks to keep it or something went wrong (a process exited: its log says why); ``--dir`` puts
+them in a folder of the user's, which is kept.
 """
 
 from __future__ import annotations
@@ -42,7 +45,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("demo", help="a server with the shipped bots on its ladder, to watch live")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8080)
-    p.add_argument("--dir", type=Path, help="where the database and logs go (default: a new temporary folder)")
+    p.add_argument("--dir", type=Path,
+                   help="where the database and logs go, kept when the demo ends (default: a new temporary folder,"
+                        " removed when the demo ends)")
+    p.add_argument("--keep", action="store_true",
+                   help="keep the temporary folder with the database and logs when the demo ends (its path is printed)")
     p.add_argument("--seconds", type=float, help="stop after this long (default: until Ctrl-C)")
     p.add_argument("--no-javascript", action="store_true", help="leave the Node.js bot out")
     p.add_argument("--ladder-games-per-hour", type=int, metavar="N",
@@ -134,6 +141,8 @@ def _wait_for(url: str, server: subprocess.Popen[bytes], timeout: float = 30.0) 
 def run(args: argparse.Namespace) -> int:
     workdir = args.dir or Path(tempfile.mkdtemp(prefix="mandala-demo-"))
     workdir.mkdir(parents=True, exist_ok=True)
+    removed = args.dir is None and not args.keep  # at the end, unless something went wrong
+    failed = False
     db = workdir / f"demo-{int(time.time())}.db"
     admin = secrets.token_urlsafe(16)
     base = f"http://{args.host}:{args.port}"
@@ -176,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"Mandala Arena demo: {len(bots)} bots ({', '.join(bots)}) are qualifying and then playing the ladder.")
         print(f"\n  Open {base}/ in a browser: the standings move live; click a game to watch it.\n")
         print(f"Admin token: {admin}")
-        print(f"Logs and database: {workdir}")
+        print(f"Logs and database: {workdir}" + (" (removed when the demo ends; --keep keeps them)" if removed else ""))
         print("Ctrl-C stops everything.", flush=True)
         deadline = time.monotonic() + args.seconds if args.seconds else None
         playing = set(bots)
@@ -184,11 +193,13 @@ def run(args: argparse.Namespace) -> int:
             if server.poll() is not None:
                 print(f"mandala demo: the server exited with {_status(server.returncode)}; see {workdir / 'server.log'}",
                       file=sys.stderr, flush=True)
+                failed = True
                 return 1
             for name in sorted(playing):
                 code = procs[name].poll()
                 if code is not None:
                     playing.discard(name)
+                    failed = True  # its log is worth keeping
                     print(f"mandala demo: bot {name} exited with {_status(code)}; the others play on"
                           f" (its log: {workdir / (name + '.log')})", file=sys.stderr, flush=True)
             time.sleep(0.5)
@@ -197,6 +208,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     except (RuntimeError, urllib.error.URLError) as e:
         print(f"mandala demo: {e}; logs in {workdir}", file=sys.stderr)
+        failed = True
         return 1
     finally:
         # A second signal or Ctrl-C must not cut the clean-up short and leave processes behind.
@@ -209,6 +221,19 @@ def run(args: argparse.Namespace) -> int:
                 log.close()
             for sig, handler in previous.items():
                 signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+            _tidy(workdir, temporary=args.dir is None, keep=args.keep or failed)
+
+
+def _tidy(workdir: Path, temporary: bool, keep: bool) -> None:
+    """Remove the demo's temporary folder (its database and logs) once every process has
+    ended, unless it is to be kept: asked with ``--keep``, or something went wrong and its
+    logs tell what. A folder given with ``--dir`` is the user's and stays as it is."""
+    if not temporary:
+        return
+    if keep:
+        print(f"mandala demo: the database and logs are kept in {workdir}", flush=True)
+        return
+    shutil.rmtree(workdir, ignore_errors=True)
 
 
 def _stop(procs: list[subprocess.Popen[bytes]]) -> None:

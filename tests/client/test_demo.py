@@ -265,3 +265,47 @@ def test_ctrl_c_to_a_servers_process_group_ends_its_standings_worker_without_a_t
             os.killpg(server.pid, signal.SIGKILL)
     assert_all_gone(procs, port)
     no_traceback_anywhere(said + out, tmp_path)
+
+
+def _folder(said: str) -> Path:
+    """The folder the demo named for its database and logs."""
+    return Path(said.split("Logs and database: ", 1)[1].split()[0])
+
+
+def test_the_demo_removes_its_temporary_folder_when_it_ends(tmp_path: Path) -> None:
+    port = free_port()
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "mandala_cli.main", "demo", "--port", str(port), "--no-javascript"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
+    try:
+        assert demo.stdout is not None
+        said = read_until(demo.stdout, b"Ctrl-C stops everything.", 60).decode()
+        folder = _folder(said)
+        assert folder.parent == tmp_path and folder.name.startswith("mandala-demo-")
+        assert "(removed when the demo ends; --keep keeps them)" in said
+        assert (folder / "server.log").exists() and list(folder.glob("demo-*.db"))
+        demo.send_signal(signal.SIGINT)
+        out, _ = demo.communicate(timeout=30)
+        assert demo.returncode == 0, out
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+    assert not folder.exists()
+    assert list(tmp_path.iterdir()) == []
+    assert "kept" not in out
+
+
+def test_the_demo_keeps_its_temporary_folder_when_asked(tmp_path: Path) -> None:
+    port = free_port()
+    done = subprocess.run(
+        [sys.executable, "-m", "mandala_cli.main", "demo", "--port", str(port), "--no-javascript", "--keep",
+         "--seconds", "1"],
+        capture_output=True, text=True, timeout=60, env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    folder = _folder(done.stdout)
+    assert folder.parent == tmp_path and "removed when" not in done.stdout
+    assert f"mandala demo: the database and logs are kept in {folder}" in done.stdout
+    assert {"server.log", "random.log", "greedy.log", "search.log"} <= {p.name for p in folder.iterdir()}
+    assert list(folder.glob("demo-*.db"))
