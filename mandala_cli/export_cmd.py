@@ -4,6 +4,7 @@ Usage::
 
     mandala export -o games.jsonl                       # every finished or aborted game
     mandala export --bot my-bot --kind ladder --since 2026-11-01 -o mine.jsonl.gz
+    mandala export --limit 100 -o last.jsonl             # the last 100 games
 
 It reads ``GET /api/games/export`` (PROTOCOL.md §17.10): JSON Lines, one game a line (id,
 kind, players, result, times, R23 record), in the order the games started. The answer comes
@@ -29,7 +30,18 @@ from tqdm import tqdm
 
 from .http_client import Failure, add_server_option, chunks, open_url, save
 
-FILTERS = ("bot", "kind", "status", "since", "until")
+FILTERS = ("bot", "kind", "status", "since", "until", "limit")
+
+
+def positive(text: str) -> int:
+    """``--limit``: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a whole number, not {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"at least 1, not {value}")
+    return value
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -43,6 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--status", choices=("finished", "aborted"), help="only finished or only aborted games")
     p.add_argument("--since", metavar="TIME", help="started at or after (ISO 8601 date or time, UTC by default)")
     p.add_argument("--until", metavar="TIME", help="started before (default: now)")
+    p.add_argument("--limit", type=positive, metavar="N", help="only the last N games of those, in the same order")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: stdout)")
     p.add_argument("--gzip", action="store_true", help="keep the gzip compression (implied by FILE.gz)")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no summary")

@@ -3,7 +3,9 @@ as JSON Lines (PROTOCOL.md §17.10).
 
 Games come in the order they started (then by id), read from storage a page at a time by
 keyset (the last game's ``(started, id)``), so an export of any size runs in constant memory
-and never skips or repeats a game, even while games end around it. Without ``until`` the
+and never skips or repeats a game, even while games end around it. ``limit=N`` exports only
+the last N games of the filter, in the same order: the export starts just after the game
+before them, found in the index. Without ``until`` the
 export stops at the moment it was asked: its ``X-Game-Count`` header is exact for games that
 were already over. Running games have no public record yet (R24) and are never exported.
 """
@@ -68,7 +70,7 @@ def iso_time(name: str, raw: str) -> str:
 async def game_filter(request: web.Request) -> GameFilter:
     """The export's filter from the query; typed ``400``/``404`` for a bad one."""
     q = request.query
-    unknown = sorted(set(q) - {"bot", "kind", "status", "since", "until", "compress"})
+    unknown = sorted(set(q) - {"bot", "kind", "status", "since", "until", "compress", "limit"})
     if unknown:
         raise ApiError(400, "invalid_request", f"unknown query parameter(s): {', '.join(unknown)}")
     bot = q.get("bot") or None
@@ -91,22 +93,48 @@ async def game_filter(request: web.Request) -> GameFilter:
     return GameFilter(bot=bot, kind=kind, statuses=(status,) if status else STATUSES, since=since, until=until)
 
 
+def export_limit(request: web.Request) -> int | None:
+    """``limit``: how many of the last games to export (``None``: all of them); an integer of at
+    least 1 like ``/api/games``'s, with no upper bound (an export streams any number), or a
+    typed ``400 invalid_request``."""
+    raw = request.query.get("limit")
+    if raw is None:
+        return None
+    try:
+        limit = int(raw)
+    except ValueError:
+        raise ApiError(400, "invalid_request", f"limit is an integer, not {raw[:40]!r}") from None
+    if limit < 1:
+        raise ApiError(400, "invalid_request", f"limit is at least 1, not {limit}")
+    return limit
+
+
 async def export(request: web.Request) -> web.StreamResponse:
     """``GET /api/games/export``: the module's docstring says what."""
     compress = request.query.get("compress")
     if compress not in (None, "", "gzip"):
         raise ApiError(400, "unknown_compression", f"compress is gzip (or left out), not {compress!r}")
     which = await game_filter(request)
+    limit = export_limit(request)
     arena = request.app[ARENA]
     await arena.manager.recorder.settle()
     total = await arena.storage.count_games(which)
+    start: tuple[str, str] | None = None
+    if limit is not None and limit < total:
+        start = await arena.storage.export_start(which, limit)
+        total = limit
+    left = total  # a game that ends meanwhile may join the filter's tail: the count is kept to
 
     async def pages() -> AsyncIterator[list[ExportedGame]]:
-        after: tuple[str, str] | None = None
+        nonlocal left
+        after = start
         while True:
             rows = await arena.storage.export_games(which, after, EXPORT_PAGE)
+            if limit is not None:
+                rows = rows[:left]
+                left -= len(rows)
             yield [exported(r) for r in rows]
-            if len(rows) < EXPORT_PAGE:
+            if len(rows) < EXPORT_PAGE or (limit is not None and left == 0):
                 return
             after = (rows[-1].started, rows[-1].game_id)
 

@@ -329,6 +329,11 @@ class Storage(Protocol):
     async def count_games(self, which: GameFilter) -> int:
         """How many games match ``which`` (an export's size, told before it starts)."""
 
+    async def export_start(self, which: GameFilter, last: int) -> tuple[str, str] | None:
+        """The ``(started, game_id)`` of the game just before the last ``last`` that match
+        ``which`` (the ``after`` of an export of only those), ``None`` when no more match:
+        found in the index without reading a record."""
+
     async def abort_running(self, ended: str, game_ids: Sequence[str] | None = None) -> int:
         """Mark every ``running`` game (or those of ``game_ids`` still running) ``aborted``:
         they died with the server that ran them. Returns how many."""

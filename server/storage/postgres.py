@@ -449,6 +449,14 @@ class PostgresStorage(OneGameWrites):
         )
         return [_game_row(r) for r in rows]
 
+    async def export_start(self, which: GameFilter, last: int) -> tuple[str, str] | None:
+        where, args = _filter_sql(which, None)
+        row = await self._p().fetchrow(
+            f"SELECT started, id FROM games WHERE {where} ORDER BY started DESC, id DESC LIMIT 1 OFFSET ${len(args) + 1}",
+            *args, last,
+        )
+        return (iso_of_ms(row["started"]), row["id"]) if row is not None else None
+
     async def get_setting(self, key: str) -> str | None:
         value: str | None = await self._p().fetchval("SELECT value FROM ladder_settings WHERE key = $1", key)
         return value

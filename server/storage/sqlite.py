@@ -501,6 +501,15 @@ class SqliteStorage(OneGameWrites):
         ).fetchall()
         return [_game_row(r) for r in rows]
 
+    def _export_start(self, which: GameFilter, last: int) -> tuple[str, str] | None:
+        where, args = _filter_sql(which, None)
+        row = self._conn().execute(
+            f"SELECT started, id FROM games INDEXED BY games_started WHERE {where}"
+            " ORDER BY started DESC, id DESC LIMIT 1 OFFSET ?",
+            (*args, last),
+        ).fetchone()
+        return (row[0], row[1]) if row is not None else None
+
     def _count_games(self, which: GameFilter) -> int:
         where, args = _filter_sql(which, None)
         count: int = self._conn().execute(f"SELECT COUNT(*) FROM games WHERE {where}", args).fetchone()[0]
@@ -753,6 +762,9 @@ class SqliteStorage(OneGameWrites):
 
     async def export_games(self, which: GameFilter, after: tuple[str, str] | None, limit: int) -> list[GameRow]:
         return await self._run(self._export_games, which, after, limit)
+
+    async def export_start(self, which: GameFilter, last: int) -> tuple[str, str] | None:
+        return await self._run(self._export_start, which, last)
 
     async def get_setting(self, key: str) -> str | None:
         return await self._run(self._get_setting, key)

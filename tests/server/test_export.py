@@ -85,6 +85,14 @@ async def test_export_streams_every_game_over_with_its_record_in_start_order(
     assert await ids_of(f"bot=ann&since={middle}&until={games[4]['started']}") == [ids[2], ids[3]]
     day = middle[:10]
     assert await ids_of(f"since={day}") == ids and await ids_of(f"until={day}") == []
+    # limit: the last N games of the filter, in the same order (across pages of 2).
+    assert await ids_of("limit=3") == ids[2:]
+    assert await ids_of("limit=1") == ids[4:]
+    assert await ids_of("limit=5") == await ids_of("limit=500000") == ids
+    assert await ids_of("bot=ann&limit=2") == [ids[3], ids[4]]
+    assert await ids_of(f"until={games[4]['started']}&limit=3") == ids[1:4]
+    resp = await arena.client.get("/api/games/export?limit=2")
+    assert [g for g in lines(await resp.read())] == games[3:]  # the same lines as the whole export's
 
     # gzip: a .gz file when asked, or HTTP compression when the client accepts it.
     plain = await (await arena.client.get("/api/games/export")).read()
@@ -108,6 +116,12 @@ async def test_export_refuses_bad_filters_with_typed_errors(make_arena: Any) -> 
         ("since=2026-11-02&until=2026-11-01", 400, "bad_range"),
         ("compress=zip", 400, "unknown_compression"),
         ("player=ann", 400, "invalid_request"),
+        ("limit=0", 400, "invalid_request"),
+        ("limit=-3", 400, "invalid_request"),
+        ("limit=three", 400, "invalid_request"),
+        ("limit=2.5", 400, "invalid_request"),
+        ("limit=", 400, "invalid_request"),
+        ("limit=1e3", 400, "invalid_request"),
     ]:
         await api_error(await arena.client.get(f"/api/games/export?{query}"), status, code)
 
@@ -133,6 +147,13 @@ async def test_mandala_export_writes_plain_or_gzip_files_whole(make_arena: Any, 
                                 str(tmp_path / "ann.jsonl.gz"))
     assert status == 0, err
     assert [g["game_id"] for g in lines(gzip.decompress((tmp_path / "ann.jsonl.gz").read_bytes()))] == [ids[0], ids[2]]
+
+    status, err = await mandala("export", "--server", url, "--limit", "2", "-o", str(tmp_path / "last.jsonl"))
+    assert status == 0, err
+    assert [g["game_id"] for g in lines((tmp_path / "last.jsonl").read_bytes())] == ids[1:]
+    assert f"2 games written to {tmp_path / 'last.jsonl'}" in err
+    status, err = await mandala("export", "--server", url, "--limit", "0", "-o", str(tmp_path / "none.jsonl"))
+    assert status == 2 and "--limit" in err
 
     status, err = await mandala("export", "--server", url, "--bot", "nobody", "-o", str(tmp_path / "none.jsonl"))
     assert status == 1 and "error: unknown_bot:" in err

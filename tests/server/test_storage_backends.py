@@ -509,6 +509,16 @@ async def test_exports_read_games_a_page_at_a_time_in_start_order_with_filters(s
     window = GameFilter(since="2024-01-01T00:00:01.000Z", until="2024-01-01T00:00:03.000Z")
     assert await export(window, 1) == ["g2", "g3", "g4", "g5"]
     assert await export(GameFilter(bot="ben", kind="challenge", statuses=("finished",)), 1) == ["g0", "g6"]
+    # The last N games: the export starts just after the key of the game before them.
+    ids = [r.game_id for r in over]
+    for last in (1, 2, 3, 7):
+        start = await storage.export_start(everything, last)
+        assert start is not None and start[1] == ids[-last - 1]
+        assert [g.game_id for g in await storage.export_games(everything, start, 100)] == ids[-last:]
+    assert await storage.export_start(everything, 8) is None and await storage.export_start(everything, 50) is None
+    start = await storage.export_start(GameFilter(bot="ann"), 2)  # ann: g0 g2 g3 g5 g6; after g3 come the last two
+    assert start is not None and start[1] == "g3"
+    assert [g.game_id for g in await storage.export_games(GameFilter(bot="ann"), start, 100)] == ["g5", "g6"]
     # A bot's games carry their telemetry only when asked; never their records.
     health = await storage.games_of("ann", 10, telemetry=True)
     assert {g.game_id for g in health} == {"g8", "g6", "g5", "g3", "g2", "g0"}
