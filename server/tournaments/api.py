@@ -162,15 +162,16 @@ async def get_games(request: web.Request) -> web.Response:
         raise ApiError(400, "invalid_request", "after_slot is at least -1 (the default: from the first slot)")
     await arena.manager.recorder.settle()
     want, full = limit, False
-    while True:  # a page ends at a slot's end: the last slot's rows are left to the next page
-        rows = await arena.storage.tournament_games(row.tournament_id, after_slot=after, limit=want)
-        if len(rows) < want:
+    while True:  # a page ends where a slot ends: a slot the limit cuts is left to the next page
+        rows = await arena.storage.tournament_games(row.tournament_id, after_slot=after, limit=want + 1)
+        if len(rows) <= want:
             break
-        kept = [r for r in rows if r.slot != rows[-1].slot]
+        cut = rows[want - 1].slot
+        kept = rows[:want] if rows[want].slot != cut else [r for r in rows[:want] if r.slot != cut]
         if kept:
             rows, full = kept, True
             break
-        want *= 2  # one slot filled the page (a game cut off again and again): read all of it
+        want *= 2  # one slot fills the page (a game cut off again and again): read all of it
     elsewhere = {g.game_id: g for g in _running(arena, row.tournament_id)}
     games: list[TournamentGame] = []
     for r in rows:

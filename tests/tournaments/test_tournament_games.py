@@ -110,15 +110,24 @@ async def test_pages_hold_whole_slots_and_bad_queries_are_refused(make_arena: An
     assert [g["game_id"] for g in everything] == [r.game_id for r in rows]
     assert [g["slot"] for g in everything] == [0, 0, 1, 2, 2, 2]
 
-    # Two games a page: a page ends where a slot ends, so no game is skipped between pages.
-    resp = await arena.client.get(f"/api/tournaments/{tid}/games?limit=2")
-    assert resp.status == 200
-    first = await resp.json()
-    assert [g["game_id"] for g in first] == ["s0a", "s0b", "s1"]
-    link = resp.headers["Link"]
-    assert link == f'</api/tournaments/{tid}/games?limit=2&after_slot=1>; rel="next"'
-    resp = await arena.client.get(link[1:link.index(">")])
-    assert [g["game_id"] for g in await resp.json()] == ["s2a", "s2b", "s2c"] and "Link" not in resp.headers
+    # Two games a page: a page ends where a slot ends, so no game is skipped between pages;
+    # a slot of more games than the limit fills a page by itself.
+    pages, links = [], []
+    path: str | None = f"/api/tournaments/{tid}/games?limit=2"
+    while path is not None:
+        resp = await arena.client.get(path)
+        assert resp.status == 200
+        pages.append([g["game_id"] for g in await resp.json()])
+        link = resp.headers.get("Link")
+        links.append(link)
+        path = link[1:link.index(">")] if link else None
+    assert pages == [["s0a", "s0b"], ["s1"], ["s2a", "s2b", "s2c"]]
+    assert links[0] == f'</api/tournaments/{tid}/games?limit=2&after_slot=0>; rel="next"'
+    resp = await arena.client.get(f"/api/tournaments/{tid}/games?limit=3")
+    assert [g["game_id"] for g in await resp.json()] == ["s0a", "s0b", "s1"]
+    assert resp.headers["Link"] == f'</api/tournaments/{tid}/games?limit=3&after_slot=1>; rel="next"'
+    resp = await arena.client.get(f"/api/tournaments/{tid}/games?limit=6")
+    assert len(await resp.json()) == 6 and "Link" not in resp.headers
     resp = await arena.client.get(f"/api/tournaments/{tid}/games?after_slot=0")
     assert [g["game_id"] for g in await resp.json()] == ["s1", "s2a", "s2b", "s2c"] and "Link" not in resp.headers
 
