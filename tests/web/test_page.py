@@ -43,6 +43,7 @@ from arena_testkit import ADMIN, Harness, WsClient, gather, misbehave, play_out,
 from mandala_client.bots import RandomBot
 from protocol.messages import Decision, Error, GameOver, GameStart, LadderStatus
 from server.app import create_app
+from server.storage import GameRow
 
 CHROMIUM = Path(os.environ.get("MANDALA_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -695,6 +696,42 @@ async def test_a_tournament_waits_for_a_bot_busy_with_a_ladder_game_and_says_wit
         for t in tasks:
             t.cancel()
         await asyncio.gather(*(b.task for b in bots), *tasks, return_exceptions=True)
+
+
+async def test_a_long_tournament_lists_its_games_a_page_at_a_time(make_arena: Any, browser: Any) -> None:
+    """Sixty stored games: the page lists the first fifty in schedule order and says there are
+    more; "More games" appends the rest, and then it says there is nothing more."""
+    from playwright.async_api import expect
+
+    arena: Harness = await make_arena()
+    for name in ("ann", "ben"):
+        await arena.create_bot(name)
+    tid = (await create(arena, name="long cup", participants=["ann", "ben"], games_per_pairing=60))["tournament_id"]
+    for slot in range(60):
+        await arena.arena.storage.save_game(GameRow(
+            game_id=f"g{slot:02d}", players=["ann", "ben"] if slot % 2 == 0 else ["ben", "ann"], status="finished",
+            rated=False, first_player=0, ply=30, started=f"2020-01-01T00:{slot:02d}:00.000Z",
+            kind="tournament", tournament_id=tid, slot=slot, ended=f"2020-01-01T00:{slot:02d}:30.000Z",
+            end_reason="river", result={"winner": slot % 2, "end_reason": "river",
+                                        "scores": [30, 20] if slot % 2 == 0 else [20, 30], "cup_sizes": [5, 5]}))
+    page = await browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    await page.goto(str(arena.client.make_url("/")) + f"#/tournaments/{tid}")
+    listed = page.get_by_test_id("t-game")
+    await expect(listed).to_have_count(50, timeout=WAIT_MS)
+    await expect(page.get_by_test_id("tournament-games-count")).to_have_text("50+")
+    more = page.get_by_test_id("tournament-games-more")
+    await expect(more).to_be_visible()
+    await more.click()
+    await expect(listed).to_have_count(60, timeout=WAIT_MS)
+    await expect(page.get_by_test_id("tournament-games-count")).to_have_text("60")
+    await expect(more).to_be_hidden()
+    assert await listed.evaluate_all("(lis) => lis.map((li) => li.dataset.gameId)") == [f"g{i:02d}" for i in range(60)]
+    await expect(listed.nth(59)).to_contain_text("game 60 · round 1")
+    await expect(listed.nth(59).get_by_test_id("t-game-result")).to_have_text("ann wins")  # seat 1 of slot 59
+    await expect(listed.nth(59).get_by_test_id("t-game-score")).to_have_text("30–20")
+    assert errors == []
 
 
 HOSTILE = '{"type": "move", "game_id": "%s", "request_id": %d, "move": {"type": "<img src=x onerror=window.pwned=1>"}}'
