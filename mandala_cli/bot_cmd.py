@@ -9,13 +9,15 @@ import sys
 import urllib.error
 import urllib.request
 
+from .http_client import add_server_option
+
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("bot", help="manage bots on a running server")
     actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     create = actions.add_parser("create", help="create a bot and print its token (shown only once)")
     create.add_argument("name", help="2-32 characters: letters, digits, _ . -")
-    create.add_argument("--url", default="http://127.0.0.1:8080", help="the server (default http://127.0.0.1:8080)")
+    add_server_option(create)
     create.add_argument("--admin-token", default=os.environ.get("MANDALA_ADMIN_TOKEN"),
                         help="needed when registration is admin-only (default: $MANDALA_ADMIN_TOKEN)")
     create.set_defaults(run=run)
@@ -26,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     if args.admin_token:
         headers["Authorization"] = f"Bearer {args.admin_token}"
     req = urllib.request.Request(
-        args.url.rstrip("/") + "/api/bots",
+        args.server + "/api/bots",
         data=json.dumps({"name": args.name}).encode(),
         headers=headers,
         method="POST",
@@ -42,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"mandala bot create: HTTP {e.code} {e.reason}", file=sys.stderr)
         return 1
     except (urllib.error.URLError, OSError) as e:
-        print(f"mandala bot create: cannot reach {args.url}: {getattr(e, 'reason', e)}", file=sys.stderr)
+        print(f"mandala bot create: cannot reach {args.server}: {getattr(e, 'reason', e)}", file=sys.stderr)
         return 1
     print(f"bot {body['name']} created. Its token (shown only this once):")
     print(body["token"])

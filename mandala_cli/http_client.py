@@ -1,5 +1,5 @@
-"""The HTTP side of the commands that talk to a running server (``mandala tournament``,
-``mandala export``): one request helper, one way to report a refusal, one way to save a
+"""The HTTP side of the commands that talk to a running server (``mandala bot create``,
+``mandala tournament``, ``mandala export``): one ``--server`` option, one request helper, one way to report a refusal, one way to save a
 streamed answer to a file whole or not at all.
 
 The standard library's ``urllib`` is enough here (blocking requests from a command line), so
@@ -40,8 +40,11 @@ def server_url(text: str) -> str:
 
 
 def add_server_option(parser: argparse.ArgumentParser) -> None:
+    """``--server URL``, the one name of the server in every command that talks to one;
+    ``--url`` (``mandala bot create``'s name for it once) is a hidden alias that still works."""
     parser.add_argument("--server", type=server_url, default=DEFAULT_SERVER, metavar="URL",
                         help=f"the server's address (default {DEFAULT_SERVER})")
+    parser.add_argument("--url", dest="server", type=server_url, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
 
 def admin_token(args: argparse.Namespace) -> str | None:

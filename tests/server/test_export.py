@@ -148,7 +148,7 @@ async def test_mandala_export_writes_plain_or_gzip_files_whole(make_arena: Any, 
     assert status == 0, err
     assert [g["game_id"] for g in lines(gzip.decompress((tmp_path / "ann.jsonl.gz").read_bytes()))] == [ids[0], ids[2]]
 
-    status, err = await mandala("export", "--server", url, "--limit", "2", "-o", str(tmp_path / "last.jsonl"))
+    status, err = await mandala("export", "--url", url, "--limit", "2", "-o", str(tmp_path / "last.jsonl"))  # --server's alias
     assert status == 0, err
     assert [g["game_id"] for g in lines((tmp_path / "last.jsonl").read_bytes())] == ids[1:]
     assert f"2 games written to {tmp_path / 'last.jsonl'}" in err

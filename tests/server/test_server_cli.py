@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from mandala_cli.main import main
+from mandala_cli.http_client import DEFAULT_SERVER
+from mandala_cli.main import build_parser, main
 from mandala_cli.serve_cmd import banner
+from mandala_cli.tournament_cmd import CONTROLS
 from server.config import ConfigError, Settings, load_settings
 
 
@@ -48,7 +51,8 @@ def test_a_pairing_setting_out_of_range_stops_the_server_naming_it(tmp_path: Pat
 def test_banner_says_how_to_start() -> None:
     text = banner("http://127.0.0.1:8080", "S3CRET", True, "open", ".venv/bin/mandala")
     assert "http://127.0.0.1:8080" in text and "ws://127.0.0.1:8080/ws" in text
-    assert ".venv/bin/mandala bot create" in text and "curl -X POST http://127.0.0.1:8080/api/bots" in text
+    assert ".venv/bin/mandala bot create my-bot --server http://127.0.0.1:8080" in text
+    assert "curl -X POST http://127.0.0.1:8080/api/bots" in text
     assert "S3CRET" in text
     assert "S3CRET" not in banner("http://h:1", "S3CRET", False, "admin")
 
@@ -56,12 +60,44 @@ def test_banner_says_how_to_start() -> None:
 async def test_bot_create_command(make_arena: Any, capsys: Any) -> None:
     arena = await make_arena(registration="admin")
     url = str(arena.client.make_url("/")).rstrip("/")
-    code = await asyncio.to_thread(main, ["bot", "create", "cli-bot", "--url", url, "--admin-token", "admin-secret-token"])
+    code = await asyncio.to_thread(main, ["bot", "create", "cli-bot", "--server", url, "--admin-token", "admin-secret-token"])
     out = capsys.readouterr().out
     assert code == 0 and "cli-bot" in out
     token = out.strip().splitlines()[-1]
     await arena.connect(token)  # the printed token works
+    # --url, its name before --server, still works (hidden).
     code = await asyncio.to_thread(main, ["bot", "create", "cli-bot", "--url", url, "--admin-token", "admin-secret-token"])
     assert code == 1 and "409 name_taken" in capsys.readouterr().err
+    code = await asyncio.to_thread(main, ["bot", "create", "cli-bot2", "--url", url, "--admin-token", "admin-secret-token"])
+    assert code == 0 and "bot cli-bot2 created" in capsys.readouterr().out
     code = await asyncio.to_thread(main, ["bot", "create", "other", "--url", url, "--admin-token", ""])
     assert code == 1 and "401 unauthorized" in capsys.readouterr().err
+
+
+def _leaves(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> dict[tuple[str, ...], argparse.ArgumentParser]:
+    """Every command of the parser that takes options of its own, by its words (``("bot", "create")``)."""
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        return {path: parser}
+    found = {}
+    for name, child in subs[0].choices.items():
+        found.update(_leaves(child, path + (name,)))
+    return found
+
+
+def test_every_command_that_talks_to_a_server_names_it_server_and_still_takes_url() -> None:
+    leaves = _leaves(build_parser())
+    talking = {path for path, p in leaves.items() if "--server" in p._option_string_actions}
+    assert talking == {("bot", "create"), ("export",), ("tournament", "create"), ("tournament", "status"),
+                       ("tournament", "results"), ("tournament", "records")} | {
+        ("tournament", op) for op in CONTROLS}
+    # No command names the server any other way (serve and demo run one: --host and --port).
+    assert not [path for path, p in leaves.items() if "--url" in p._option_string_actions and path not in talking]
+    for path in talking:
+        parser = leaves[path]
+        assert "--server URL" in parser.format_help() and "--url" not in parser.format_help()
+        needs = {("bot", "create"): ["NAME"], ("export",): [], ("tournament", "create"): []}.get(path, ["ID"])
+        for flag in ("--server", "--url"):
+            args = parser.parse_args([*needs, flag, "http://arena.example:9000/"])
+            assert args.server == "http://arena.example:9000"
+        assert parser.parse_args(needs).server == DEFAULT_SERVER == "http://127.0.0.1:8080"
