@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import Meta
 
-from .messages import BotName, GameSummary
+from .messages import BotName, GameKind, GameSummary
 
 TournamentFormat = Literal["round_robin", "gauntlet", "swiss"]
 TournamentState = Literal["created", "running", "paused", "finished", "cancelled"]
@@ -111,14 +111,28 @@ class Progress(msgspec.Struct, kw_only=True):
     forfeits: int
 
 
+class BusyGame(msgspec.Struct, kw_only=True):
+    """A running game that takes one of a busy participant's slots."""
+
+    game_id: str
+    kind: GameKind
+    opponent: str
+
+
 class Waiting(msgspec.Struct, kw_only=True):
-    """A participant whose game is due but who is not connected."""
+    """A participant a due game waits for: away (not connected), or busy (connected, but every
+    slot its connection's ``max_games`` allows is taken, some by games outside this tournament;
+    its slot is kept for the tournament, no new ladder game takes it)."""
 
     bot: str
+    reason: Literal["away", "busy"]
     since: str
-    """ISO 8601, UTC: when its first game came due while it was away."""
-    forfeits_in_s: float
-    """Seconds until it forfeits (0: it forfeits its games as they come due)."""
+    """ISO 8601, UTC: when its game first came due while it was in this state."""
+    forfeits_in_s: float | None
+    """Away: seconds until it forfeits (0: it forfeits its games as they come due). Busy:
+    ``None`` (a busy bot does not forfeit)."""
+    busy_with: list[BusyGame]
+    """Busy: the running games that take its slots, oldest first. Away: empty."""
 
 
 class TournamentInfo(msgspec.Struct, kw_only=True):

@@ -79,11 +79,16 @@ def create_app(settings: Settings, storage: Storage | None = None) -> web.Applic
         tournaments=Director(storage, manager, live.publish),
     )
     live.state = lambda: (app[ARENA].ladder.table, running_games(app[ARENA]))
+    # Tournament games come first: the ladder leaves alone the slots the director holds for
+    # due tournament games, and pairs again at once when a hold is given up.
+    app[ARENA].ladder.held = app[ARENA].tournaments.held_for
+    app[ARENA].tournaments.released = app[ARENA].ladder.wake
     if settings.redis is not None:
         node = settings.node or f"{socket.gethostname()}-{settings.port}"
         cluster = ClusterNode(settings.redis, node)
         cluster.bind(app[ARENA])
         app[ARENA].cluster = cluster
+        app[ARENA].tournaments.games_elsewhere = cluster.summaries
     app.router.add_get("/ws", websocket_handler)
     setup_export(app)  # before /api/games/{game_id}
     setup_api(app)

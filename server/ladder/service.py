@@ -17,6 +17,9 @@ inside another game's step.
   last ratings reset, each with its 95% interval (so the number, the order and the interval
   are one quantity), the live Elo beside it, and W/D/L; recomputed (coalesced) after each
   change and pushed to the live stream.
+- **Tournament games first.** A bot's slots held for its due tournament games (``held``, the
+  tournament director's) are not free: no new pair, qualification game or return game takes
+  them.
 - **Fair time.** With ``ladder_games_per_hour`` a bot that started that many ladder games in
   the last hour is not paired until the oldest is an hour old; pairing prefers the pair whose
   busier bot started fewer games lately.
@@ -114,6 +117,9 @@ class Ladder:
         self.leading = False
         self.may_act: Callable[[], bool] = lambda: True
         """Checked before each pairing: in a cluster, whether this node's lease still holds."""
+        self.held: Callable[[str], int] = lambda bot: 0
+        """Slots of a bot kept for its due tournament games (the director's holds): they are
+        not the ladder's to fill."""
         self.paused = False
         self.places: dict[str, LadderStanding] = {}
         self.seeking: set[str] = set()
@@ -466,10 +472,10 @@ class Ladder:
         self._wake.set()
 
     def free(self, bot: str) -> int:
-        """Games the bot may start now for new pairs: its open slots less those kept for return
-        games whose other bot is connected."""
+        """Games the bot may start now for new pairs: its open slots less those held for its
+        tournament games and those kept for return games whose other bot is connected."""
         reserved = sum(1 for p in self.returns if bot in p.players and self._others_here(p, bot))
-        return self.manager.open_slots(bot) - reserved
+        return self.manager.open_slots(bot) - self.held(bot) - reserved
 
     def _others_here(self, pair: Pair, bot: str) -> bool:
         """Whether the pair's other bot is here (only then is ``bot``'s slot kept for it)."""
@@ -485,7 +491,8 @@ class Ladder:
 
     def pair_now(self) -> None:
         """Start what can start: return games first, then (unless paused) qualification
-        games and new ladder pairs. Nothing starts while storage fails."""
+        games and new ladder pairs, each in slots no tournament game holds. Nothing starts
+        while storage fails."""
         if self.manager.recorder.failing is not None or not self.leading or not self.may_act():
             return
         now = asyncio.get_running_loop().time()
@@ -497,7 +504,7 @@ class Ladder:
                 self._drop_return(pair, "a bot left the ladder")
             elif all(self.manager.can_play(b) for b in pair.players):
                 for b in pair.players:
-                    left.setdefault(b, self.manager.open_slots(b))
+                    left.setdefault(b, self.manager.open_slots(b) - self.held(b))
                 ready = all(left[b] >= 1 for b in pair.players)
                 for b in pair.players:
                     left[b] -= 1

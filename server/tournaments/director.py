@@ -11,6 +11,13 @@ wherever the organizer's request arrived.
 - **Due.** A slot is due when no game of it is running or over. Due slots start in schedule
   order while the tournament has fewer than ``max_concurrent`` games running and each bot
   fewer than ``max_games_per_bot`` (and a free slot of its connection's ``max_games``).
+- **Tournament games come first.** A due game that could start now but for a bot's free slots
+  (both bots connected, the tournament's limits permitting) holds a slot of each of its two
+  bots (:attr:`Director.held`): the ladder starts no game in it, so the slot freed when a bot's
+  other game ends is the tournament's. The holds are recomputed at each look and as each
+  tournament game ends (before the ladder hears of a freed slot), and given up when the game
+  starts or the tournament pauses, is cancelled or ends. A bot due such a game whose slots are
+  all taken, some by games outside the tournament, is shown waited for as busy, with them.
 - **Away.** A bot not connected when one of its games is due is waited for ``grace_s`` from
   that moment; then it forfeits that game and every further one that comes due while it stays
   away (a forfeit is a stored game of no moves, ``end_reason`` ``forfeit``, won by the other
@@ -24,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,8 +39,8 @@ from typing import Any
 import msgspec
 
 import mandala
-from protocol.messages import GameResult
-from protocol.tournaments import LiveTournament, TournamentDefinition, Waiting
+from protocol.messages import GameResult, GameSummary
+from protocol.tournaments import BusyGame, LiveTournament, TournamentDefinition, Waiting
 
 from ..clock import utc_now
 from ..deals import Deal, build_game
@@ -71,6 +79,12 @@ class Run:
     """Slots whose forfeit is on its way to storage."""
     away: dict[str, tuple[float, str]] = field(default_factory=dict)
     """Bot -> (loop time, ISO time) its game first came due while it was away."""
+    busy_since: dict[str, str] = field(default_factory=dict)
+    """Bot -> ISO time its game first came due while every slot of it was taken."""
+    busy_with: dict[str, list[BusyGame]] = field(default_factory=dict)
+    """Each busy bot's running games, as of the last look."""
+    shown: tuple[tuple[str, str, str, tuple[str, ...]], ...] = ()
+    """The waiting state last seen (bot, reason, since, game ids): a change is published."""
     dirty: bool = False
 
     @property
@@ -84,6 +98,13 @@ class Run:
     def busy(self, bot: str) -> int:
         return sum(1 for slot in self.running if bot in self.row.schedule[slot][1:3])
 
+    def playing(self) -> Counter[str]:
+        """Each bot's games of this tournament running (here or on another node)."""
+        count: Counter[str] = Counter()
+        for slot in (*self.running, *self.elsewhere):
+            count.update(self.row.schedule[slot][1:3])
+        return count
+
 
 class Director:
     def __init__(self, storage: Storage, manager: GameManager, publish: Callable[[Any], None]) -> None:
@@ -94,6 +115,15 @@ class Director:
         """In a cluster, whether this node still holds the lead."""
         self.leading = False
         self.runs: dict[str, Run] = {}
+        self.held: dict[str, int] = {}
+        """Slots kept per bot for due tournament games (replaced at each look): the ladder
+        subtracts them from the bot's free slots (:meth:`held_for`)."""
+        self.released: Callable[[], None] = lambda: None
+        """Called when a bot's holds shrink (the ladder's wake: it may pair the bot again)."""
+        self.games_elsewhere: Callable[[], list[GameSummary]] = list
+        """In a cluster, the games other nodes host (a busy bot's games there)."""
+        self._busy: set[str] = set()
+        """Bots shown busy in some tournament (the end of any game of theirs wakes the director)."""
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._publisher: asyncio.Task[None] | None = None
@@ -145,6 +175,7 @@ class Director:
             self._task.cancel()
             self._task = None
         self.runs.clear()
+        self._hold()
 
     async def stop(self) -> None:
         self.follow()
@@ -162,14 +193,19 @@ class Director:
         pass
 
     def game_ended(self, room: GameRoom) -> None:
+        """A tournament game's end frees a slot the ladder must not take: the holds are
+        recomputed here, before the ladder's pairing runs. The end of a busy or held bot's
+        other game wakes the director to start the game waiting for it."""
         run = self.runs.get(room.tournament_id or "")
-        if run is None or room.slot is None:
-            return
-        run.running.pop(room.slot, None)
-        if room.status == "finished":
-            run.games[room.slot] = room.to_row(record=False)
-        self._changed(run)
-        self.wake()
+        if run is not None and room.slot is not None:
+            run.running.pop(room.slot, None)
+            if room.status == "finished":
+                run.games[room.slot] = room.to_row(record=False)
+            self._changed(run)
+            self._hold()
+            self.wake()
+        elif any(p in self.held or p in self._busy for p in room.players):
+            self.wake()
 
     def rated_game_stored(self, room: GameRoom) -> None:
         pass
@@ -189,6 +225,7 @@ class Director:
                     await self._refresh()
                 for run in list(self.runs.values()):
                     await self._step(run)
+                self._hold()
             except asyncio.CancelledError:
                 raise
             except Exception as e:
@@ -322,16 +359,108 @@ class Director:
 
         self.manager.recorder.finish(row, durable=durable)
 
+    # ------------------------------------------------------------------ holds
+
+    def held_for(self, bot: str) -> int:
+        """Slots of ``bot`` kept for its due tournament games (the ladder's to leave alone)."""
+        return self.held.get(bot, 0)
+
+    def _hold(self) -> None:
+        """Recompute :attr:`held` and each run's busy bots from the runs as they stand; call
+        :attr:`released` if a bot's holds shrank. Synchronous, so no pairing runs between a
+        freed slot and its hold."""
+        held: Counter[str] = Counter()
+        busy: set[str] = set()
+        if self.leading:
+            playing: Counter[str] = Counter()
+            for run in self.runs.values():
+                playing.update(run.playing())
+            elsewhere: list[GameSummary] | None = None
+            for run in self.runs.values():
+                found = self._hold_run(run, held, playing)
+                if found and elsewhere is None:
+                    elsewhere = self.games_elsewhere()
+                self._mark_busy(run, found, elsewhere or [])
+                busy |= found
+        shrank = any(held[bot] < n for bot, n in self.held.items())
+        self.held = dict(held)
+        self._busy = busy
+        if shrank:
+            self.released()
+
+    def _hold_run(self, run: Run, held: Counter[str], playing: Counter[str]) -> set[str]:
+        """Add to ``held`` the slots ``run``'s due games need (in schedule order, as many as
+        its limits would start); return its busy bots (connected and due, every slot taken,
+        some by games of other kinds or tournaments)."""
+        busy: set[str] = set()
+        if run.row.state != "running":
+            return busy
+        d = run.definition
+        concurrent = len(run.running) + len(run.elsewhere)
+        own = run.playing()
+        per_bot = own.copy()
+        for slot in run.due():
+            if concurrent >= d.max_concurrent:
+                break
+            _, a, b, _ = run.row.schedule[slot]
+            if per_bot[a] >= d.max_games_per_bot or per_bot[b] >= d.max_games_per_bot:
+                continue
+            if not (self.manager.can_play(a) and self.manager.can_play(b)):
+                continue  # away: waited for (and forfeited), not held
+            busy.update(p for p in (a, b)
+                        if self.manager.open_slots(p) < 1 and self.manager.running_count(p) > own[p])
+            spare = {p: self._capacity(p) - playing[p] - held[p] for p in (a, b)}
+            if any(spare[p] <= 0 < held[p] for p in (a, b)):
+                continue  # behind an earlier due game of that bot: it holds its slots
+            concurrent += 1
+            per_bot.update((a, b))
+            # A bot whose every slot is in tournament games needs no hold: the end of one of
+            # them recomputes the holds before the ladder hears of it.
+            held.update(p for p in (a, b) if spare[p] > 0)
+        return busy
+
+    def _capacity(self, bot: str) -> int:
+        """Games the bot may play at once (its connection's ``max_games``; its running games
+        count, on any node, also those on their way to storage)."""
+        return self.manager.open_slots(bot) + self.manager.running_count(bot)
+
+    def _mark_busy(self, run: Run, busy: set[str], elsewhere: list[GameSummary]) -> None:
+        """Note when each busy bot came due busy and the games that take its slots; publish a
+        change of who is waited for and why."""
+        for bot in [b for b in run.busy_since if b not in busy]:
+            del run.busy_since[bot]
+        run.busy_with = {}
+        for bot in busy:
+            run.busy_since.setdefault(bot, utc_now())
+            games = [(room.started, BusyGame(game_id=room.id, kind=room.kind, opponent=room.players[1 - room.players.index(bot)]))
+                     for room in self.manager.games_of(bot)]
+            games += [(g.started, BusyGame(game_id=g.game_id, kind=g.kind, opponent=g.players[1 - g.players.index(bot)]))
+                      for g in elsewhere if bot in g.players and g.game_id not in self.manager.running]
+            run.busy_with[bot] = [game for _, game in sorted(games, key=lambda e: (e[0], e[1].game_id))]
+        shown = tuple(sorted(
+            [(bot, "away", iso, ()) for bot, (_, iso) in run.away.items()]
+            + [(bot, "busy", since, tuple(g.game_id for g in run.busy_with[bot])) for bot, since in run.busy_since.items()]
+        ))
+        if shown != run.shown:
+            run.shown = shown
+            self._changed(run)
+
     # ------------------------------------------------------------------ what viewers see
 
     def waiting(self, tournament_id: str) -> list[Waiting]:
-        """The bots a running tournament waits for, here (empty where another node leads)."""
+        """The bots a running tournament waits for, here (empty where another node leads, and
+        once it is paused or over): away ones with their forfeit countdown, busy ones with the
+        games that take their slots."""
         run = self.runs.get(tournament_id)
-        if run is None:
+        if run is None or run.row.state != "running":
             return []
         now = asyncio.get_running_loop().time()
-        return [Waiting(bot=bot, since=iso, forfeits_in_s=round(max(0.0, run.definition.grace_s - (now - t)), 1))
-                for bot, (t, iso) in sorted(run.away.items())]
+        away = [Waiting(bot=bot, reason="away", since=iso, busy_with=[],
+                        forfeits_in_s=round(max(0.0, run.definition.grace_s - (now - t)), 1))
+                for bot, (t, iso) in run.away.items()]
+        busy = [Waiting(bot=bot, reason="busy", since=since, forfeits_in_s=None, busy_with=list(run.busy_with.get(bot, ())))
+                for bot, since in run.busy_since.items()]
+        return sorted(away + busy, key=lambda w: w.bot)
 
     def _changed(self, run: Run) -> None:
         run.dirty = True
