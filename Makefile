@@ -11,10 +11,12 @@ DB     ?= mandala.db
 
 .PHONY: run test lint bench bench-history load load-cluster schema demo clean cluster cluster-stop
 
+# pip -qq: errors only (not setuptools' note that an editable install is one, nor warnings about
+# this machine's package indexes); a failed install still says why and stops make.
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	$(PY) -m pip install -qq --disable-pip-version-check --upgrade pip
+	$(PY) -m pip install -qq --disable-pip-version-check -e '.[test]'
 	touch $(STAMP)
 
 run: $(STAMP)
