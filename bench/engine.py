@@ -1,7 +1,7 @@
 """Engine throughput on one core: random self-play, legal-move listing, views.
 
 Run with ``make bench``. Figures are wall-clock on whatever machine runs it;
-the README lists the ones measured for the project.
+docs/performance.md lists the ones measured for the project.
 """
 
 from __future__ import annotations

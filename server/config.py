@@ -66,7 +66,7 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     finished_cache: int = 512
     """Finished games kept in memory (so late moves get ``game_over``, not ``unknown_game``)."""
 
-    # The audience: /live viewers and spectators (README, "An audience that never slows the games").
+    # The audience: /live viewers and spectators (docs/running-a-competition.md, "The page and /live").
     live_batches_per_second: Annotated[float, Meta(gt=0, le=50)] = 4.0
     """At most this many frames a second reach a viewer of ``/live``: what happened meanwhile
     goes in one batch, encoded once for every viewer."""
@@ -84,7 +84,7 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     connections_per_ip_exempt: list[str] = msgspec.field(default_factory=lambda: ["127.0.0.1", "::1"])
     """Addresses never capped (a local load test, a proxy whose clients are not told apart)."""
 
-    # Storage faults (README, "Storage faults").
+    # Storage faults (docs/operating.md, "Storage faults").
     spool_path: str | None = None
     """Where finished games wait while the database fails (``server/spool.py``): put it on
     another disk than the database. Default: beside a SQLite file, or ``mandala-spool.jsonl``
@@ -98,12 +98,12 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     storage_wait_s: float = 300.0
     """At start, how long to wait for storage to open and take the spooled games before giving up."""
 
-    # A cluster's games when their node dies (README, "A game survives its node").
+    # A cluster's games when their node dies (docs/operating.md, "A game outlives its node").
     takeover_budget_s: Annotated[float, Meta(gt=0, le=3600)] = 30.0
     """How long the node taking over a dead node's game keeps trying to read its move log
     before it gives the game up (aborted, its seats closed with 4010)."""
 
-    # The ladder (README, "The ladder").
+    # The ladder (docs/running-a-competition.md, "The ladder").
     elo_initial: float = 1500.0
     """A new bot's rating (and every bot's after a ratings reset)."""
     elo_k_provisional: float = 32.0

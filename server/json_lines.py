@@ -19,7 +19,7 @@ from aiohttp import web
 _encoder = msgspec.json.Encoder()
 GZIP_LEVEL = 3
 """Records compress 3 times faster at level 3 than at zlib's default 6, to a file a third
-larger (14 times smaller than the JSON; README, "Bulk export")."""
+larger (14 times smaller than the JSON; docs/performance.md, "Bulk export")."""
 
 
 async def stream_json_lines(request: web.Request, pages: AsyncIterator[list[Any]], *, gzip_file: str | None = None,

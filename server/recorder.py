@@ -1,7 +1,7 @@
 """Recording games: every game row goes to storage through one ordered queue, and a finished
 game is durable before anyone hears that it finished.
 
-The guarantee (README, "Storage faults"; PROTOCOL.md §19): a game's ``game_over`` is sent
+The guarantee (docs/operating.md, "Storage faults"; PROTOCOL.md §19): a game's ``game_over`` is sent
 only once its final row is stored in the database, or, while the database fails, appended
 to the spool (``server/spool.py``) and fsynced. If both fail, ``game_over`` waits until one
 of them takes the game. Spooled games are stored from the queue as soon as the database

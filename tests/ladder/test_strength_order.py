@@ -3,7 +3,7 @@
 Three bots from ``mandala_client.bots`` seek on a real server, play their qualification
 against the house bot and then rated duplicate pairs against each other until every two of
 them have met ``MEETINGS`` times. Offline, greedy beats random in 99% of games and search at
-300 iterations a move beats greedy in 93.5% (``mandala match``, README); the test checks
+300 iterations a move beats greedy in 93.5% (``mandala match``, docs/writing-a-bot.md); the test checks
 the standings' order, the game counts, and that each interval contains its rating.
 """
 

@@ -2,7 +2,7 @@
 a disk that fills up, SQLite on a disk the kernel makes read-only, and PostgreSQL stopped and
 started again with its data kept; each also with ``kill -9`` during the outage and a restart.
 
-Each run checks what the server promises (README, "Storage faults"): every game a bot received
+Each run checks what the server promises (docs/operating.md, "Storage faults"): every game a bot received
 ``game_over`` for is stored with that result once storage is back; the ratings equal a replay of
 the stored rated games; ``/health`` said ``degraded`` during the fault; no game started during
 it; the spool is empty afterwards; each distinct failure was logged once; and, without the kill,
