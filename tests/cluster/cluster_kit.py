@@ -3,6 +3,8 @@ it, and check, frame by frame, what each seat saw across takeovers."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,81 @@ async def connect(http: aiohttp.ClientSession, url: str, token: str | None, max_
         hello["token"] = token
     await client.send(hello)
     return client, await client.expect(Welcome)
+
+
+class SlowLink:
+    """A TCP relay to a server (Redis) that holds what its clients send for ``delay_s`` before
+    passing it on, in order, while the answers come back at once: a node whose link to Redis
+    is slow (a node busy with games, a far network). ``url`` is the server's URL through it."""
+
+    def __init__(self, url: str, delay_s: float) -> None:
+        scheme, rest = url.split("://", 1)
+        address, _, self._path = rest.partition("/")
+        host, _, port = address.rpartition(":")
+        self._scheme, self._target = scheme, (host, int(port))
+        self.delay_s = delay_s
+        self._server: asyncio.Server | None = None
+        self._relays: set[asyncio.Task[None]] = set()
+        self._parts: set[asyncio.Future[None]] = set()
+        self.url = ""
+
+    async def __aenter__(self) -> SlowLink:
+        self._server = await asyncio.start_server(self._relay, "127.0.0.1", 0)
+        port = self._server.sockets[0].getsockname()[1]
+        self.url = f"{self._scheme}://127.0.0.1:{port}/{self._path}"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.close()
+        for task in list(self._parts):
+            task.cancel()
+        await asyncio.gather(*self._relays, return_exceptions=True)
+
+    async def _relay(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
+        relay = asyncio.current_task()
+        assert relay is not None
+        self._relays.add(relay)
+        try:
+            server_r, server_w = await asyncio.open_connection(*self._target)
+        except OSError:
+            client_w.close()
+            self._relays.discard(relay)
+            return
+        loop = asyncio.get_running_loop()
+        held: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
+
+        async def hold() -> None:
+            while chunk := await client_r.read(1 << 16):
+                held.put_nowait((loop.time() + self.delay_s, chunk))
+            held.put_nowait((loop.time() + self.delay_s, b""))
+
+        async def pass_on() -> None:
+            while True:
+                due, chunk = await held.get()
+                await asyncio.sleep(max(0.0, due - loop.time()))  # the link's latency
+                if not chunk:
+                    return
+                server_w.write(chunk)
+
+        async def answer() -> None:
+            while chunk := await server_r.read(1 << 16):
+                client_w.write(chunk)
+
+        parts = [asyncio.ensure_future(p) for p in (hold(), pass_on(), answer())]
+        self._parts.update(parts)
+        try:
+            await asyncio.wait(parts[1:], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for part in parts:
+                part.cancel()
+            await asyncio.gather(*parts, return_exceptions=True)
+            self._parts.difference_update(parts)
+            for writer in (client_w, server_w):
+                writer.close()
+                with contextlib.suppress(Exception):
+                    await writer.wait_closed()
+            self._relays.discard(relay)
 
 
 def seat_consistency(frames: list[Any]) -> list[str]:

@@ -78,7 +78,7 @@ async def database(pg_url: str) -> AsyncIterator[str]:
 async def make_cluster(pg_schema: str, aiohttp_client: Any, redis_url: str, pg_url: str,
                        tmp_path: Path) -> MakeCluster:
     """``await make_cluster(n, **settings)``: ``n`` nodes named n1, n2, … started one after
-    the other (n1 takes the pairing lease first)."""
+    the other (n1 takes the pairing lease first); ``redis`` may be a list, each node's URL."""
     from server.storage.postgres import PostgresStorage
 
     r = aioredis.Redis.from_url(redis_url)
@@ -87,9 +87,9 @@ async def make_cluster(pg_schema: str, aiohttp_client: Any, redis_url: str, pg_u
 
     async def make(n: int, **overrides: Any) -> list[Harness]:
         nodes = []
-        redis = overrides.pop("redis", redis_url)
+        redis = overrides.pop("redis", redis_url)  # one URL for all, or each node's
         for i in range(1, n + 1):
-            settings = settings_for(pg_url, redis=redis, node=f"n{i}",
+            settings = settings_for(pg_url, redis=redis if isinstance(redis, str) else redis[i - 1], node=f"n{i}",
                                     spool_path=str(tmp_path / f"n{i}-spool.jsonl"), **overrides)
             storage = PostgresStorage(pg_url, schema=pg_schema, max_size=4)
             client: TestClient = await aiohttp_client(create_app(settings, storage=storage))
