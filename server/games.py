@@ -31,6 +31,7 @@ from protocol.messages import (
     GameOver,
     GameResult,
     GameStart,
+    GameSummary,
     MoveAccepted,
     OpponentAway,
     OpponentBack,
@@ -49,6 +50,7 @@ from .recorder import GameRecorder
 from .refusal import Refusal
 from .storage import GameRow, GameStatus
 from .storage.base import Claim, LoggedMove, MoveWrite
+from .summary import game_summary
 from .telemetry import Telemetry, clipped, ms
 
 log = logging.getLogger(__name__)
@@ -204,6 +206,10 @@ class GameRoom:
         if bot == self.players[1]:
             return 1
         return None
+
+    def summary(self) -> GameSummary:
+        """The game as lists show it, as it stands now."""
+        return game_summary(self.to_row(record=False))
 
     def spectator_view(self) -> mandala.View:
         return mandala.view(self.game, None)

@@ -32,7 +32,7 @@ from .peers import client_address
 from .refusal import Refusal
 from .storage import GameRow, GameStatus, NameTaken
 from .storage.packing import UnreadableRecord
-from .summary import game_summary
+from .summary import game_summary, heard_out, running_games
 
 log = logging.getLogger(__name__)
 
@@ -206,6 +206,8 @@ async def create_game(request: web.Request) -> web.Response:
         room = arena.manager.start_game((names[0], names[1]), deal, rated=body.rated, kind="admin")
     except SetupError as e:
         raise ApiError(400, "bad_deck", f"{e.rule}: {e.message}", rule=e.rule) from None
+    if arena.cluster is not None:
+        await arena.cluster.published()  # answered once every node can find it (watch it, list it)
     return json_response({"game_id": room.id}, 201)
 
 
@@ -262,6 +264,7 @@ async def list_games(request: web.Request) -> web.Response:
         bot = row.name
     games: list[GameSummary] = []
     if status in (None, "running") and before is None:
+        await heard_out(arena)
         games += [g for g in running_games(arena) if bot is None or bot in g.players][:limit]
     headers = None
     if status != "running" and len(games) < limit:
@@ -273,14 +276,6 @@ async def list_games(request: web.Request) -> web.Response:
             query["before"] = cursor_of(games[-1])
             headers = {"Link": f'<{request.url.path}?{urlencode(query)}>; rel="next"'}
     return json_response(games, headers=headers)
-
-
-def running_games(arena: Arena) -> list[GameSummary]:
-    """The running games of the whole cluster (of this server, on one node), newest first."""
-    games = [game_summary(r.to_row(record=False)) for r in arena.manager.running.values()]
-    if arena.cluster is not None:
-        games += arena.cluster.summaries()
-    return sorted(games, key=lambda g: g.started, reverse=True)
 
 
 async def ended_games(arena: Arena, status: GameStatus | None, limit: int, before: tuple[str, str] | None = None,
@@ -311,22 +306,26 @@ async def _stored(arena: Arena, game_id: str) -> GameRow:
 
 
 async def get_game(request: web.Request) -> web.Response:
-    """``GET /api/games/{id}``: status, ply, the spectator view, the result once over."""
+    """``GET /api/games/{id}``: status, ply, the spectator view, the result once over; a game
+    as it stands, wherever in the cluster it runs."""
     arena = request.app[ARENA]
     game_id = request.match_info["game_id"]
     room: GameRoom | None = arena.manager.lookup(game_id)
+    view: Any
     if room is not None:
-        row, view = room.to_row(record=False), room.spectator_view()
+        game, view = room.summary(), room.spectator_view()
+    elif arena.cluster is not None and (elsewhere := await arena.cluster.game_as_it_stands(game_id)) is not None:
+        game, view = elsewhere  # from its host, as it stands there
     else:
         row = await _stored(arena, game_id)
-        view = None
+        game, view = game_summary(row), None
         if row.record is not None:
             try:
                 view = mandala.view(mandala.replay(row.record), None)
             except RecordError:
                 log.exception("stored record of %s does not replay", game_id)
-    return json_response({"game_id": row.game_id, "players": row.players, "status": row.status, "ply": row.ply,
-                          "view": view, "result": row.result, "kind": row.kind, "tournament_id": row.tournament_id})
+    return json_response({"game_id": game.game_id, "players": game.players, "status": game.status, "ply": game.ply,
+                          "view": view, "result": game.result, "kind": game.kind, "tournament_id": game.tournament_id})
 
 
 async def over_game(arena: Arena, game_id: str) -> GameRow:

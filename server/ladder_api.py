@@ -25,7 +25,7 @@ from .outbox import Outbox
 from .peers import client_address
 from .ratelimit import TokenBucket
 from .storage import BotRow
-from .summary import game_summary
+from .summary import as_they_stand, game_summary, heard_out
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +64,7 @@ async def profile(request: web.Request) -> web.Response:
     standing = next((s for s in ladder.table.standings if s.bot == row.name), None)
     history, older = await _history_page(arena, row.name, HISTORY_PAGE, None)
     await arena.manager.recorder.settle()
+    await heard_out(arena)
     games = await arena.storage.games_of(row.name, HEALTH_GAMES, telemetry=True)
     return json_response({
         "name": row.name,
@@ -74,7 +75,7 @@ async def profile(request: web.Request) -> web.Response:
         "standing": standing,
         "history": history,
         "history_before": older,
-        "games": [game_summary(g) for g in games[:PROFILE_GAMES]],
+        "games": as_they_stand(arena, games[:PROFILE_GAMES]),
         "health": health(row.name, games),
     })
 

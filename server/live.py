@@ -33,7 +33,6 @@ from .connection import encode
 from .games import GameRoom
 from .outbox import CLOSE_GOING_AWAY, Outbox
 from .recorder import GameRecorder
-from .summary import game_summary
 
 log = logging.getLogger(__name__)
 
@@ -113,10 +112,10 @@ class LiveHub:
 
     def game_started(self, room: GameRoom) -> None:
         if self.viewers:
-            self.publish(LiveGameStarted(game_summary(room.to_row(record=False))))
+            self.publish(LiveGameStarted(room.summary()))
 
     def game_ended(self, room: GameRoom) -> None:
-        self.publish(LiveGameEnded(game_summary(room.to_row(record=False))))  # kept for fresh starts
+        self.publish(LiveGameEnded(room.summary()))  # kept for fresh starts
 
     def rated_game_stored(self, room: GameRoom) -> None:
         pass

@@ -16,6 +16,8 @@ from protocol.tournaments import LiveTournament
 
 from .presence import Attached, Detached
 
+NO_VIEW = msgspec.Raw(b"null")
+
 
 class ToBot(msgspec.Struct, tag="to_bot", frozen=True, omit_defaults=True):
     """A frame for ``bot``, to the node holding its connection. A ``decision`` names its game
@@ -83,6 +85,43 @@ class GameEnded(msgspec.Struct, tag="game_ended", frozen=True):
     lost: bool = False
 
 
+class PliesAsked(msgspec.Struct, tag="plies_asked", frozen=True):
+    """What ply has each game you run reached? Asked of every node before a node lists the
+    running games (storage and ``game_began`` know a game as it started); each answers with
+    :class:`PliesTold`. Asked when read, so a move costs the cluster nothing."""
+
+    call: int
+
+
+class PliesTold(msgspec.Struct, tag="plies_told", frozen=True):
+    """The answer to the sender's :class:`PliesAsked` ``call``: the ply of each game it runs.
+    It comes after the ``game_began`` of each of them (one sender's messages arrive in order)."""
+
+    call: int
+    plies: dict[str, int]
+
+
+class GameAsked(msgspec.Struct, tag="game_asked", frozen=True):
+    """How does game ``game_id`` stand (with its spectator view if ``view``)? Sent to the
+    node that hosts it, or to every node when the sender does not know where it runs; each
+    node asked answers with :class:`GameTold`."""
+
+    call: int
+    game_id: str
+    view: bool = False
+
+
+class GameTold(msgspec.Struct, tag="game_told", frozen=True):
+    """The answer to the sender's :class:`GameAsked` ``call``: the game as it stands on the
+    node that runs it (or ran it lately), or ``None`` if this node does not know it."""
+
+    call: int
+    game: GameSummary | None
+    epoch: int = 0
+    view: msgspec.Raw = NO_VIEW
+    """The spectator view as the host encoded it (``null`` unless asked for)."""
+
+
 class LeaderIs(msgspec.Struct, tag="leader_is", frozen=True):
     """``node`` holds the pairing lease (said when it takes it, then every second)."""
 
@@ -135,5 +174,6 @@ class LadderAnswer(msgspec.Struct, tag="ladder_answer", frozen=True):
 
 ClusterMessage = (
     Attached | Detached | Capacity | ToBot | ToConn | FromBot | Watching | GameBegan | GameEnded | LeaderIs
-    | Standings | Refused | LadderCall | LadderAnswer | TournamentNews
+    | Standings | Refused | LadderCall | LadderAnswer | TournamentNews | PliesAsked | PliesTold
+    | GameAsked | GameTold
 )

@@ -55,19 +55,23 @@ from protocol.tournaments import LiveTournament
 from ..callbacks import cancel_and_wait, spawn
 from ..connection import Connection, encode
 from ..refusal import Refusal
-from ..summary import game_summary
 from .bus import PREFIX, ClusterBus, ClusterUnavailable
 from .lease import Lease
 from .messages import (
+    NO_VIEW,
     Capacity,
     ClusterMessage,
     FromBot,
+    GameAsked,
     GameBegan,
     GameEnded,
+    GameTold,
     LadderAnswer,
     LadderCall,
     LadderOp,
     LeaderIs,
+    PliesAsked,
+    PliesTold,
     Refused,
     Standings,
     ToBot,
@@ -96,6 +100,9 @@ TICK_S = 0.5
 """How often the leader says it leads and each node looks for nodes that died (a node is
 gone once its liveness key, refreshed every two thirds of a second, is 2 s old)."""
 CALL_TIMEOUT_S = 10.0
+ASK_TIMEOUT_S = 2.0
+"""How long a node waits for the others to say how their games stand (or that they run no
+such game)."""
 ENDED_KEPT = 1024
 """Games of other nodes remembered after their end, so a late move still reaches the host
 (which answers ``game_over``) rather than getting ``unknown_game``."""
@@ -156,6 +163,17 @@ class RemoteSpectator:
         self._bus.post(self.node, ToConn(self.conn, msgspec.Raw(frame), game_id))
 
 
+class Asking:
+    """A question to other nodes waiting for its answers: the nodes yet to answer, and (a
+    :class:`GameAsked`) the first answer that knows the game, with the node that gave it."""
+
+    __slots__ = ("future", "waiting")
+
+    def __init__(self, future: asyncio.Future[tuple[str, GameTold] | None], waiting: set[str]) -> None:
+        self.future = future
+        self.waiting = waiting
+
+
 class ClusterNode:
     """The cluster as this node sees it; ``bind(arena)`` hooks it into the server."""
 
@@ -165,8 +183,12 @@ class ClusterNode:
         self.presence = ClusterPresence(self.bus, self._replaced, self._arrived, self._left)
         self.lease = Lease(self.bus.redis, PAIRING, node, LEASE_S, gained=self._gained, lost=self._lost)
         self.games: dict[str, GameBegan] = {}
-        """Running games hosted by other nodes."""
-        self.ended: OrderedDict[str, str] = OrderedDict()
+        """Running games hosted by other nodes, at the ply their hosts last told
+        (:meth:`hear_out`)."""
+        self.ended: OrderedDict[str, GameEnded] = OrderedDict()
+        self._learned: set[str] = set()
+        """Games of other nodes found before their ``game_began`` was heard here."""
+        self._asks: dict[int, Asking] = {}
         self.capacity: dict[str, int] = {}
         self.leader: str | None = None
         self.seeking: set[str] = set()
@@ -193,7 +215,8 @@ class ClusterNode:
             Capacity: self._on_capacity, ToBot: self._on_to_bot, ToConn: self._on_to_conn,
             FromBot: self._on_from_bot, Watching: self._on_watching, GameBegan: self._on_game_began,
             GameEnded: self._on_game_ended, LeaderIs: self._on_leader_is, Standings: self._on_standings,
-            TournamentNews: self._on_tournament_news,
+            TournamentNews: self._on_tournament_news, PliesAsked: self._on_plies_asked,
+            PliesTold: self._on_plies_told, GameAsked: self._on_game_asked, GameTold: self._on_game_told,
             Refused: self._on_refused, LadderCall: self._on_ladder_call, LadderAnswer: self._on_ladder_answer,
         }
         self.bus.subscribe(self._heard)
@@ -258,6 +281,7 @@ class ClusterNode:
         self.capacity = {text_of(k): int(v) for k, v in (await self.bus.redis.hgetall(CAPACITY)).items()}
         alive = set(await self.bus.nodes())
         self.games = {}
+        self._learned = set()
         self._previous = []
         for key, value in (await self.bus.redis.hgetall(GAMES)).items():
             try:
@@ -417,7 +441,10 @@ class ClusterNode:
 
     def host_of(self, game_id: str) -> str | None:
         began = self.games.get(game_id)
-        return began.host if began is not None else self.ended.get(game_id)
+        if began is not None:
+            return began.host
+        ended = self.ended.get(game_id)
+        return ended.host if ended is not None else None
 
     def forward(self, host: str, bot: str, message: ClientMessage) -> None:
         if not self.healthy:
@@ -442,22 +469,117 @@ class ClusterNode:
             raise Refusal("cluster_unavailable", "the node hosting this game cannot be reached now", game_id=game_id)
         self.bus.post(host, Watching(conn.id, game_id, on))
 
-    async def learn_game(self, game_id: str) -> None:
-        """Look a game up in ``mandala:games`` if its start was not heard of yet (a spectator
-        may ask for a game that started a moment ago on another node)."""
-        if game_id in self.games or game_id in self.ended or not self.healthy:
-            return
+    def summary_of(self, game_id: str) -> GameSummary | None:
+        """A game of another node as last heard here: running (at the ply its host last
+        told), or ended lately; ``None`` if not known here."""
+        began = self.games.get(game_id)
+        if began is not None:
+            return began.game
+        ended = self.ended.get(game_id)
+        return ended.game if ended is not None else None
+
+    async def learn_game(self, game_id: str) -> str | None:
+        """The node that runs (or ran lately) ``game_id`` if another one does. A game not heard
+        of yet may have started a moment ago: it is looked up in ``mandala:games``, then asked
+        of every node, so one whose id anyone was given (the host knows it as soon as it
+        starts) is found; ``None`` if no other node knows it."""
+        host = self.host_of(game_id)
+        if host is not None or not self.healthy:
+            return host
         try:
             value = await self.bus.redis.hget(GAMES, game_id)
         except (RedisError, OSError):
-            return
+            value = None
         if value is not None:
             try:
                 began = _began.decode(value)
             except msgspec.DecodeError:
-                return
-            if began.host != self.node and game_id not in self.ended:
-                self.games.setdefault(game_id, began)
+                began = None
+            if began is not None and began.host != self.node:
+                self._learn(began)
+                return self.host_of(game_id)
+        try:
+            answer = await self._ask(None, game_id)
+        except ClusterUnavailable:
+            return None
+        if answer is None:
+            return None
+        host, told = answer
+        assert told.game is not None
+        if told.game.status == "running":
+            self._learn(GameBegan(host, told.game, told.epoch))
+        elif game_id not in self.games:
+            self._ended(GameEnded(host, told.game))
+        return self.host_of(game_id)
+
+    def _learn(self, began: GameBegan) -> None:
+        game_id = began.game.game_id
+        if game_id not in self.games and game_id not in self.ended:
+            self.games[game_id] = began
+            self._learned.add(game_id)
+
+    async def game_as_it_stands(self, game_id: str) -> tuple[GameSummary, msgspec.Raw] | None:
+        """A game another node runs (or ran lately), as it stands there, with its spectator
+        view as the host encoded it; ``None`` if no other node knows it. A host that does not
+        answer in time: the game as last heard here, without its view."""
+        host = await self.learn_game(game_id)
+        if host is None or host == self.node:
+            return None
+        try:
+            answer = await self._ask(host, game_id, view=True)
+        except ClusterUnavailable:
+            known = self.games.get(game_id)
+            return (known.game, NO_VIEW) if known is not None else None
+        return (answer[1].game, answer[1].view) if answer is not None and answer[1].game is not None else None
+
+    async def _ask(self, node: str | None, game_id: str, view: bool = False) -> tuple[str, GameTold] | None:
+        """Ask ``node`` (``None``: every other node alive) how ``game_id`` stands: the first
+        answer that knows it, with the node that gave it; ``None`` once all said they do not.
+        Raises :class:`ClusterUnavailable` without Redis or an answer in time."""
+        return await self._question(node, lambda call: GameAsked(call, game_id, view), f"how game {game_id} stands")
+
+    async def hear_out(self) -> None:
+        """Learn the ply every other node's games reached (storage and ``game_began`` keep a
+        running game as it started): asked when a list is read, so a move costs nothing. Each
+        node's answer comes after everything it published before (its games' starts and ends),
+        so once all answered this node knows the running games as they stand. A node that does
+        not answer within :data:`ASK_TIMEOUT_S` (or no Redis): its games as last heard."""
+        try:
+            await self._question(None, PliesAsked, "the plies of its games")
+        except ClusterUnavailable:
+            pass
+
+    async def _question(self, node: str | None, message: Callable[[int], Any], what: str) -> tuple[str, GameTold] | None:
+        """Post ``message(call)`` to ``node`` (``None``: every node alive) and wait for the
+        answers (:meth:`_answered`). Raises :class:`ClusterUnavailable` without Redis, or
+        when a node asked has not answered within :data:`ASK_TIMEOUT_S`."""
+        if not self.healthy:
+            raise ClusterUnavailable(f"node {self.node} cannot reach Redis")
+        try:
+            waiting = {node} if node is not None else set(await self.bus.nodes()) - {self.node}
+        except (RedisError, OSError) as e:
+            raise ClusterUnavailable(f"Redis at {self.bus.url}: {e}") from None
+        if not waiting:
+            return None
+        call = next(self._call_ids)
+        future: asyncio.Future[tuple[str, GameTold] | None] = asyncio.get_running_loop().create_future()
+        self._asks[call] = Asking(future, waiting)
+        try:
+            self.bus.post(node, message(call))
+            return await asyncio.wait_for(future, ASK_TIMEOUT_S)
+        except TimeoutError:
+            log.warning("node %s: %s did not say %s in time", self.node, ", ".join(sorted(waiting)), what)
+            raise ClusterUnavailable(f"{', '.join(sorted(waiting))} did not answer") from None
+        finally:
+            self._asks.pop(call, None)
+
+    async def published(self) -> None:
+        """Wait until what this node posted so far is on Redis: a game it just started is in
+        ``mandala:games`` and its ``game_began`` is out, so every node finds it."""
+        try:
+            await asyncio.wait_for(self.bus.sent(), ASK_TIMEOUT_S)
+        except (TimeoutError, ClusterUnavailable) as e:
+            log.warning("node %s: what it posted is not on Redis yet (%s)", self.node, e or "timed out")
 
     def challenge_node(self, challenge_id: str) -> str | None:
         return self._challenges.get(challenge_id)
@@ -465,13 +587,14 @@ class ClusterNode:
     # ------------------------------------------------------------------ GameEvents (games hosted here)
 
     def game_started(self, room: GameRoom, taken_over: bool = False) -> None:
-        began = GameBegan(self.node, game_summary(room.to_row(record=False)), room.epoch, taken_over)
+        began = GameBegan(self.node, room.summary(), room.epoch, taken_over)
         payload = _encoder.encode(began)
         self.bus.post_command(lambda pipe: pipe.hset(GAMES, room.id, payload))
         self.bus.post(None, began)
 
     def adopting(self, room: GameRoom) -> None:
         self.games.pop(room.id, None)
+        self._learned.discard(room.id)
         self._orphaned.pop(room.id, None)
         for conn in self.arena.presence.connections:
             if room.id in conn.watching:
@@ -500,7 +623,7 @@ class ClusterNode:
 
     def game_ended(self, room: GameRoom) -> None:
         self.bus.post_command(lambda pipe: pipe.hdel(GAMES, room.id))
-        self.bus.post(None, GameEnded(self.node, game_summary(room.to_row(record=False))))
+        self.bus.post(None, GameEnded(self.node, room.summary()))
         for spectator in room.spectators:
             if isinstance(spectator, RemoteSpectator):
                 self._spectators.pop((spectator.node, spectator.conn), None)
@@ -609,6 +732,9 @@ class ClusterNode:
         if room is not None and m.epoch <= room.epoch:
             return  # an old announcement of a game this node took over since
         known = self.games.get(game_id)
+        if game_id in self._learned:
+            self._learned.discard(game_id)
+            known = None  # found a moment before its start was heard: /live hears it now
         self.games[game_id] = m
         self._orphaned.pop(game_id, None)
         if room is not None:
@@ -623,11 +749,10 @@ class ClusterNode:
             return
         game_id = m.game.game_id
         began = self.games.pop(game_id, None)
+        self._learned.discard(game_id)
         if began is None:
             return
-        self.ended[game_id] = m.host
-        while len(self.ended) > ENDED_KEPT:
-            self.ended.popitem(last=False)
+        self._ended(m)
         if m.lost:
             self._host_lost(began, f"game {game_id} was lost with its node")
         else:
@@ -635,6 +760,48 @@ class ClusterNode:
         self.arena.live.publish(LiveGameEnded(m.game))
         if self.leading:
             self.arena.ladder.wake()
+
+    def _ended(self, m: GameEnded) -> None:
+        self.ended[m.game.game_id] = m
+        while len(self.ended) > ENDED_KEPT:
+            self.ended.popitem(last=False)
+
+    def _on_plies_asked(self, sender: str, m: PliesAsked) -> None:
+        if sender != self.node:
+            self.bus.post(sender, PliesTold(m.call, {g: room.ply for g, room in self.arena.manager.running.items()}))
+
+    def _on_plies_told(self, sender: str, m: PliesTold) -> None:
+        games = self.games
+        replace = msgspec.structs.replace
+        for game_id, ply in m.plies.items():
+            began = games.get(game_id)
+            if began is not None and began.host == sender and began.game.ply != ply:
+                games[game_id] = replace(began, game=replace(began.game, ply=ply))
+        self._answered(sender, m.call, None)
+
+    def _on_game_asked(self, sender: str, m: GameAsked) -> None:
+        if sender == self.node:
+            return  # asked of every node: this one knew it did not know
+        room = self.arena.manager.lookup(m.game_id)
+        if room is None or room.lost:
+            told = GameTold(m.call, None)
+        else:
+            view = msgspec.Raw(encode(room.spectator_view())) if m.view else NO_VIEW
+            told = GameTold(m.call, room.summary(), room.epoch, view)
+        self.bus.post(sender, told)
+
+    def _on_game_told(self, sender: str, m: GameTold) -> None:
+        self._answered(sender, m.call, (sender, m) if m.game is not None else None)
+
+    def _answered(self, sender: str, call: int, knows: tuple[str, GameTold] | None) -> None:
+        """``sender`` answered question ``call``: it is done at the first answer that knows
+        the game asked about, or once every node asked has answered."""
+        asking = self._asks.get(call)
+        if asking is None or asking.future.done():
+            return
+        asking.waiting.discard(sender)
+        if knows is not None or not asking.waiting:
+            asking.future.set_result(knows)
 
     def _host_lost(self, began: GameBegan, why: str) -> None:
         """A game hosted elsewhere cannot go on: its host died or cannot be reached. Its
@@ -650,6 +817,7 @@ class ClusterNode:
 
     def _forget_game(self, game: GameSummary) -> None:
         """A game hosted elsewhere is over here: no decision of it is awaited, nobody watches it."""
+        self._learned.discard(game.game_id)
         for bot in game.players:
             self._awaited.pop((bot, game.game_id), None)
         for conn in self.arena.presence.connections:

@@ -10,7 +10,7 @@ import msgspec
 import mandala
 from arena_testkit import ADMIN, Harness, first_legal, gather, play_out
 from mandala import COLORS, Game
-from protocol.messages import Decision, GameOver, Update, Welcome
+from protocol.messages import Decision, GameOver, MoveAccepted, Update, Welcome
 
 AUTH = {"Authorization": f"Bearer {ADMIN}"}
 
@@ -212,3 +212,28 @@ async def test_json_errors_pages_and_health(make_arena: Any) -> None:
     health = await arena.get_json("/health")
     assert health["status"] == "ok" and health["games_running"] == 0 and health["bots_connected"] == 1
     assert health["version"]
+
+
+async def test_every_list_shows_a_running_game_as_it_stands(make_arena: Any) -> None:
+    """A bot's profile, the game lists and the game itself agree on a running game's ply while
+    a seat thinks (storage keeps a running game as it started, at ply 0)."""
+    arena = await make_arena()
+    seats = {"alice": await arena.bot("alice"), "bob": await arena.bot("bob")}
+    game_id = await arena.start_game(["alice", "bob"], first_player=0)
+    room = arena.arena.manager.running[game_id]
+    while room.ply < 6:
+        assert room.pending is not None
+        seat = seats[room.players[room.pending.seat]]
+        d = await seat.until(Decision)
+        await seat.send_move(d, first_legal(d))
+        await seat.until(MoveAccepted)  # the move took effect
+    assert room.pending is not None
+    await seats[room.players[room.pending.seat]].until(Decision)  # it thinks: the game stands still
+    state = await arena.get_json(f"/api/games/{game_id}")
+    assert state["status"] == "running" and state["ply"] == room.ply
+    (running,) = await arena.get_json("/api/games?status=running")
+    assert running["ply"] == room.ply
+    assert [g for g in await arena.get_json("/api/games?bot=alice") if g["game_id"] == game_id] == [running]
+    for name in seats:
+        profile = await arena.get_json(f"/api/bots/{name}")
+        assert [g for g in profile["games"] if g["game_id"] == game_id] == [running]
