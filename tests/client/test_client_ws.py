@@ -188,6 +188,12 @@ async def test_max_games_plays_games_at_once(make_arena: Any) -> None:
     await check_played(arena, played_a, challenger, accepter)
 
 
+def test_max_games_says_it_counts_games_at_once_not_in_all() -> None:
+    helps = {a.dest: " ".join((a.help or "").split()) for a in cli.build_parser()._actions}
+    assert "at the same time" in helps["max_games"] and "not a total" in helps["max_games"]
+    assert "--games" in helps["max_games"] and "in all" in helps["games"]
+
+
 class TroubleBot:
     """A plain ``choose`` that overruns once, raises once and returns a move that is not legal
     once; it answers the first legal move otherwise."""

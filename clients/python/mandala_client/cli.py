@@ -43,8 +43,11 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--ladder", action="store_true", help="join the ladder (seek) and play the games it starts")
     mode.add_argument("--challenge", metavar="NAME", help="challenge that bot, again after each game")
     p.add_argument("--no-accept", dest="accept", action="store_false", help="decline the challenges of other bots")
-    p.add_argument("--games", type=int, metavar="N", help="stop after N games (default: play until interrupted)")
-    p.add_argument("--max-games", type=int, default=1, metavar="K", help="games played at once (default 1)")
+    p.add_argument("--games", type=int, metavar="N",
+                   help="stop after N games in all (default: play until interrupted)")
+    p.add_argument("--max-games", type=int, default=1, metavar="K",
+                   help="play up to K games at the same time, 1 to 64 (the hello's max_games); not a total, which"
+                        " --games sets (default 1: one game at a time)")
     p.add_argument("--margin-ms", type=float, metavar="MS",
                    help="time kept back from each decision for the network (default 20%% of it, 50-500 ms)")
     p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"),
