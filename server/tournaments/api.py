@@ -30,7 +30,7 @@ from ..clock import utc_now
 from ..http_api import ApiError, _limit, json_response, read_body, require_admin, running_games
 from ..json_lines import stream_json_lines
 from ..storage import GameRow, TournamentRow
-from ..summary import game_summary
+from ..summary import game_summary, heard_out
 from .schedule import DefinitionError, check, initial_schedule
 from .view import TournamentGame, tournament_game, tournament_info, tournament_results, tournament_view
 
@@ -142,6 +142,7 @@ async def get_one(request: web.Request) -> web.Response:
     arena = request.app[ARENA]
     row = await _tournament(arena, request.match_info["tournament_id"])
     games = await _games(arena, row.tournament_id)
+    await heard_out(arena)  # in a cluster, the running games' plies as their hosts have them now
     running = _running(arena, row.tournament_id)
     return json_response(tournament_view(row, games, running, arena.tournaments.waiting(row.tournament_id)))
 
@@ -172,6 +173,7 @@ async def get_games(request: web.Request) -> web.Response:
             rows, full = kept, True
             break
         want *= 2  # one slot fills the page (a game cut off again and again): read all of it
+    await heard_out(arena)
     elsewhere = {g.game_id: g for g in _running(arena, row.tournament_id)}
     games: list[TournamentGame] = []
     for r in rows:
