@@ -24,10 +24,10 @@ import msgspec
 import mandala
 from mandala import Game
 from server.config import Settings
-from server.recorder import rating_update
+from server.games.telemetry import Telemetry
+from server.recording.recorder import rating_update
 from server.storage import GameRow, Storage, open_storage
 from server.storage.base import GameWrite
-from server.telemetry import Telemetry
 
 BATCH = 500
 """Games stored per transaction."""

@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     from server.arena import ARENA
     from server.cluster.bus import ClusterUnavailable
     from server.config import ConfigError, load_settings
-    from server.spool import SpoolError
+    from server.recording.spool import SpoolError
 
     try:
         settings = load_settings(

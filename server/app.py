@@ -21,31 +21,31 @@ import socket
 from aiohttp import web
 
 from .arena import ARENA, Arena
-from .audience import Audience
-from .auth import new_token
-from .challenges import ChallengeBook
-from .clock import utc_now
+from .audience.live import LiveHub
 from .cluster.node import ClusterNode
+from .common.clock import utc_now
 from .config import Settings
-from .export_api import setup as setup_export
-from .games import GameManager
-from .http_api import json_errors, running_games
-from .http_api import setup as setup_api
+from .connections.auth import new_token
+from .connections.outbox import CLOSE_GOING_AWAY
+from .connections.pacing import Audience
+from .connections.peers import AddressCap
+from .connections.presence import Presence
+from .connections.ratelimit import WindowLimiter
+from .games.challenges import ChallengeBook
+from .games.room import GameManager
+from .http.api import json_errors, running_games
+from .http.api import setup as setup_api
+from .http.export import setup as setup_export
+from .http.ladder import setup as setup_ladder_api
+from .http.pages import setup as setup_pages
+from .http.replay import setup as setup_replay
+from .http.tournaments import setup as setup_tournaments
+from .http.ws import websocket_handler
 from .ladder.service import Ladder
-from .ladder_api import setup as setup_ladder_api
-from .live import LiveHub
-from .outbox import CLOSE_GOING_AWAY
-from .pages import setup as setup_pages
-from .peers import AddressCap
-from .presence import Presence
-from .ratelimit import WindowLimiter
-from .recorder import GameRecorder
-from .replay_api import setup as setup_replay
-from .spool import Spool, default_spool_path
+from .recording.recorder import GameRecorder
+from .recording.spool import Spool, default_spool_path
 from .storage import Storage, open_storage
-from .tournaments.api import setup as setup_tournaments
 from .tournaments.director import Director
-from .ws import websocket_handler
 
 log = logging.getLogger(__name__)
 

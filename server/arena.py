@@ -13,15 +13,15 @@ from aiohttp import web
 
 from protocol.messages import Limits
 
-from .audience import Audience
-from .challenges import ChallengeBook
+from .audience.live import LiveHub
 from .config import Settings
-from .games import GameManager
+from .connections.pacing import Audience
+from .connections.peers import AddressCap
+from .connections.presence import Presence
+from .connections.ratelimit import WindowLimiter
+from .games.challenges import ChallengeBook
+from .games.room import GameManager
 from .ladder.service import Ladder
-from .live import LiveHub
-from .peers import AddressCap
-from .presence import Presence
-from .ratelimit import WindowLimiter
 from .storage import Storage
 from .tournaments.director import Director
 

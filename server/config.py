@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
-from .ladder.elo import EloSettings
+from .ratings.elo import EloSettings
 
 Registration = Literal["open", "admin"]
 
@@ -86,7 +86,7 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
 
     # Storage faults (docs/operating.md, "Storage faults").
     spool_path: str | None = None
-    """Where finished games wait while the database fails (``server/spool.py``): put it on
+    """Where finished games wait while the database fails (``server/recording/spool.py``): put it on
     another disk than the database. Default: beside a SQLite file, or ``mandala-spool.jsonl``
     in the working directory for PostgreSQL."""
     storage_timeout_s: float = 10.0

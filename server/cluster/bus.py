@@ -33,7 +33,7 @@ import msgspec
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from ..callbacks import call_safely, cancel_and_wait
+from ..common.callbacks import call_safely, cancel_and_wait
 
 log = logging.getLogger(__name__)
 

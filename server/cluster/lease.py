@@ -17,7 +17,7 @@ from collections.abc import Callable
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from ..callbacks import call_safely
+from ..common.callbacks import call_safely
 from .bus import PREFIX
 
 log = logging.getLogger(__name__)

@@ -52,9 +52,9 @@ from protocol.messages import (
 )
 from protocol.tournaments import LiveTournament
 
-from ..callbacks import cancel_and_wait, spawn
-from ..connection import Connection, encode
-from ..refusal import Refusal
+from ..common.callbacks import cancel_and_wait, spawn
+from ..common.refusal import Refusal
+from ..connections.connection import Connection, encode
 from .bus import PREFIX, ClusterBus, ClusterUnavailable
 from .lease import Lease
 from .messages import (
@@ -84,7 +84,7 @@ from .takeover import Takeover
 
 if TYPE_CHECKING:
     from ..arena import Arena
-    from ..games import GameRoom
+    from ..games.room import GameRoom
 
 log = logging.getLogger(__name__)
 
@@ -909,7 +909,7 @@ class ClusterNode:
             self._calls.pop(call, None)
 
     def _on_ladder_call(self, sender: str, m: LadderCall) -> None:
-        from ..ladder_api import carry_out
+        from ..http.ladder import carry_out
 
         async def answer() -> None:
             status, body = await carry_out(self.arena, m.op, m.bot)

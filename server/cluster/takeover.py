@@ -1,7 +1,7 @@
 """Games that outlive their node: another node rebuilds them from their move logs.
 
 In a cluster every move is stored in its game's move log (``game_moves``) before it takes
-effect (``server/games.py``), and each running game's row names its host and its *epoch*.
+effect (``server/games/room.py``), and each running game's row names its host and its *epoch*.
 Whoever takes a game over moves it to the next epoch in the same transaction that reads its
 log (:meth:`~server.storage.base.Storage.claim_game`); from then on the database refuses
 every move or end the former host tries to store at the old epoch, so however long that
@@ -20,7 +20,7 @@ Who takes games over:
   liveness key's expiry, which nobody else noticed).
 
 The rebuilt game asks the decision that was due again with a full clock and a request id of
-the new epoch (``server/games.py``, :data:`~server.games.REQUEST_EPOCH`); its seats get
+the new epoch (``server/games/room.py``, :data:`~server.games.room.REQUEST_EPOCH`); its seats get
 ``game_start`` with ``resumed: true`` and their view first, wherever they are connected;
 spectators follow it to its new host. A game the cluster knew of whose host died before
 storing its start is lost the same way (4010), at once.
@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 from mandala import RecordError
 
-from ..callbacks import spawn
-from ..clock import utc_now
+from ..common.callbacks import spawn
+from ..common.clock import utc_now
 from ..storage.base import RunningGame
 
 if TYPE_CHECKING:

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
-from . import bradley_terry
-from .bradley_terry import Fit
+from ..ratings import bradley_terry
+from ..ratings.bradley_terry import Fit
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ def _ignore_sigint() -> None:
 
 async def fit_standings(rows: list[tuple[str, str, int, int, int]], players: Sequence[str],
                         center: float) -> dict[str, Fit]:
-    """:func:`~server.ladder.bradley_terry.fit_tally` in the worker; a worker that died is
+    """:func:`~server.ratings.bradley_terry.fit_tally` in the worker; a worker that died is
     replaced once, then the fit runs in a thread."""
     global _pool
     loop = asyncio.get_running_loop()

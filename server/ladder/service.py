@@ -44,17 +44,17 @@ from typing import Any
 
 from protocol.messages import Error, GameKind, LadderState, LadderStatus, LiveStandings, Standing
 
-from ..callbacks import spawn
-from ..clock import seconds_since, utc_now
+from ..common.callbacks import spawn
+from ..common.clock import seconds_since, utc_now
+from ..common.refusal import Refusal
 from ..config import Settings
-from ..deals import Deal
-from ..games import GameManager, GameRoom
-from ..house import HouseBot
-from ..presence import Presence
-from ..refusal import Refusal
+from ..connections.presence import Presence
+from ..games.deals import Deal
+from ..games.house import HouseBot
+from ..games.room import GameManager, GameRoom
+from ..ratings import elo
 from ..storage import NameTaken, Storage
 from ..storage.base import LadderStanding, score_of_seat0
-from . import elo
 from .fitting import fit_standings
 from .matchmaking import Meetings, RecentGames, Seeker, next_wait_end, pair_round
 from .tally import Tally

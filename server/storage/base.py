@@ -60,7 +60,7 @@ class GameRow(msgspec.Struct, frozen=True, kw_only=True):
     telemetry: dict[str, Any] | None = None
     """What the server measured of the seats, stored with the game's last row:
     ``think_ms`` (each move's think time, by ply) and ``incidents`` (refused answers,
-    time-outs, disconnects, resignations); see ``server/telemetry.py``."""
+    time-outs, disconnects, resignations); see ``server/games/telemetry.py``."""
     host: str | None = None
     """In a cluster, the node that runs the game now (``None`` on one node)."""
     epoch: int = 0

@@ -142,7 +142,7 @@ def unpack_result(game_id: str, data: bytes, *, jsonb: bool = False) -> dict[str
 
 
 def _packed_telemetry(t: dict[str, Any]) -> bytes | None:
-    """``t`` packed, or ``None`` if it is not of the shape ``server/telemetry.py`` writes."""
+    """``t`` packed, or ``None`` if it is not of the shape ``server/games/telemetry.py`` writes."""
     if list(t) != _TELEMETRY_KEYS or not _small_int(t["decision_ms"]) or not _small_int(t["dropped"]):
         return None
     think, slowest, incidents = t["think_ms"], t["slowest"], t["incidents"]

@@ -42,12 +42,12 @@ import mandala
 from protocol.messages import GameResult, GameSummary
 from protocol.tournaments import BusyGame, LiveTournament, TournamentDefinition, Waiting
 
-from ..clock import utc_now
-from ..deals import Deal, build_game
-from ..games import GameManager, GameRoom
-from ..refusal import Refusal
+from ..common.clock import utc_now
+from ..common.refusal import Refusal
+from ..games.deals import Deal, build_game
+from ..games.room import GameManager, GameRoom
+from ..games.summary import game_summary
 from ..storage import GameRow, Storage, TournamentRow
-from ..summary import game_summary
 from . import schedule as plan
 from .results import scored
 from .view import tournament_view

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 
 from protocol.tournaments import CrossCell, Ranked
 
-from ..ladder import bradley_terry
+from ..ratings import bradley_terry
 from ..storage import GameRow
 from ..storage.base import score_of_seat0
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from protocol.tournaments import MAX_PLANNED_GAMES, TournamentDefinition
 
-from ..deals import Deal
+from ..games.deals import Deal
 
 Entry = list[Any]
 """``[round, seat0, seat1, deal]``."""

@@ -24,7 +24,7 @@ import mandala
 from arena_testkit import ADMIN, Harness, WsClient, exit_of, random_policy, wait_until
 from mandala_cli import demo_cmd
 from protocol.messages import Challenged, Decision, Error, GameOver, Update
-from server.connection import Connection
+from server.connections.connection import Connection
 
 ROOT = Path(__file__).resolve().parents[2]
 BOT_JS = ROOT / "clients" / "javascript" / "mandala-bot.mjs"

@@ -16,7 +16,7 @@ from arena_testkit import Harness, WsClient, gather
 from cluster_kit import SlowLink
 from conftest import MakeCluster
 from protocol.messages import Challenged, Error, GameOver, GameStart, Update
-from server.games import REQUEST_EPOCH
+from server.games.room import REQUEST_EPOCH
 from test_cluster_games import bots_on
 from test_game_takeover import play_out, play_until
 

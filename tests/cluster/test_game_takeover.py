@@ -21,7 +21,7 @@ import msgspec
 from arena_testkit import ServeProcess, WsClient, wait_until
 from cluster_kit import FAST, connect, node, replays_to_result, seat_consistency, starts
 from protocol.messages import Challenged, ChallengeSent, Decision, Error, GameOver, GameStart, Update
-from server.games import REQUEST_EPOCH
+from server.games.room import REQUEST_EPOCH
 from server.storage.postgres import PostgresStorage
 
 DECISION_MS = 10_000

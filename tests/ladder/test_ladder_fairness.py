@@ -11,8 +11,8 @@ import pytest
 from test_ladder import FAST, qualify, standings
 
 from arena_testkit import Harness, gather, play_out, random_policy, wait_until
-from server.ladder import bradley_terry
 from server.ladder.matchmaking import Meetings, RecentGames, Seeker, pair_round
+from server.ratings import bradley_terry
 
 
 def test_recent_games_count_within_the_window_only() -> None:

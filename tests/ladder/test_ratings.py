@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from server.ladder import bradley_terry, elo
+from server.ratings import bradley_terry, elo
 
 
 def test_expected_score_is_logistic_on_the_400_scale() -> None:

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from test_ladder import FAST, qualify
 
 from arena_testkit import Harness, gather, play_out, random_policy
-from server.ladder import bradley_terry
 from server.ladder.tally import Tally
+from server.ratings import bradley_terry
 
 NAMES = ["Ann", "bob", "cat", "dan", "Émile", "zed"]
 

@@ -494,7 +494,7 @@ async def ladder_bot(http: aiohttp.ClientSession, url: str, token: str, seed: in
 
 def elo_replay(names: list[str], results: list[tuple[str, str, float]]) -> dict[str, tuple[float, int]]:
     """Each bot's (rating, rated games) after the rated ``results``, in order, through Elo."""
-    from server.ladder import elo
+    from server.ratings import elo
 
     state = {n: (elo.EloSettings().initial, 0) for n in names}
     for a, b, score in results:

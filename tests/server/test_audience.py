@@ -1,4 +1,4 @@
-"""The audience never slows the games (``server/live.py``, ``server/audience.py``): ``/live``
+"""The audience never slows the games (``server/audience/live.py``, ``server/connections/pacing.py``): ``/live``
 in batches at a human pace, encoded once for every viewer; spectators' updates encoded once
 per ply; viewers that fall behind skipped forward, never queued for; viewers that send
 garbage or flood closed; connections per address capped."""
@@ -19,8 +19,8 @@ import msgspec
 import pytest
 from aiohttp import WSMsgType
 
-import server.games
-import server.outbox
+import server.connections.outbox
+import server.games.room
 from arena_testkit import Harness, LiveStream, gather, play_out, random_policy, slow_websocket, wait_until
 from protocol.live import LiveBatch
 from protocol.messages import GameOver, LiveGameEnded, LiveGames, LiveGameStarted, Update
@@ -100,7 +100,7 @@ async def test_a_viewer_that_falls_behind_is_skipped_then_starts_afresh_and_one_
         make_arena: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     # Enough news to fill what the kernel holds for a viewer (about 16 KB here):
     # any byte unsent makes a viewer "behind" (so a few kilobytes are enough to show it).
-    monkeypatch.setattr(server.outbox, "AUDIENCE_LOW_WATER", 0)
+    monkeypatch.setattr(server.connections.outbox, "AUDIENCE_LOW_WATER", 0)
     arena: Harness = await make_arena(live_batches_per_second=50.0, audience_stall_s=3600.0, heartbeat_s=60.0,
                                       messages_per_second=1000.0, burst=1000)
     hub = arena.arena.live
@@ -142,7 +142,7 @@ async def test_a_viewer_that_falls_behind_is_skipped_then_starts_afresh_and_one_
     assert all(b.seq > a.seq for a, b in itertools.pairwise(batches))
 
     # The stuck one never reads: dropped once it has read nothing for the stall time.
-    with caplog.at_level(logging.WARNING, logger="server.audience"):
+    with caplog.at_level(logging.WARNING, logger="server.connections.pacing"):
         arena.arena.live.stall_s = 0.3
         await wait_until(lambda: outboxes[1] not in hub.viewers and outboxes[1].closing, 10, "never dropped")
     assert any("has read nothing for" in r.getMessage() and "/live viewer" in r.getMessage() for r in caplog.records)
@@ -155,13 +155,13 @@ async def test_a_viewer_that_falls_behind_is_skipped_then_starts_afresh_and_one_
 async def test_spectators_get_every_update_encoded_once_per_ply(make_arena: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     arena: Harness = await make_arena(messages_per_second=1000.0, burst=1000)
     encoded: list[Any] = []
-    plain = server.games.encode
+    plain = server.games.room.encode
 
     def counting(msg: Any) -> bytes:
         encoded.append(msg)
         return plain(msg)
 
-    monkeypatch.setattr(server.games, "encode", counting)
+    monkeypatch.setattr(server.games.room, "encode", counting)
     alice, bob = await arena.bot("alice"), await arena.bot("bob")
     game_id = await arena.start_game(["alice", "bob"])
     spectators = [(await arena.spectate(game_id))[0] for _ in range(20)]
@@ -225,7 +225,7 @@ async def test_connections_per_address_are_capped_with_a_typed_refusal(make_aren
 
 def test_loopback_is_exempt_by_default_and_the_cap_counts_per_address() -> None:
     from server.config import Settings
-    from server.peers import AddressCap
+    from server.connections.peers import AddressCap
 
     settings = Settings()
     cap = AddressCap(settings.connections_per_ip, settings.connections_per_ip_exempt)

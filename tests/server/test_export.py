@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-import server.export_api
+import server.http.export
 from arena_testkit import Harness, exit_of, gather, play_out, random_policy
 from test_server_http import api_error
 
@@ -52,7 +52,7 @@ async def played(arena: Harness, pairs: list[tuple[str, str]], seed: int) -> lis
 
 async def test_export_streams_every_game_over_with_its_record_in_start_order(
         make_arena: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(server.export_api, "EXPORT_PAGE", 2)  # several pages for a handful of games
+    monkeypatch.setattr(server.http.export, "EXPORT_PAGE", 2)  # several pages for a handful of games
     arena: Harness = await make_arena()
     ids = await played(arena, [("ann", "ben"), ("ben", "cat"), ("cat", "ann"), ("ann", "ben"), ("ben", "ann")], 70)
     running = await arena.start_game(["cat", "ben"])  # never exported while it runs

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from server.games.telemetry import Telemetry
 from server.storage.packing import (
     END_REASONS,
     PACKED,
@@ -20,7 +21,6 @@ from server.storage.packing import (
     unpack_result,
     unpack_telemetry,
 )
-from server.telemetry import Telemetry
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.floats(allow_nan=False) | st.text(max_size=8),

@@ -28,8 +28,8 @@ from protocol.messages import (
     Update,
     Welcome,
 )
-from server.refusal import Refusal
-from server.ws import parse
+from server.common.refusal import Refusal
+from server.http.ws import parse
 
 
 async def refused(client: WsClient, frame: Any, code: str, *, binary: bool = False) -> Error:

@@ -1,4 +1,4 @@
-"""A spectator that does not read (``server/audience.py``): skipped forward, then cut, and
+"""A spectator that does not read (``server/connections/pacing.py``): skipped forward, then cut, and
 nobody else notices — the games it watched play on and end as usual."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 
 from arena_testkit import Harness, gather, play_out, random_policy, slow_websocket, wait_until
 from protocol.messages import PROTOCOL_VERSION
-from server import outbox as outbox_module
+from server.connections import outbox as outbox_module
 
 GAMES = 16
 
@@ -79,7 +79,7 @@ async def test_a_spectator_that_stops_reading_is_skipped_then_dropped_and_the_ga
     assert conn.outbox.waiting == 0 and conn in server.presence.connections
 
     # Read nothing for the stall time: dropped.
-    with caplog.at_level(logging.WARNING, logger="server.audience"):
+    with caplog.at_level(logging.WARNING, logger="server.connections.pacing"):
         server.audience.stall_s = 0.5
         await wait_until(lambda: conn not in server.presence.connections, 10,
                          "the spectator that stopped reading was never cut")

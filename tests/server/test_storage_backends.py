@@ -16,10 +16,10 @@ import mandala
 from arena_testkit import Harness, elo_replay, gather, play_out, random_policy
 from mandala.record import played_move
 from server.config import Settings
-from server.ladder import elo
 from server.ladder.tally import Tally
-from server.recorder import GameRecorder
-from server.spool import Spool
+from server.ratings import elo
+from server.recording.recorder import GameRecorder
+from server.recording.spool import Spool
 from server.storage import (
     INITIAL_RATING,
     GameFilter,

@@ -48,7 +48,7 @@ from arena_testkit import (
     wait_until,
 )
 from protocol.messages import LadderStatus, LiveHealth
-from server.clock import utc_now
+from server.common.clock import utc_now
 from server.storage import GameRow, Storage, open_storage
 from server.storage.sqlite import SqliteStorage
 

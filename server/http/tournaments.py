@@ -26,13 +26,13 @@ from aiohttp import web
 from protocol.tournaments import TournamentDefinition
 
 from ..arena import ARENA, Arena
-from ..clock import utc_now
-from ..http_api import ApiError, _limit, json_response, read_body, require_admin, running_games
-from ..json_lines import stream_json_lines
+from ..common.clock import utc_now
+from ..games.summary import game_summary, heard_out
 from ..storage import GameRow, TournamentRow
-from ..summary import game_summary, heard_out
-from .schedule import DefinitionError, check, initial_schedule
-from .view import TournamentGame, tournament_game, tournament_info, tournament_results, tournament_view
+from ..tournaments.schedule import DefinitionError, check, initial_schedule
+from ..tournaments.view import TournamentGame, tournament_game, tournament_info, tournament_results, tournament_view
+from .api import ApiError, _limit, json_response, read_body, require_admin, running_games
+from .json_lines import stream_json_lines
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """A bot's health: what its recent games say about its clock, its answers and its connection.
 
-Read from the telemetry stored with each game (``server/telemetry.py``), over the bot's last
+Read from the telemetry stored with each game (``server/games/telemetry.py``), over the bot's last
 :data:`HEALTH_GAMES` games, for ``GET /api/bots/{name}`` and the profile page. Every
 incident and every game it cost links to the game (``game_id``) and the decision (``ply``),
 so an author goes from "my bot lost on time" to the seat replay of that decision in one click.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .storage import GameRow
+from ..storage import GameRow
 
 HEALTH_GAMES = 100
 """The bot's most recent games its health is read from."""

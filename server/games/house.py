@@ -17,7 +17,7 @@ from typing import Any
 
 from protocol.messages import Decision
 
-from .refusal import Refusal
+from ..common.refusal import Refusal
 
 log = logging.getLogger(__name__)
 

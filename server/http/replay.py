@@ -7,7 +7,7 @@ knowing the rules. A seat's replay gives, at each of those positions, the view t
 sent in its ``update``, and at each of its decisions what its ``decision`` carried (request
 id, legal moves), its answer, the think time the server counted, and what went wrong there
 (refused answers with what was sent, a late answer, a time-out, a disconnect), from the
-telemetry stored with the game (``server/telemetry.py``). Once a game is over its record is
+telemetry stored with the game (``server/games/telemetry.py``). Once a game is over its record is
 public; a running game is refused before anything is read. So every replay, whatever its eyes,
 also gives ``cups``: both cups' whole contents at the end (the starting cards included), which
 the final score is counted from (R21).
@@ -22,9 +22,9 @@ from aiohttp import web
 
 import mandala
 
-from .arena import ARENA
-from .games import REQUEST_EPOCH
-from .http_api import ApiError, json_response, over_game
+from ..arena import ARENA
+from ..games.room import REQUEST_EPOCH
+from .api import ApiError, json_response, over_game
 
 
 def plies(record: dict[str, Any], seat: int | None = None, telemetry: dict[str, Any] | None = None) -> list[dict[str, Any]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from .config import Settings
+from ..config import Settings
 
 
 def client_address(request: web.Request, settings: Settings) -> str:

@@ -27,7 +27,7 @@ from __future__ import annotations
 from array import array
 from typing import Any, Literal
 
-from .storage.base import LoggedMove
+from ..storage.base import LoggedMove
 
 IncidentKind = Literal["refused", "late", "timeout", "disconnect", "reconnect", "resign", "takeover"]
 INCIDENTS_MAX = 100

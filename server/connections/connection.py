@@ -1,7 +1,7 @@
 """One WebSocket session: who it is, what it watches, its rate limit, and its outbox.
 
 Game code calls :meth:`Connection.send` synchronously and never awaits a socket: frames go to
-the connection's :class:`~server.outbox.Outbox`, which writes them in order, all the frames
+the connection's :class:`~server.connections.outbox.Outbox`, which writes them in order, all the frames
 of one loop iteration at once. A slow reader therefore cannot stall a game, and a close
 requested after some frames (e.g. ``unsupported_version`` then 4002) is sent after them.
 """
@@ -18,9 +18,9 @@ from aiohttp import web
 
 from protocol.messages import CLOSE_FLOOD, Error, ErrorCode
 
-from .audience import Audience, Feed
-from .config import Settings
+from ..config import Settings
 from .outbox import Outbox
+from .pacing import Audience, Feed
 from .peers import client_address
 from .ratelimit import TokenBucket
 
@@ -76,7 +76,7 @@ class Connection:
 
     def send_watched(self, game_id: str, frame: bytes) -> None:
         """A frame of a game this connection watches: written at the audience's pace
-        (``server/audience.py``), with the others of the same tick."""
+        (``server/connections/pacing.py``), with the others of the same tick."""
         if self._feed is None:
             self._feed = Feed(self.outbox)
         self._audience.send(self._feed, game_id, frame)

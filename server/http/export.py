@@ -21,11 +21,11 @@ from aiohttp import web
 
 from protocol.messages import GameKind
 
-from .arena import ARENA
-from .clock import utc_now
-from .http_api import ApiError
+from ..arena import ARENA
+from ..common.clock import utc_now
+from ..storage import GameFilter, GameRow, GameStatus
+from .api import ApiError
 from .json_lines import stream_json_lines
-from .storage import GameFilter, GameRow, GameStatus
 
 EXPORT_PAGE = 200
 """Games read from storage at a time (about 2 MB of records)."""

@@ -35,7 +35,7 @@ RETRY_S = 0.05
 """How often an outbox waiting for its peer to read tries again."""
 AUDIENCE_LOW_WATER = 64 * 1024
 """Bytes the transport may hold unsent for the audience to be written to: above it the peer is
-behind, and the audience skips it forward instead of queueing (``server/audience.py``)."""
+behind, and the audience skips it forward instead of queueing (``server/connections/pacing.py``)."""
 
 _TEXT_FIN = 0x81
 _SHORT_HEADERS = tuple(bytes((_TEXT_FIN, length)) for length in range(126))

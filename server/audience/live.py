@@ -5,7 +5,7 @@ Every frame a viewer gets is a ``batch`` (``protocol.live.LiveBatch``): what hap
 its previous frame. Events are encoded once as they are published and gathered for a tick;
 ``live_batches_per_second`` times a second (at most) the tick's batch is encoded once and
 written to every viewer that keeps up, in slices that leave the loop to the games between
-them (``server/audience.py``). A viewer that is behind is skipped, not queued for; when it
+them (``server/connections/pacing.py``). A viewer that is behind is skipped, not queued for; when it
 reads again it gets a fresh start — the running and recent games, the standings, the health
 and the latest news of each tournament — in one batch, built once per tick for all such
 viewers. A viewer that reads nothing for ``audience_stall_s`` is dropped.
@@ -27,12 +27,12 @@ from protocol.live import LiveBatch
 from protocol.messages import GameSummary, LiveGameEnded, LiveGames, LiveGameStarted, LiveHealth, LiveStandings
 from protocol.tournaments import LiveTournament
 
-from .audience import in_slices, stalled
-from .config import Settings
-from .connection import encode
-from .games import GameRoom
-from .outbox import CLOSE_GOING_AWAY, Outbox
-from .recorder import GameRecorder
+from ..config import Settings
+from ..connections.connection import encode
+from ..connections.outbox import CLOSE_GOING_AWAY, Outbox
+from ..connections.pacing import in_slices, stalled
+from ..games.room import GameRoom
+from ..recording.recorder import GameRecorder
 
 log = logging.getLogger(__name__)
 

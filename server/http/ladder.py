@@ -15,17 +15,17 @@ from aiohttp import WSMsgType, web
 
 from protocol.messages import CLOSE_FLOOD
 
-from .arena import ARENA, Arena
-from .bot_health import HEALTH_GAMES, health
-from .cluster.bus import ClusterUnavailable
-from .cluster.messages import LadderOp
-from .http_api import ApiError, connection_slot, ended_games, json_response, require_admin
-from .live import RECENT
-from .outbox import Outbox
-from .peers import client_address
-from .ratelimit import TokenBucket
-from .storage import BotRow
-from .summary import as_they_stand, game_summary, heard_out
+from ..arena import ARENA, Arena
+from ..audience.live import RECENT
+from ..cluster.bus import ClusterUnavailable
+from ..cluster.messages import LadderOp
+from ..connections.outbox import Outbox
+from ..connections.peers import client_address
+from ..connections.ratelimit import TokenBucket
+from ..games.health import HEALTH_GAMES, health
+from ..games.summary import as_they_stand, game_summary, heard_out
+from ..storage import BotRow
+from .api import ApiError, connection_slot, ended_games, json_response, require_admin
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ async def _ladder_bot(arena: Arena, name: str) -> BotRow:
 
 async def profile(request: web.Request) -> web.Response:
     """``GET /api/bots/{name}``: place on the ladder, standing, rating history, recent games,
-    and its health over its recent games (``server/bot_health.py``)."""
+    and its health over its recent games (``server/games/health.py``)."""
     arena = request.app[ARENA]
     row = await _bot(arena, request.match_info["name"])
     ladder = arena.ladder
@@ -187,7 +187,7 @@ def _control(op: LadderOp, with_bot: bool = False) -> Callable[[web.Request], Aw
 
 
 async def live_handler(request: web.Request) -> web.WebSocketResponse:
-    """``GET /live``: batches of what changes (``server/live.py``). A viewer sends nothing; what
+    """``GET /live``: batches of what changes (``server/audience/live.py``). A viewer sends nothing; what
     it sends is read and dropped within the connection's rate limit, and one that keeps
     sending past it is closed with 4008."""
     arena = request.app[ARENA]

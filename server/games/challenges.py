@@ -18,11 +18,11 @@ from dataclasses import dataclass
 
 from protocol.messages import Accept, Challenged, ChallengeDeclined, ChallengeSent, ClientMessage, Decline
 
-from .config import Settings
-from .games import GameManager
-from .presence import Presence
-from .refusal import Refusal
-from .storage import Storage
+from ..common.refusal import Refusal
+from ..config import Settings
+from ..connections.presence import Presence
+from ..storage import Storage
+from .room import GameManager
 
 log = logging.getLogger(__name__)
 

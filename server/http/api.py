@@ -23,16 +23,16 @@ import mandala
 from mandala import RecordError, SetupError
 from protocol.messages import BotName, GameSummary
 
-from .arena import ARENA, Arena
-from .auth import check_admin, hash_token, new_token
-from .clock import utc_now
-from .deals import Deal
-from .games import GameRoom
-from .peers import client_address
-from .refusal import Refusal
-from .storage import GameRow, GameStatus, NameTaken
-from .storage.packing import UnreadableRecord
-from .summary import game_summary, heard_out, running_games
+from ..arena import ARENA, Arena
+from ..common.clock import utc_now
+from ..common.refusal import Refusal
+from ..connections.auth import check_admin, hash_token, new_token
+from ..connections.peers import client_address
+from ..games.deals import Deal
+from ..games.room import GameRoom
+from ..games.summary import game_summary, heard_out, running_games
+from ..storage import GameRow, GameStatus, NameTaken
+from ..storage.packing import UnreadableRecord
 
 log = logging.getLogger(__name__)
 

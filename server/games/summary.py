@@ -11,10 +11,10 @@ import msgspec
 
 from protocol.messages import GameResult, GameSummary
 
-from .storage import GameRow
+from ..storage import GameRow
 
 if TYPE_CHECKING:
-    from .arena import Arena
+    from ..arena import Arena
 
 
 def game_summary(row: GameRow) -> GameSummary:

@@ -40,12 +40,12 @@ from protocol.messages import (
     Welcome,
 )
 
-from .arena import ARENA, Arena
-from .auth import hash_token
-from .config import HARD_FRAME_CAP
-from .connection import Connection
-from .http_api import connection_slot
-from .refusal import Refusal
+from ..arena import ARENA, Arena
+from ..common.refusal import Refusal
+from ..config import HARD_FRAME_CAP
+from ..connections.auth import hash_token
+from ..connections.connection import Connection
+from .api import connection_slot
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
 
 Everything here is synchronous and runs on the event loop, so a move, a timeout and a resign
 can never interleave halfway. Clocks are one ``loop.call_later`` per pending decision. Rows go
-to storage through the :class:`~server.recorder.GameRecorder`, in order; a finished game's
+to storage through the :class:`~server.recording.recorder.GameRecorder`, in order; a finished game's
 ``game_over`` is sent once its row is durable (stored, or spooled while the database fails),
 so a game announced as finished is never lost. While storage fails no game starts.
 """
@@ -41,15 +41,15 @@ from protocol.messages import (
     Update,
 )
 
-from .clock import seconds_since, utc_now
-from .config import Settings
-from .connection import Connection, encode
+from ..common.clock import seconds_since, utc_now
+from ..common.refusal import Refusal
+from ..config import Settings
+from ..connections.connection import Connection, encode
+from ..connections.presence import Presence
+from ..recording.recorder import GameRecorder
+from ..storage import GameRow, GameStatus
+from ..storage.base import Claim, LoggedMove, MoveWrite
 from .deals import Deal, build_game
-from .presence import Presence
-from .recorder import GameRecorder
-from .refusal import Refusal
-from .storage import GameRow, GameStatus
-from .storage.base import Claim, LoggedMove, MoveWrite
 from .summary import game_summary
 from .telemetry import Telemetry, clipped, ms
 
@@ -410,7 +410,7 @@ class GameRoom:
         return Refusal(code, message, game_id=self.id, request_id=request_id, rule=rule)
 
     def _note(self, kind: Any, seat: int, **fields: Any) -> None:
-        """An incident of ``seat`` now, for its author (``server/telemetry.py``)."""
+        """An incident of ``seat`` now, for its author (``server/games/telemetry.py``)."""
         self.telemetry.incident(kind, seat, self.ply, self._loop.time() - self._t0, **fields)
 
     def _thought(self, seat: int) -> float | None:
@@ -610,7 +610,7 @@ class GameEvents(Protocol):
 class GameManager:
     """Starts every game (challenges, the admin API, the ladder), finds games by id, and hands
     them to the recorder at their start and their end. ``house`` holds in-process seats
-    (:class:`~server.house.HouseBot`) that get their messages like a connection would."""
+    (:class:`~server.games.house.HouseBot`) that get their messages like a connection would."""
 
     def __init__(self, settings: Settings, presence: Presence, recorder: GameRecorder) -> None:
         self.settings = settings

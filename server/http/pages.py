@@ -12,10 +12,11 @@ from aiohttp import web
 
 from protocol.messages import PROTOCOL_VERSION
 
-from .arena import ARENA
-from .http_api import json_response
+from ..arena import ARENA
+from .api import json_response
 
-STATIC = Path(__file__).resolve().parent / "static"
+STATIC = Path(__file__).resolve().parent.parent / "static"
+"""The page's files: ``server/static/``, shipped with the server package."""
 
 
 def _version() -> str:

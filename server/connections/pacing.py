@@ -1,9 +1,9 @@
 """The audience — viewers of ``/live`` and spectators of games — served at a human pace and
 never ahead of the games.
 
-Games write to bots as soon as a loop iteration ends (``server/outbox.py``). The audience
+Games write to bots as soon as a loop iteration ends (``server/connections/outbox.py``). The audience
 waits for a tick: :class:`Audience` writes each spectator's updates of the last tick in one
-write, ``spectator_flushes_per_second`` times a second, and ``server/live.py`` writes one batch
+write, ``spectator_flushes_per_second`` times a second, and ``server/audience/live.py`` writes one batch
 to every viewer ``live_batches_per_second`` times a second. Both go through
 :func:`in_slices`, which hands the loop back to the games after ``audience_budget_ms`` of
 writing, so a decision never waits behind a long list of viewers.
@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from .config import Settings
+from ..config import Settings
 from .outbox import Outbox
 
 log = logging.getLogger(__name__)

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
-from .storage import GameRow, is_postgres_url
+from ..storage import GameRow, is_postgres_url
 
 SPOOL_FORMAT = 1
 

@@ -3,7 +3,7 @@ game is durable before anyone hears that it finished.
 
 The guarantee (docs/operating.md, "Storage faults"; PROTOCOL.md §19): a game's ``game_over`` is sent
 only once its final row is stored in the database, or, while the database fails, appended
-to the spool (``server/spool.py``) and fsynced. If both fail, ``game_over`` waits until one
+to the spool (``server/recording/spool.py``) and fsynced. If both fail, ``game_over`` waits until one
 of them takes the game. Spooled games are stored from the queue as soon as the database
 takes writes again, and by a restart before it serves anything.
 
@@ -35,15 +35,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .callbacks import call_safely
-from .clock import utc_now
-from .config import Settings
-from .ladder import elo
-from .ladder.elo import EloSettings
-from .refusal import Refusal
+from ..common.callbacks import call_safely
+from ..common.clock import utc_now
+from ..common.refusal import Refusal
+from ..config import Settings
+from ..ratings import elo
+from ..ratings.elo import EloSettings
+from ..storage import GameRow, RatingChange, Standing, Storage
+from ..storage.base import GameWrite, MoveWrite, Rate, score_of_seat0
 from .spool import Spool, SpoolError
-from .storage import GameRow, RatingChange, Standing, Storage
-from .storage.base import GameWrite, MoveWrite, Rate, score_of_seat0
 
 log = logging.getLogger(__name__)
 

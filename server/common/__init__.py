@@ -1,0 +1,1 @@
+"""Shared pieces every layer of the server may use: wall-clock times, task helpers, the typed refusal."""
