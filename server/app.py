@@ -32,8 +32,8 @@ from .connections.peers import AddressCap
 from .connections.presence import Presence
 from .connections.ratelimit import WindowLimiter
 from .games.challenges import ChallengeBook
-from .games.room import GameManager
-from .http.api import json_errors, running_games
+from .games.manager import GameManager
+from .http.api import json_errors
 from .http.api import setup as setup_api
 from .http.export import setup as setup_export
 from .http.ladder import setup as setup_ladder_api
@@ -78,7 +78,7 @@ def create_app(settings: Settings, storage: Storage | None = None) -> web.Applic
         addresses=AddressCap(settings.connections_per_ip, settings.connections_per_ip_exempt),
         tournaments=Director(storage, manager, live.publish),
     )
-    live.state = lambda: (app[ARENA].ladder.table, running_games(app[ARENA]))
+    live.state = lambda: (app[ARENA].ladder.table, app[ARENA].manager.running_summaries())
     # Tournament games come first: the ladder leaves alone the slots the director holds for
     # due tournament games, and pairs again at once when a hold is given up.
     app[ARENA].ladder.held = app[ARENA].tournaments.held_for

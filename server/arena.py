@@ -20,7 +20,7 @@ from .connections.peers import AddressCap
 from .connections.presence import Presence
 from .connections.ratelimit import WindowLimiter
 from .games.challenges import ChallengeBook
-from .games.room import GameManager
+from .games.manager import GameManager
 from .ladder.service import Ladder
 from .storage import Storage
 from .tournaments.director import Director

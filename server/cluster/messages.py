@@ -7,13 +7,12 @@ the node that holds the connection writes it as it came.
 
 from __future__ import annotations
 
-from typing import Literal
-
 import msgspec
 
 from protocol.messages import ClientMessage, GameSummary, LiveStandings
 from protocol.tournaments import LiveTournament
 
+from ..ladder.controls import LadderOp
 from .presence import Attached, Detached
 
 NO_VIEW = msgspec.Raw(b"null")
@@ -153,7 +152,6 @@ class TournamentNews(msgspec.Struct, tag="tournament_news", frozen=True):
     message: LiveTournament
 
 
-LadderOp = Literal["pause", "resume", "reset", "remove", "restore"]
 
 
 class LadderCall(msgspec.Struct, tag="ladder_call", frozen=True):

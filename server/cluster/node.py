@@ -55,6 +55,7 @@ from protocol.tournaments import LiveTournament
 from ..common.callbacks import cancel_and_wait, spawn
 from ..common.refusal import Refusal
 from ..connections.connection import Connection, encode
+from ..ladder.controls import LadderOp, answer_of
 from .bus import PREFIX, ClusterBus, ClusterUnavailable
 from .lease import Lease
 from .messages import (
@@ -68,7 +69,6 @@ from .messages import (
     GameTold,
     LadderAnswer,
     LadderCall,
-    LadderOp,
     LeaderIs,
     PliesAsked,
     PliesTold,
@@ -909,10 +909,8 @@ class ClusterNode:
             self._calls.pop(call, None)
 
     def _on_ladder_call(self, sender: str, m: LadderCall) -> None:
-        from ..http.ladder import carry_out
-
         async def answer() -> None:
-            status, body = await carry_out(self.arena, m.op, m.bot)
+            status, body = await answer_of(self.arena.ladder, m.op, m.bot)
             self.bus.post(sender, LadderAnswer(m.call, status, body))
 
         self._spawn(answer(), f"the organizer's {m.op}")

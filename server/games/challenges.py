@@ -22,7 +22,7 @@ from ..common.refusal import Refusal
 from ..config import Settings
 from ..connections.presence import Presence
 from ..storage import Storage
-from .room import GameManager
+from .manager import GameManager
 
 log = logging.getLogger(__name__)
 

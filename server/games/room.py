@@ -1,19 +1,17 @@
-"""Running games: :class:`GameRoom` (one engine game, its seats, clock and spectators) and
-:class:`GameManager` (the one place games start, are looked up, and end).
+"""One running game: :class:`GameRoom` holds the engine game, its seats, its clock and its
+spectators, and turns a bot's answers into moves, updates and the game's end.
 
 Everything here is synchronous and runs on the event loop, so a move, a timeout and a resign
-can never interleave halfway. Clocks are one ``loop.call_later`` per pending decision. Rows go
-to storage through the :class:`~server.recording.recorder.GameRecorder`, in order; a finished game's
-``game_over`` is sent once its row is durable (stored, or spooled while the database fails),
-so a game announced as finished is never lost. While storage fails no game starts.
+can never interleave halfway. The clock is one timer per game (:meth:`GameRoom._clock_rang`):
+a decision answered too late, or not at all, ends the game on time here. What the room needs
+from outside is given to it: ``deliver`` for its bots' frames, a :class:`Journal` in a cluster
+(each move stored before it takes effect), and its :class:`Spectator` connections.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import secrets
-from collections import OrderedDict
 from collections.abc import Callable
 from time import perf_counter
 from typing import Any, Protocol, cast
@@ -23,9 +21,8 @@ import msgspec
 import mandala
 from mandala import Game, IllegalMove, Record, RecordError
 from mandala.moves import Move
-from mandala.record import PlayedMove, move_of, played, played_move
+from mandala.record import PlayedMove, played, played_move
 from protocol.messages import (
-    ClientMessage,
     Decision,
     GameKind,
     GameOver,
@@ -36,20 +33,15 @@ from protocol.messages import (
     OpponentAway,
     OpponentBack,
     Player,
-    PlayMove,
-    Resign,
     Update,
 )
 
 from ..common.clock import seconds_since, utc_now
 from ..common.refusal import Refusal
-from ..config import Settings
-from ..connections.connection import Connection, encode
-from ..connections.presence import Presence
-from ..recording.recorder import GameRecorder
+from ..connections.connection import encode
 from ..storage import GameRow, GameStatus
-from ..storage.base import Claim, LoggedMove, MoveWrite
-from .deals import Deal, build_game
+from ..storage.base import LoggedMove, MoveWrite
+from .deals import Deal
 from .summary import game_summary
 from .telemetry import Telemetry, clipped, ms
 
@@ -68,32 +60,6 @@ class Spectator(Protocol):
 
     def send_watched(self, game_id: str, frame: bytes) -> None:
         """A frame of a watched game, encoded once for all its spectators."""
-
-
-class GamesElsewhere(Protocol):
-    """The games other nodes of a cluster host (:class:`~server.cluster.node.ClusterNode`)."""
-
-    @property
-    def healthy(self) -> bool: ...
-
-    def host_of(self, game_id: str) -> str | None: ...
-
-    def forward(self, host: str, bot: str, message: ClientMessage) -> None: ...
-
-    def awaits(self, bot: str, game_id: str, request_id: int) -> bool: ...
-
-    def running_count(self, bot: str) -> int: ...
-
-    def game_ids(self, bot: str) -> list[str]: ...
-
-    def watch(self, conn: Connection, game_id: str, host: str, on: bool) -> None: ...
-
-    def moved(self, room: GameRoom) -> None:
-        """Another node took over ``room``'s game: its spectators here follow it there."""
-
-    def adopting(self, room: GameRoom) -> None:
-        """This node takes over ``room``'s game: the cluster hears it runs here now, and the
-        connections here that watched it watch it here."""
 
 
 REQUEST_EPOCH = 1_000_000
@@ -592,326 +558,3 @@ class GameRoom:
     def unwatch(self, conn: Spectator) -> None:
         self.spectators.discard(conn)
         conn.watching.discard(self.id)
-
-
-class GameEvents(Protocol):
-    """What the ladder and the live stream hear from :class:`GameManager` (all on the loop)."""
-
-    def game_started(self, room: GameRoom) -> None: ...
-
-    def game_ended(self, room: GameRoom) -> None:
-        """The game is over and announced (a finished game is durable; its row may still
-        be in the spool, on its way to the database)."""
-
-    def rated_game_stored(self, room: GameRoom) -> None:
-        """A rated game's result and both rating changes are stored."""
-
-
-class GameManager:
-    """Starts every game (challenges, the admin API, the ladder), finds games by id, and hands
-    them to the recorder at their start and their end. ``house`` holds in-process seats
-    (:class:`~server.games.house.HouseBot`) that get their messages like a connection would."""
-
-    def __init__(self, settings: Settings, presence: Presence, recorder: GameRecorder) -> None:
-        self.settings = settings
-        self.presence = presence
-        self.recorder = recorder
-        self.running: dict[str, GameRoom] = {}
-        self.finished: OrderedDict[str, GameRoom] = OrderedDict()
-        self._by_bot: dict[str, dict[str, GameRoom]] = {}
-        self.house: dict[str, Any] = {}
-        self.listeners: list[GameEvents] = []
-        self.elsewhere: GamesElsewhere | None = None
-        self.host: str | None = None
-        """In a cluster, this node's name: the host stored with each game it starts."""
-        self.journal: Journal | None = None
-        """In a cluster, where each move is stored before it takes effect (the recorder)."""
-
-    # ------------------------------------------------------------------ starting and ending
-
-    def start_game(
-        self,
-        players: tuple[str, str],
-        deal: Deal | None = None,
-        *,
-        rated: bool = False,
-        kind: GameKind = "challenge",
-        pair_id: str | None = None,
-        decision_ms: int | None = None,
-        tournament: tuple[str, int] | None = None,
-    ) -> GameRoom:
-        """Deal and begin a game; seat 0 is ``players[0]``. ``decision_ms`` overrides the
-        server's clock (a tournament's); ``tournament`` is its id and the game's slot. Raises
-        ``SetupError`` for a bad deal, :class:`Refusal` ``storage_unavailable`` while games
-        cannot be recorded."""
-        if players[0] == players[1]:
-            raise ValueError("a bot cannot play itself")
-        self.recorder.check()
-        for name in players:
-            seat = self.presence.get(name)
-            if seat is not None and not seat.reachable:
-                raise Refusal("cluster_unavailable", f"{name} is connected to another node, which cannot be reached now")
-        deal = deal or Deal()
-        if deal.reshuffle_seed is None:  # fixed now, so the game can be dealt again (a takeover)
-            deal = msgspec.structs.replace(deal, reshuffle_seed=secrets.randbits(63))
-        game = build_game(deal)
-        game_id = secrets.token_urlsafe(6)
-        while game_id in self.running or game_id in self.finished:
-            game_id = secrets.token_urlsafe(6)
-        room = self._room(game_id, players, game, deal, rated=rated, kind=kind, pair_id=pair_id,
-                          decision_ms=decision_ms or self.settings.decision_ms, tournament=tournament)
-        self.recorder.save(room.to_row())
-        log.debug("game %s started (%s): %s vs %s", game_id, kind, *players)
-        for listener in self.listeners:
-            listener.game_started(room)
-        room.begin()
-        return room
-
-    def _room(self, game_id: str, players: tuple[str, str], game: Game, deal: Deal, **fields: Any) -> GameRoom:
-        """A room for ``game``, registered as running here."""
-        room = GameRoom(game_id, players, game, deal=deal, deliver=self._deliver, on_end=self._on_end,
-                        host=self.host, journal=self.journal, on_lost=self._lost, **fields)
-        self.running[game_id] = room
-        for name in players:
-            self._by_bot.setdefault(name, {})[game_id] = room
-        return room
-
-    def adopt(self, claim: Claim) -> GameRoom:
-        """Run here a game another node ran, rebuilt from its deal and its move log (a
-        :meth:`Storage.claim_game`): its seats are told it resumed and the decision due is
-        asked afresh. Raises :class:`RecordError` if the log does not replay."""
-        row = claim.row
-        if row.deal is None or row.decision_ms is None:
-            raise RecordError("R23", f"game {row.game_id} was stored without its deal")
-        try:
-            deal = msgspec.convert(row.deal, Deal)
-            game = build_game(deal)
-        except (msgspec.ValidationError, mandala.SetupError) as e:
-            raise RecordError("R3", f"game {row.game_id}: its stored deal does not deal: {e}") from None
-        for ply, entry in enumerate(claim.moves):
-            if entry.ply != ply or entry.move.player != game.to_move:
-                raise RecordError("R23", f"game {row.game_id}: its move log has no move {ply} by seat {game.to_move}", ply)
-            try:
-                game.push(move_of(entry.move))
-            except (IllegalMove, KeyError) as e:
-                raise RecordError("R23", f"game {row.game_id}: its move log does not replay: {e}", ply) from None
-        tournament = (row.tournament_id, row.slot) if row.tournament_id is not None and row.slot is not None else None
-        room = self._room(row.game_id, (row.players[0], row.players[1]), game, deal, rated=row.rated,
-                          kind=row.kind, pair_id=row.pair_id, decision_ms=row.decision_ms, tournament=tournament,
-                          epoch=row.epoch, started=row.started)
-        room.telemetry.restore(claim.moves)
-        log.warning("game %s taken over at ply %d (epoch %d)", room.id, room.ply, room.epoch)
-        if self.elsewhere is not None:
-            self.elsewhere.adopting(room)
-        room.take_over(self.host or "")
-        return room
-
-    def release_all(self) -> None:
-        """Stop running every game here without ending it (a cluster node leaving: another
-        node takes them over from their move logs)."""
-        for room in list(self.running.values()):
-            room.release()
-            self._unregister(room)
-
-    def _deliver(self, name: str, msg: Any) -> None:
-        conn = self.presence.get(name) or self.house.get(name)
-        if conn is not None:
-            conn.send(msg)
-
-    def _on_end(self, room: GameRoom) -> None:
-        """A game is over. A finished game is announced (``game_over`` to its bots, the
-        listeners told) once it is durable; an aborted one at once, but in a cluster, where
-        another node may have taken the game over, also only once stored."""
-        log.debug("game %s over: %s", room.id, room.outcome)
-        row = room.to_row()
-        if room.status == "aborted" and self.journal is None:
-            self.recorder.finish(row)
-            self._announce(room)
-            return
-        stored = (lambda: self._rated_game_stored(room)) if room.rated else None
-        self.recorder.finish(row, durable=lambda: self._announce(room), stored=stored, lost=room.lose)
-
-    def _lost(self, room: GameRoom) -> None:
-        """Another node runs ``room``'s game now: forget it here without a word to its seats
-        (they hear from the new host); this node's spectators follow it there."""
-        self._unregister(room)
-        if self.elsewhere is not None:
-            self.elsewhere.moved(room)
-
-    def _unregister(self, room: GameRoom) -> None:
-        if self.running.get(room.id) is room:
-            del self.running[room.id]
-        for name in room.players:
-            games = self._by_bot.get(name)
-            if games is not None and games.get(room.id) is room:
-                del games[room.id]
-                if not games:
-                    del self._by_bot[name]
-
-    def _rated_game_stored(self, room: GameRoom) -> None:
-        for listener in self.listeners:
-            try:
-                listener.rated_game_stored(room)
-            except Exception:
-                log.exception("a listener failed on the stored rated game %s", room.id)
-
-    def _announce(self, room: GameRoom) -> None:
-        """Move the room from running to finished, send ``game_over``, tell the listeners."""
-        self._unregister(room)
-        self.finished[room.id] = room
-        while len(self.finished) > self.settings.finished_cache:
-            self.finished.popitem(last=False)
-        room.announce()
-        for listener in self.listeners:
-            try:
-                listener.game_ended(room)
-            except Exception:
-                log.exception("a listener failed on the end of game %s", room.id)
-
-    async def flush(self) -> None:
-        """Wait until every game row queued so far is in the database."""
-        await self.recorder.flush()
-
-    def abort_all(self) -> None:
-        for room in list(self.running.values()):
-            room.abort()
-
-    # ------------------------------------------------------------------ lookups
-
-    def lookup(self, game_id: str) -> GameRoom | None:
-        return self.running.get(game_id) or self.finished.get(game_id)
-
-    def games_of(self, bot: str) -> list[GameRoom]:
-        """The bot's running games, oldest first."""
-        return [room for room in self._by_bot.get(bot, {}).values() if not room.over]
-
-    def running_count(self, bot: str) -> int:
-        """The bot's games not yet announced over (a game being stored still takes its slot),
-        in the whole cluster."""
-        here = len(self._by_bot.get(bot, ()))
-        return here if self.elsewhere is None else here + self.elsewhere.running_count(bot)
-
-    def can_play(self, bot: str) -> bool:
-        """Whether the bot can play now: connected (here or elsewhere), or an in-process seat."""
-        return bot in self.house or self.presence.is_connected(bot)
-
-    def open_slots(self, bot: str) -> int:
-        """Games the bot could start now: its connection's ``max_games`` less its running
-        games (an in-process seat has no limit; a bot not connected has none)."""
-        if bot in self.house:
-            return 1 << 30
-        conn = self.presence.get(bot)
-        if conn is None:
-            return 0
-        return conn.max_games - self.running_count(bot)
-
-    def game_ids_of(self, bot: str) -> list[str]:
-        """The ids of the bot's running games, here and on other nodes."""
-        here = [room.id for room in self.games_of(bot)]
-        return here if self.elsewhere is None else here + self.elsewhere.game_ids(bot)
-
-    def _host_elsewhere(self, game_id: str) -> str | None:
-        """The node hosting ``game_id`` if another node does (and this one does not know it)."""
-        if self.elsewhere is None or game_id in self.running or game_id in self.finished:
-            return None
-        return self.elsewhere.host_of(game_id)
-
-    def _room_for(self, bot: str, game_id: str, request_id: int | None = None) -> tuple[GameRoom, int]:
-        room = self.lookup(game_id)
-        if room is None:
-            raise Refusal("unknown_game", f"no game {game_id!r}", game_id=game_id, request_id=request_id)
-        seat = room.seat_of(bot)
-        if seat is None:
-            raise Refusal("not_your_game", f"{bot} does not play game {game_id}", game_id=game_id, request_id=request_id)
-        return room, seat
-
-    # ------------------------------------------------------------------ bot requests
-
-    def awaits(self, bot: str, game_id: str, request_id: int) -> bool:
-        """Whether ``bot`` owes the pending decision ``request_id`` of ``game_id``."""
-        room = self.running.get(game_id)
-        if room is None and self.elsewhere is not None:
-            return self.elsewhere.awaits(bot, game_id, request_id)
-        if room is None or room.pending is None:
-            return False
-        return room.pending.request_id == request_id and room.players[room.pending.seat] == bot
-
-    def play(self, bot: str, game_id: str, request_id: int, move: Move) -> None:
-        """Answer a decision; a game hosted by another node gets the move there."""
-        if self.elsewhere is not None and (host := self._host_elsewhere(game_id)) is not None:
-            self.elsewhere.forward(host, bot, PlayMove(game_id, request_id, move))
-            return
-        room, seat = self._room_for(bot, game_id, request_id)
-        room.play(seat, request_id, move)
-
-    def bad_frame(self, bot: str, r: Refusal, text: str) -> None:
-        """A frame from ``bot`` that did not decode, noted for its author in the game it names,
-        or else in each of its games here that wait for its decision."""
-        if r.game_id is not None:
-            named = self.running.get(r.game_id)
-            rooms = [named] if named is not None else []
-        else:
-            rooms = [room for room in self.games_of(bot)
-                     if room.pending is not None and room.players[room.pending.seat] == bot]
-        for room in rooms:
-            seat = room.seat_of(bot)
-            if seat is not None and not room.over:
-                room.bad_frame(seat, r, text)
-
-    def resign(self, bot: str, game_id: str) -> None:
-        if self.elsewhere is not None and (host := self._host_elsewhere(game_id)) is not None:
-            self.elsewhere.forward(host, bot, Resign(game_id))
-            return
-        room, seat = self._room_for(bot, game_id)
-        room.resign(seat)
-
-    def watch(self, conn: Spectator, game_id: str) -> None:
-        """Start sending ``conn`` the game's updates (a game another node hosts: from there)."""
-        if self.elsewhere is not None and isinstance(conn, Connection) and (host := self._host_elsewhere(game_id)):
-            self.elsewhere.watch(conn, game_id, host, True)
-            conn.watching.add(game_id)
-            return
-        room = self.lookup(game_id)
-        if room is None:
-            raise Refusal("unknown_game", f"no running game {game_id!r}", game_id=game_id)
-        if room.over:
-            raise Refusal(
-                "game_over", f"game {game_id} is over: its record is at /api/games/{game_id}/record", game_id=game_id
-            )
-        room.watch(conn)
-
-    def unwatch(self, conn: Connection, game_id: str) -> None:
-        room = self.lookup(game_id)
-        if room is None and game_id not in conn.watching:
-            raise Refusal("unknown_game", f"no game {game_id!r}", game_id=game_id)
-        if room is not None:
-            room.unwatch(conn)
-        elif self.elsewhere is not None and (host := self.elsewhere.host_of(game_id)) is not None:
-            self.elsewhere.watch(conn, game_id, host, False)
-        conn.watching.discard(game_id)
-
-    # ------------------------------------------------------------------ presence
-
-    def bot_arrived(self, bot: str) -> None:
-        """A bot said hello: resume each of its running games on its new connection."""
-        for room in self.games_of(bot):
-            seat = room.seat_of(bot)
-            assert seat is not None
-            room.resume(seat)
-
-    def bot_left(self, bot: str) -> None:
-        """A bot's last connection closed: its games go on, their opponents are told."""
-        for room in self.games_of(bot):
-            seat = room.seat_of(bot)
-            assert seat is not None
-            room.went_away(seat)
-
-    def connection_closed(self, conn: Connection) -> None:
-        """Drop a closed connection from the games it watched."""
-        for game_id in list(conn.watching):
-            room = self.lookup(game_id)
-            if room is not None:
-                room.unwatch(conn)
-            elif self.elsewhere is not None and (host := self.elsewhere.host_of(game_id)) is not None:
-                self.elsewhere.watch(conn, game_id, host, False)
-        conn.watching.clear()

@@ -30,7 +30,7 @@ from ..connections.auth import check_admin, hash_token, new_token
 from ..connections.peers import client_address
 from ..games.deals import Deal
 from ..games.room import GameRoom
-from ..games.summary import game_summary, heard_out, running_games
+from ..games.summary import game_summary
 from ..storage import GameRow, GameStatus, NameTaken
 from ..storage.packing import UnreadableRecord
 
@@ -264,8 +264,8 @@ async def list_games(request: web.Request) -> web.Response:
         bot = row.name
     games: list[GameSummary] = []
     if status in (None, "running") and before is None:
-        await heard_out(arena)
-        games += [g for g in running_games(arena) if bot is None or bot in g.players][:limit]
+        await arena.manager.hear_out()
+        games += [g for g in arena.manager.running_summaries() if bot is None or bot in g.players][:limit]
     headers = None
     if status != "running" and len(games) < limit:
         want = limit - len(games)

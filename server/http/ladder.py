@@ -18,12 +18,12 @@ from protocol.messages import CLOSE_FLOOD
 from ..arena import ARENA, Arena
 from ..audience.live import RECENT
 from ..cluster.bus import ClusterUnavailable
-from ..cluster.messages import LadderOp
 from ..connections.outbox import Outbox
 from ..connections.peers import client_address
 from ..connections.ratelimit import TokenBucket
 from ..games.health import HEALTH_GAMES, health
-from ..games.summary import as_they_stand, game_summary, heard_out
+from ..games.summary import game_summary
+from ..ladder.controls import ControlRefused, LadderOp, carry_out
 from ..storage import BotRow
 from .api import ApiError, connection_slot, ended_games, json_response, require_admin
 
@@ -48,13 +48,6 @@ async def _bot(arena: Arena, name: str) -> BotRow:
     return row
 
 
-async def _ladder_bot(arena: Arena, name: str) -> BotRow:
-    row = await _bot(arena, name)
-    if row.name == arena.ladder.house.name:
-        raise ApiError(400, "house_bot", f"{row.name} is the house bot: it plays qualification games only")
-    return row
-
-
 async def profile(request: web.Request) -> web.Response:
     """``GET /api/bots/{name}``: place on the ladder, standing, rating history, recent games,
     and its health over its recent games (``server/games/health.py``)."""
@@ -64,7 +57,7 @@ async def profile(request: web.Request) -> web.Response:
     standing = next((s for s in ladder.table.standings if s.bot == row.name), None)
     history, older = await _history_page(arena, row.name, HISTORY_PAGE, None)
     await arena.manager.recorder.settle()
-    await heard_out(arena)
+    await arena.manager.hear_out()
     games = await arena.storage.games_of(row.name, HEALTH_GAMES, telemetry=True)
     return json_response({
         "name": row.name,
@@ -75,7 +68,7 @@ async def profile(request: web.Request) -> web.Response:
         "standing": standing,
         "history": history,
         "history_before": older,
-        "games": as_they_stand(arena, games[:PROFILE_GAMES]),
+        "games": arena.manager.as_they_stand(games[:PROFILE_GAMES]),
         "health": health(row.name, games),
     })
 
@@ -110,61 +103,6 @@ async def rating_history(request: web.Request) -> web.Response:
 
 
 
-async def _pause(arena: Arena, bot: str | None) -> Body:
-    await arena.ladder.set_paused(True)
-    log.info("ladder paused")
-    return {"paused": True}
-
-
-async def _resume(arena: Arena, bot: str | None) -> Body:
-    await arena.ladder.set_paused(False)
-    arena.ladder.wake()
-    log.info("ladder resumed")
-    return {"paused": False}
-
-
-async def _reset(arena: Arena, bot: str | None) -> Body:
-    """Every bot back to the start rating; the games played so far count no more."""
-    await arena.ladder.reset_ratings()
-    await arena.ladder.refresh_standings()  # the next GET /api/ladder shows the reset
-    log.info("ladder ratings reset")
-    return {"reset": True, "rating": arena.settings.elo_initial}
-
-
-async def _remove(arena: Arena, bot: str | None) -> Body:
-    """Off the ladder: no more seeking or new ladder games; running games finish as usual."""
-    row = await _ladder_bot(arena, bot or "")
-    if arena.ladder.place(row.name) == "removed":
-        raise ApiError(409, "already_removed", f"{row.name} is removed already")
-    await arena.ladder.remove(row.name)
-    await arena.ladder.refresh_standings()
-    log.info("bot %s removed from the ladder", row.name)
-    return {"bot": row.name, "state": "removed"}
-
-
-async def _restore(arena: Arena, bot: str | None) -> Body:
-    row = await _ladder_bot(arena, bot or "")
-    if arena.ladder.place(row.name) != "removed":
-        raise ApiError(409, "not_removed", f"{row.name} is not removed (it is {arena.ladder.state(row.name)})")
-    await arena.ladder.restore(row.name)
-    await arena.ladder.refresh_standings()
-    log.info("bot %s restored to the ladder (qualifies again)", row.name)
-    return {"bot": row.name, "state": arena.ladder.state(row.name)}
-
-
-CONTROLS: dict[LadderOp, Callable[[Arena, str | None], Awaitable[Body]]] = {
-    "pause": _pause, "resume": _resume, "reset": _reset, "remove": _remove, "restore": _restore,
-}
-
-
-async def carry_out(arena: Arena, op: LadderOp, bot: str | None) -> tuple[int, Body]:
-    """Carry out an organizer's control on the leading ladder: the HTTP status and body."""
-    try:
-        return 200, await CONTROLS[op](arena, bot)
-    except ApiError as e:
-        return e.status, {"error": e.code, "message": e.message}
-
-
 def _control(op: LadderOp, with_bot: bool = False) -> Callable[[web.Request], Awaitable[web.Response]]:
     """The handler of one control: carried out here, or by the cluster's pairing leader."""
 
@@ -174,7 +112,10 @@ def _control(op: LadderOp, with_bot: bool = False) -> Callable[[web.Request], Aw
         bot = request.match_info["name"] if with_bot else None
         cluster = arena.cluster
         if cluster is None or cluster.leading:
-            return json_response(await CONTROLS[op](arena, bot))
+            try:
+                return json_response(await carry_out(arena.ladder, op, bot))
+            except ControlRefused as e:
+                raise ApiError(e.status, e.code, e.message) from None
         try:
             answer = await cluster.call_leader(op, bot)
         except ClusterUnavailable as e:

@@ -27,11 +27,11 @@ from protocol.tournaments import TournamentDefinition
 
 from ..arena import ARENA, Arena
 from ..common.clock import utc_now
-from ..games.summary import game_summary, heard_out
+from ..games.summary import game_summary
 from ..storage import GameRow, TournamentRow
 from ..tournaments.schedule import DefinitionError, check, initial_schedule
 from ..tournaments.view import TournamentGame, tournament_game, tournament_info, tournament_results, tournament_view
-from .api import ApiError, _limit, json_response, read_body, require_admin, running_games
+from .api import ApiError, _limit, json_response, read_body, require_admin
 from .json_lines import stream_json_lines
 
 log = logging.getLogger(__name__)
@@ -124,7 +124,7 @@ async def _games(arena: Arena, tournament_id: str) -> list[GameRow]:
 
 
 def _running(arena: Arena, tournament_id: str) -> list[Any]:
-    return [g for g in running_games(arena) if g.tournament_id == tournament_id]
+    return [g for g in arena.manager.running_summaries() if g.tournament_id == tournament_id]
 
 
 async def list_all(request: web.Request) -> web.Response:
@@ -142,7 +142,7 @@ async def get_one(request: web.Request) -> web.Response:
     arena = request.app[ARENA]
     row = await _tournament(arena, request.match_info["tournament_id"])
     games = await _games(arena, row.tournament_id)
-    await heard_out(arena)  # in a cluster, the running games' plies as their hosts have them now
+    await arena.manager.hear_out()  # in a cluster, the running games' plies as their hosts have them now
     running = _running(arena, row.tournament_id)
     return json_response(tournament_view(row, games, running, arena.tournaments.waiting(row.tournament_id)))
 
@@ -173,7 +173,7 @@ async def get_games(request: web.Request) -> web.Response:
             rows, full = kept, True
             break
         want *= 2  # one slot fills the page (a game cut off again and again): read all of it
-    await heard_out(arena)
+    await arena.manager.hear_out()
     elsewhere = {g.game_id: g for g in _running(arena, row.tournament_id)}
     games: list[TournamentGame] = []
     for r in rows:

@@ -51,7 +51,8 @@ from ..config import Settings
 from ..connections.presence import Presence
 from ..games.deals import Deal
 from ..games.house import HouseBot
-from ..games.room import GameManager, GameRoom
+from ..games.manager import GameManager
+from ..games.room import GameRoom
 from ..ratings import elo
 from ..storage import NameTaken, Storage
 from ..storage.base import LadderStanding, score_of_seat0

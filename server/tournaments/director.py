@@ -45,7 +45,8 @@ from protocol.tournaments import BusyGame, LiveTournament, TournamentDefinition,
 from ..common.clock import utc_now
 from ..common.refusal import Refusal
 from ..games.deals import Deal, build_game
-from ..games.room import GameManager, GameRoom
+from ..games.manager import GameManager
+from ..games.room import GameRoom
 from ..games.summary import game_summary
 from ..storage import GameRow, Storage, TournamentRow
 from . import schedule as plan

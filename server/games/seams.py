@@ -1,0 +1,62 @@
+"""The seams between the game manager and the rest of the server: :class:`GameEvents`, which
+the ladder, the tournaments, ``/live`` and the cluster hear games start and end through, and
+:class:`GamesElsewhere`, the games other nodes of a cluster host (the cluster node implements
+it; on one node there is none). The manager only calls through these, so nothing below the
+cluster imports it."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from protocol.messages import ClientMessage, GameSummary
+
+from ..connections.connection import Connection
+from .room import GameRoom
+
+
+class GamesElsewhere(Protocol):
+    """The games other nodes of a cluster host (:class:`~server.cluster.node.ClusterNode`)."""
+
+    @property
+    def healthy(self) -> bool: ...
+
+    def host_of(self, game_id: str) -> str | None: ...
+
+    def forward(self, host: str, bot: str, message: ClientMessage) -> None: ...
+
+    def awaits(self, bot: str, game_id: str, request_id: int) -> bool: ...
+
+    def running_count(self, bot: str) -> int: ...
+
+    def game_ids(self, bot: str) -> list[str]: ...
+
+    def watch(self, conn: Connection, game_id: str, host: str, on: bool) -> None: ...
+
+    def moved(self, room: GameRoom) -> None:
+        """Another node took over ``room``'s game: its spectators here follow it there."""
+
+    def adopting(self, room: GameRoom) -> None:
+        """This node takes over ``room``'s game: the cluster hears it runs here now, and the
+        connections here that watched it watch it here."""
+
+    def summary_of(self, game_id: str) -> GameSummary | None:
+        """A game another node runs, as its host last told."""
+
+    def summaries(self) -> list[GameSummary]:
+        """The games the other nodes run, as their hosts last told."""
+
+    async def hear_out(self) -> None:
+        """Learn how far the other nodes' games went (before they are listed)."""
+
+
+class GameEvents(Protocol):
+    """What the ladder and the live stream hear from :class:`GameManager` (all on the loop)."""
+
+    def game_started(self, room: GameRoom) -> None: ...
+
+    def game_ended(self, room: GameRoom) -> None:
+        """The game is over and announced (a finished game is durable; its row may still
+        be in the spool, on its way to the database)."""
+
+    def rated_game_stored(self, room: GameRoom) -> None:
+        """A rated game's result and both rating changes are stored."""
