@@ -37,6 +37,7 @@ from .http.api import json_errors
 from .http.api import setup as setup_api
 from .http.export import setup as setup_export
 from .http.ladder import setup as setup_ladder_api
+from .http.live import setup as setup_live
 from .http.pages import setup as setup_pages
 from .http.replay import setup as setup_replay
 from .http.tournaments import setup as setup_tournaments
@@ -93,6 +94,7 @@ def create_app(settings: Settings, storage: Storage | None = None) -> web.Applic
     setup_export(app)  # before /api/games/{game_id}
     setup_api(app)
     setup_ladder_api(app)
+    setup_live(app)
     setup_replay(app)
     setup_tournaments(app)
     setup_pages(app)

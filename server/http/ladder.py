@@ -7,33 +7,23 @@ and ``POST /api/ladder/bots/{name}/restore``.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from aiohttp import WSMsgType, web
-
-from protocol.messages import CLOSE_FLOOD
+from aiohttp import web
 
 from ..arena import ARENA, Arena
-from ..audience.live import RECENT
 from ..cluster.bus import ClusterUnavailable
-from ..connections.outbox import Outbox
-from ..connections.peers import client_address
-from ..connections.ratelimit import TokenBucket
 from ..games.health import HEALTH_GAMES, health
-from ..games.summary import game_summary
 from ..ladder.controls import ControlRefused, LadderOp, carry_out
 from ..storage import BotRow
-from .api import ApiError, connection_slot, ended_games, json_response, require_admin
+from .api import ApiError, json_response, require_admin
 
 log = logging.getLogger(__name__)
 
 PROFILE_GAMES = 20
 HISTORY_PAGE = 200
 """Rating changes a profile shows (the older ones a page at a time: ``/api/bots/{name}/history``)."""
-LIVE_FRAME_MAX = 4096
-"""A frame a ``/live`` viewer sends larger than this closes it (1009): it is not meant to send."""
 
 
 async def standings(request: web.Request) -> web.Response:
@@ -127,47 +117,7 @@ def _control(op: LadderOp, with_bot: bool = False) -> Callable[[web.Request], Aw
     return handler
 
 
-async def live_handler(request: web.Request) -> web.WebSocketResponse:
-    """``GET /live``: batches of what changes (``server/audience/live.py``). A viewer sends nothing; what
-    it sends is read and dropped within the connection's rate limit, and one that keeps
-    sending past it is closed with 4008."""
-    arena = request.app[ARENA]
-    settings = arena.settings
-    with connection_slot(request):
-        ws = web.WebSocketResponse(heartbeat=settings.heartbeat_s, max_msg_size=LIVE_FRAME_MAX, compress=False)
-        await ws.prepare(request)
-        hub = arena.live
-        if not hub.recent_loaded:
-            try:
-                hub.load_recent([game_summary(r) for r in await ended_games(arena, "finished", RECENT)])
-            except Exception as e:
-                arena.manager.recorder.faults.note("listing recent games for /live", e)
-        address = client_address(request, settings)
-        viewer = Outbox(ws, request.transport, settings.send_queue_max, f"/live viewer {address}")
-        hub.join(viewer)
-        loop = asyncio.get_running_loop()
-        bucket = TokenBucket(settings.messages_per_second, settings.burst, loop.time())
-        refused = 0
-        try:
-            async for msg in ws:
-                if msg.type is WSMsgType.ERROR:
-                    break
-                if bucket.take(loop.time()) is None:
-                    refused = 0
-                    continue
-                refused += 1
-                if refused > settings.flood_limit:
-                    log.warning("/live viewer %s kept sending: closing it", address)
-                    viewer.close(CLOSE_FLOOD, "flood")
-                    break
-        finally:
-            hub.leave(viewer)
-            await viewer.shutdown()
-        return ws
-
-
 def setup(app: web.Application) -> None:
-    app.router.add_get("/live", live_handler)
     app.router.add_get("/api/ladder", standings)
     app.router.add_get("/api/bots/{name}", profile)
     app.router.add_get("/api/bots/{name}/history", rating_history)
