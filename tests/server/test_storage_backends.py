@@ -32,7 +32,8 @@ from server.storage import (
     TournamentRow,
 )
 from server.storage.base import GameWrite, LoggedMove, MoveWrite, RunningGame
-from server.storage.sqlite import SCHEMA_VERSION, SqliteStorage
+from server.storage.sqlite import SqliteStorage
+from server.storage.sqlite_schema import SCHEMA_VERSION
 
 START = __import__('datetime').datetime(2026, 1, 1, tzinfo=__import__('datetime').UTC)
 
