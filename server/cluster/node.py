@@ -79,11 +79,11 @@ from .messages import (
     TournamentNews,
     Watching,
 )
+from .parts import ServerParts
 from .presence import ClusterPresence, Place, text_of
 from .takeover import Takeover
 
 if TYPE_CHECKING:
-    from ..arena import Arena
     from ..games.room import GameRoom
 
 log = logging.getLogger(__name__)
@@ -175,7 +175,7 @@ class Asking:
 
 
 class ClusterNode:
-    """The cluster as this node sees it; ``bind(arena)`` hooks it into the server."""
+    """The cluster as this node sees it; ``bind(parts)`` hooks it into the server."""
 
     def __init__(self, url: str, node: str) -> None:
         self.node = node
@@ -202,7 +202,7 @@ class ClusterNode:
         self._tasks: list[asyncio.Task[None]] = []
         self._spawned: set[asyncio.Task[Any]] = set()
         self._table: LiveStandings | None = None
-        self._arena: Arena | None = None
+        self._parts: ServerParts | None = None
         self.takeover = Takeover(self)
         self._previous: list[GameBegan] = []
         """This node's games in the cluster's directory when it started (a previous life's)."""
@@ -224,9 +224,9 @@ class ClusterNode:
         self.bus.presumed_dead_listeners.append(self._presumed_dead)
 
     @property
-    def arena(self) -> Arena:
-        assert self._arena is not None, "bind(arena) first"
-        return self._arena
+    def parts(self) -> ServerParts:
+        assert self._parts is not None, "bind(parts) first"
+        return self._parts
 
     @property
     def healthy(self) -> bool:
@@ -236,21 +236,21 @@ class ClusterNode:
     def leading(self) -> bool:
         return self.lease.valid()
 
-    def bind(self, arena: Arena) -> None:
-        """Hook into the server: presence falls back to bots elsewhere, the manager to games
-        elsewhere, the ladder publishes through the cluster."""
-        self._arena = arena
-        arena.presence.elsewhere = self
-        arena.manager.elsewhere = self
-        arena.manager.host = self.node
-        arena.manager.journal = arena.manager.recorder
-        arena.manager.listeners.append(self)
-        arena.ladder.publish = self._publish_standings
-        arena.ladder.may_act = self.lease.valid
-        arena.tournaments.publish = self._publish_tournament
-        arena.tournaments.may_act = self.lease.valid
-        arena.challenges.held_elsewhere = self.challenge_node
-        arena.challenges.forward = self.forward
+    def bind(self, parts: ServerParts) -> None:
+        """Hook into the server (its :class:`~server.arena.Arena`): presence falls back to bots
+        elsewhere, the manager to games elsewhere, the ladder publishes through the cluster."""
+        self._parts = parts
+        parts.presence.elsewhere = self
+        parts.manager.elsewhere = self
+        parts.manager.host = self.node
+        parts.manager.journal = parts.manager.recorder
+        parts.manager.listeners.append(self)
+        parts.ladder.publish = self._publish_standings
+        parts.ladder.may_act = self.lease.valid
+        parts.tournaments.publish = self._publish_tournament
+        parts.tournaments.may_act = self.lease.valid
+        parts.challenges.held_elsewhere = self.challenge_node
+        parts.challenges.forward = self.forward
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -298,15 +298,15 @@ class ClusterNode:
         """At start, once this node took back its games of a previous life: the others it ran
         then (their end, or their start, was never stored) are lost."""
         for began in self._previous:
-            if began.game.game_id not in self.arena.manager.running:
+            if began.game.game_id not in self.parts.manager.running:
                 self.lose_game(began, f"game {began.game.game_id} did not outlive this node's restart")
         self._previous = []
 
     def leave(self) -> None:
         """A clean stop: stop running this node's games without ending them (once this node
         is gone, the leader takes them over from their move logs)."""
-        released = list(self.arena.manager.running)
-        self.arena.manager.release_all()
+        released = list(self.parts.manager.running)
+        self.parts.manager.release_all()
         if released:
             log.warning("node %s leaves %d game(s) to be taken over", self.node, len(released))
 
@@ -335,7 +335,7 @@ class ClusterNode:
             try:
                 if self.leading:
                     self.bus.post(None, LeaderIs(self.node))
-                    self._publish_standings(self.arena.ladder.table)
+                    self._publish_standings(self.parts.ladder.table)
                 if self.healthy:
                     alive = await self._sweep()
                     if self.leading:
@@ -360,9 +360,9 @@ class ClusterNode:
             for bot in self.presence.forget_node(node):
                 self._left(bot)
             await self.presence.sweep()
-            self.arena.ladder.wake()
+            self.parts.ladder.wake()
         now = asyncio.get_running_loop().time()
-        give_up = self.arena.settings.takeover_budget_s + ORPHAN_GRACE_S
+        give_up = self.parts.settings.takeover_budget_s + ORPHAN_GRACE_S
         for game_id in [g for g in self._orphaned if g not in self.games]:
             del self._orphaned[game_id]
         for began in list(self.games.values()):
@@ -404,7 +404,7 @@ class ClusterNode:
     def seek(self, bot: str, seeking: bool) -> None:
         """A bot here seeks (or stops): the ladder hears it here if this node leads, else the
         leader does (now, or once one is known: a new leader hears every seeking bot)."""
-        ladder = self.arena.ladder
+        ladder = self.parts.ladder
         if not self.leading and not self.healthy:
             raise Refusal("cluster_unavailable", "the ladder's leader cannot be reached now; seek again later")
         if seeking:
@@ -596,7 +596,7 @@ class ClusterNode:
         self.games.pop(room.id, None)
         self._learned.discard(room.id)
         self._orphaned.pop(room.id, None)
-        for conn in self.arena.presence.connections:
+        for conn in self.parts.presence.connections:
             if room.id in conn.watching:
                 room.spectators.add(conn)
         self.game_started(room, taken_over=True)
@@ -609,7 +609,7 @@ class ClusterNode:
     def _follow(self, game_id: str, host: str) -> None:
         """The connections here watching ``game_id`` watch it on ``host``, where it runs now
         (which sends each of them the game as it stands)."""
-        for conn in self.arena.presence.connections:
+        for conn in self.parts.presence.connections:
             if game_id in conn.watching:
                 self.bus.post(host, Watching(conn.id, game_id, True))
 
@@ -635,23 +635,23 @@ class ClusterNode:
 
     def _replaced(self, bot: str, conn_id: int) -> None:
         """A newer connection of ``bot`` elsewhere: close ours (4009), as on one node."""
-        conn = self.arena.presence.get_local(bot)
+        conn = self.parts.presence.get_local(bot)
         if conn is not None and conn.id == conn_id:
-            self.arena.presence.detach(bot, conn)
+            self.parts.presence.detach(bot, conn)
             self.seeking.discard(bot)
             conn.close(CLOSE_REPLACED, "replaced by a new connection")
 
     def _arrived(self, bot: str) -> None:
-        arena = self.arena
-        arena.manager.bot_arrived(bot)
-        arena.ladder.bot_arrived(bot)
-        arena.tournaments.wake()
+        parts = self.parts
+        parts.manager.bot_arrived(bot)
+        parts.ladder.bot_arrived(bot)
+        parts.tournaments.wake()
 
     def _left(self, bot: str) -> None:
-        arena = self.arena
-        arena.manager.bot_left(bot)
-        arena.challenges.bot_left(bot)
-        arena.ladder.bot_left(bot)
+        parts = self.parts
+        parts.manager.bot_left(bot)
+        parts.challenges.bot_left(bot)
+        parts.ladder.bot_left(bot)
 
     # ------------------------------------------------------------------ what the bus brings
 
@@ -663,10 +663,10 @@ class ClusterNode:
     def _on_capacity(self, sender: str, m: Capacity) -> None:
         self.capacity[m.bot] = m.max_games
         if self.leading:
-            self.arena.ladder.wake()
+            self.parts.ladder.wake()
 
     def _on_to_bot(self, sender: str, m: ToBot) -> None:
-        conn = self.arena.presence.get_local(m.bot)
+        conn = self.parts.presence.get_local(m.bot)
         if conn is None:
             return
         if m.request_id is not None and m.game_id is not None:
@@ -676,7 +676,7 @@ class ClusterNode:
         conn.send(bytes(m.frame))
 
     def _on_to_conn(self, sender: str, m: ToConn) -> None:
-        conn = self.arena.presence.by_id.get(m.conn)
+        conn = self.parts.presence.by_id.get(m.conn)
         if conn is None:
             return
         if m.watched is None:
@@ -685,27 +685,27 @@ class ClusterNode:
             conn.send_watched(m.watched, bytes(m.frame))
 
     def _on_from_bot(self, sender: str, m: FromBot) -> None:
-        arena, bot, msg = self.arena, m.bot, m.message
+        parts, bot, msg = self.parts, m.bot, m.message
         try:
             if isinstance(msg, PlayMove):
-                arena.manager.play(bot, msg.game_id, msg.request_id, msg.move)
+                parts.manager.play(bot, msg.game_id, msg.request_id, msg.move)
             elif isinstance(msg, Resign):
-                arena.manager.resign(bot, msg.game_id)
+                parts.manager.resign(bot, msg.game_id)
             elif isinstance(msg, Accept):
-                arena.challenges.accept(bot, msg.challenge_id)
+                parts.challenges.accept(bot, msg.challenge_id)
             elif isinstance(msg, Decline):
-                arena.challenges.decline(bot, msg.challenge_id)
+                parts.challenges.decline(bot, msg.challenge_id)
             elif isinstance(msg, Seek):
-                arena.ladder.seek(bot)
+                parts.ladder.seek(bot)
             elif isinstance(msg, Unseek):
-                arena.ladder.unseek(bot)
+                parts.ladder.unseek(bot)
             else:
                 log.warning("node %s: %s forwarded %s for bot %s: ignored", self.node, sender, type(msg).__name__, bot)
         except Refusal as r:
-            seat = arena.presence.get(bot)
+            seat = parts.presence.get(bot)
             if seat is not None:
                 seat.send(r.to_error())
-            arena.ladder.refused(bot, r)
+            parts.ladder.refused(bot, r)
 
     def _on_watching(self, sender: str, m: Watching) -> None:
         key = (sender, m.conn)
@@ -714,11 +714,11 @@ class ClusterNode:
             if spectator is None:
                 spectator = self._spectators[key] = RemoteSpectator(sender, m.conn, self.bus)
             try:
-                self.arena.manager.watch(spectator, m.game_id)
+                self.parts.manager.watch(spectator, m.game_id)
             except Refusal as r:
                 spectator.send(r.to_error())
         elif spectator is not None:
-            room = self.arena.manager.lookup(m.game_id)
+            room = self.parts.manager.lookup(m.game_id)
             if room is not None:
                 room.unwatch(spectator)
             if not spectator.watching:
@@ -728,7 +728,7 @@ class ClusterNode:
         if m.host == self.node:
             return
         game_id = m.game.game_id
-        room = self.arena.manager.running.get(game_id)
+        room = self.parts.manager.running.get(game_id)
         if room is not None and m.epoch <= room.epoch:
             return  # an old announcement of a game this node took over since
         known = self.games.get(game_id)
@@ -740,7 +740,7 @@ class ClusterNode:
         if room is not None:
             room.lose()  # taken over while this node was paused: it runs there now (spectators follow)
         elif known is None and not m.taken_over:
-            self.arena.live.publish(LiveGameStarted(m.game))
+            self.parts.live.publish(LiveGameStarted(m.game))
         elif m.taken_over:
             self._follow(game_id, m.host)
 
@@ -757,9 +757,9 @@ class ClusterNode:
             self._host_lost(began, f"game {game_id} was lost with its node")
         else:
             self._forget_game(m.game)
-        self.arena.live.publish(LiveGameEnded(m.game))
+        self.parts.live.publish(LiveGameEnded(m.game))
         if self.leading:
-            self.arena.ladder.wake()
+            self.parts.ladder.wake()
 
     def _ended(self, m: GameEnded) -> None:
         self.ended[m.game.game_id] = m
@@ -768,7 +768,7 @@ class ClusterNode:
 
     def _on_plies_asked(self, sender: str, m: PliesAsked) -> None:
         if sender != self.node:
-            self.bus.post(sender, PliesTold(m.call, {g: room.ply for g, room in self.arena.manager.running.items()}))
+            self.bus.post(sender, PliesTold(m.call, {g: room.ply for g, room in self.parts.manager.running.items()}))
 
     def _on_plies_told(self, sender: str, m: PliesTold) -> None:
         games = self.games
@@ -782,7 +782,7 @@ class ClusterNode:
     def _on_game_asked(self, sender: str, m: GameAsked) -> None:
         if sender == self.node:
             return  # asked of every node: this one knew it did not know
-        room = self.arena.manager.lookup(m.game_id)
+        room = self.parts.manager.lookup(m.game_id)
         if room is None or room.lost:
             told = GameTold(m.call, None)
         else:
@@ -810,7 +810,7 @@ class ClusterNode:
         self.games.pop(game.game_id, None)
         self._forget_game(game)
         for bot in game.players:
-            conn = self.arena.presence.get_local(bot)
+            conn = self.parts.presence.get_local(bot)
             if conn is not None:
                 log.warning("node %s: closing bot %s: %s", self.node, bot, why)
                 conn.close(CLOSE_GAME_HOST_LOST, why[:120])
@@ -820,7 +820,7 @@ class ClusterNode:
         self._learned.discard(game.game_id)
         for bot in game.players:
             self._awaited.pop((bot, game.game_id), None)
-        for conn in self.arena.presence.connections:
+        for conn in self.parts.presence.connections:
             conn.watching.discard(game.game_id)
 
     # ------------------------------------------------------------------ the ladder's leader
@@ -833,22 +833,22 @@ class ClusterNode:
     async def _lead(self) -> None:
         """Lead the ladder from what is stored; this node's seeking bots seek on it at once
         (the other nodes send theirs when they hear ``leader_is``)."""
-        ladder = self.arena.ladder
+        ladder = self.parts.ladder
         await ladder.lead()
-        await self.arena.tournaments.lead()
+        await self.parts.tournaments.lead()
         for bot in sorted(self.seeking):
-            if ladder.leading and self.arena.presence.get_local(bot) is not None:
+            if ladder.leading and self.parts.presence.get_local(bot) is not None:
                 try:
                     ladder.seek(bot)
                 except Refusal as r:
                     self.seeking.discard(bot)
-                    self.arena.presence.get_local(bot).send(r.to_error())  # type: ignore[union-attr]
+                    self.parts.presence.get_local(bot).send(r.to_error())  # type: ignore[union-attr]
 
     def _lost(self) -> None:
         if self.leader == self.node:
             self.leader = None
-        self.arena.ladder.follow()
-        self.arena.tournaments.follow()
+        self.parts.ladder.follow()
+        self.parts.tournaments.follow()
 
     def _on_leader_is(self, sender: str, m: LeaderIs) -> None:
         if m.node == self.leader:
@@ -860,37 +860,37 @@ class ClusterNode:
             self.bus.post(m.node, FromBot(bot, Seek()))
 
     def _publish_standings(self, table: LiveStandings) -> None:
-        ladder = self.arena.ladder
+        ladder = self.parts.ladder
         if self.healthy:
             places: dict[str, str] = {bot: place for bot, place in ladder.places.items() if place != "new"}
             self.bus.post(None, Standings(table, places, sorted(ladder.seeking)))
         else:
-            self.arena.live.publish(table)
+            self.parts.live.publish(table)
 
     def _on_standings(self, sender: str, m: Standings) -> None:
         if sender != self.node:
             if self.leading:
                 return  # a leader that lost its lease late: this node's table wins
-            ladder = self.arena.ladder
+            ladder = self.parts.ladder
             ladder.table = m.table
             ladder.places = {bot: place for bot, place in m.places.items() if place in ("listed", "removed")}  # type: ignore[misc]
             ladder.seeking = set(m.seeking)
         if m.table != self._table:
             self._table = m.table
-            self.arena.live.publish(m.table)
+            self.parts.live.publish(m.table)
 
     def _publish_tournament(self, message: LiveTournament) -> None:
         if self.healthy:
             self.bus.post(None, TournamentNews(message))
         else:
-            self.arena.live.publish(message)
+            self.parts.live.publish(message)
 
     def _on_tournament_news(self, sender: str, m: TournamentNews) -> None:
-        self.arena.live.publish(m.message)
+        self.parts.live.publish(m.message)
 
     def _on_refused(self, sender: str, m: Refused) -> None:
         if self.leading:
-            self.arena.ladder.refused(m.bot, Refusal(m.code, m.message, game_id=m.game_id))  # type: ignore[arg-type]
+            self.parts.ladder.refused(m.bot, Refusal(m.code, m.message, game_id=m.game_id))  # type: ignore[arg-type]
 
     async def call_leader(self, op: LadderOp, bot: str | None) -> LadderAnswer:
         """Have the leader carry out an organizer's control; its HTTP answer. Raises
@@ -910,7 +910,7 @@ class ClusterNode:
 
     def _on_ladder_call(self, sender: str, m: LadderCall) -> None:
         async def answer() -> None:
-            status, body = await answer_of(self.arena.ladder, m.op, m.bot)
+            status, body = await answer_of(self.parts.ladder, m.op, m.bot)
             self.bus.post(sender, LadderAnswer(m.call, status, body))
 
         self._spawn(answer(), f"the organizer's {m.op}")
@@ -926,8 +926,8 @@ class ClusterNode:
         if healthy:
             self._spawn(self._rejoin(), "rejoining the cluster")
             return
-        arena = self.arena
-        for room in list(arena.manager.running.values()):
+        parts = self.parts
+        for room in list(parts.manager.running.values()):
             if any(self._elsewhere(bot) for bot in room.players):
                 log.warning("node %s: game %s aborted: Redis is lost and a seat is on another node", self.node, room.id)
                 room.abort()
@@ -936,7 +936,7 @@ class ClusterNode:
 
     def _elsewhere(self, bot: str) -> bool:
         place = self.presence.place(bot)
-        return place is not None and place.node != self.node and self.arena.presence.get_local(bot) is None
+        return place is not None and place.node != self.node and self.parts.presence.get_local(bot) is None
 
     def _presumed_dead(self) -> None:
         log.error("node %s was taken for dead (its liveness key had expired): checking its games", self.node)
@@ -946,14 +946,14 @@ class ClusterNode:
         """Back from a pause long enough for the others to take this node for dead: drop the
         games another node took over meanwhile (their epoch moved on; one whose stored state
         cannot be read is kept: its next write tells), then announce the bots and the rest."""
-        arena = self.arena
+        parts = self.parts
         try:
-            stored = {g.game_id: g for g in await arena.storage.running_games()}
+            stored = {g.game_id: g for g in await parts.storage.running_games()}
         except Exception as e:
             log.warning("node %s: could not read which games it still runs (%s)", self.node, e)
             stored = None
         if stored is not None:
-            for room in list(arena.manager.running.values()):
+            for room in list(parts.manager.running.values()):
                 g = stored.get(room.id)
                 if g is not None and (g.host != self.node or g.epoch != room.epoch):
                     room.lose()
@@ -962,10 +962,10 @@ class ClusterNode:
     async def _rejoin(self) -> None:
         """Redis is back: learn the cluster again, and tell it this node's bots and games."""
         await self._load()
-        arena = self.arena
-        for bot, conn in list(arena.presence.local_bots()):
+        parts = self.parts
+        for bot, conn in list(parts.presence.local_bots()):
             place = await self.attached(bot, conn)
             if place is not None:
                 conn.place = place
-        for room in list(arena.manager.running.values()):
+        for room in list(parts.manager.running.values()):
             self.game_started(room)

@@ -30,26 +30,53 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from mandala import RecordError
 
 from ..common.callbacks import spawn
 from ..common.clock import utc_now
 from ..storage.base import RunningGame
-
-if TYPE_CHECKING:
-    from .node import ClusterNode
+from .bus import ClusterBus
+from .lease import Lease
+from .messages import GameBegan
+from .parts import ServerParts
 
 log = logging.getLogger(__name__)
 
 RETRY_MIN_S, RETRY_MAX_S = 0.05, 1.0
 
 
+class TakingNode(Protocol):
+    """What taking games over needs of this node's part in the cluster (the cluster node):
+    named here, so that this module does not import the node that holds it."""
+
+    @property
+    def node(self) -> str: ...
+
+    @property
+    def parts(self) -> ServerParts: ...
+
+    @property
+    def bus(self) -> ClusterBus[Any]: ...
+
+    @property
+    def lease(self) -> Lease:
+        """The pairing lease: only its holder takes over other nodes' games."""
+
+    @property
+    def games(self) -> dict[str, GameBegan]:
+        """The running games other nodes host, as this node knows them."""
+
+    def forget_previous(self) -> None: ...
+
+    def lose_game(self, began: GameBegan, why: str) -> None: ...
+
+
 class Takeover:
     """This node's part in taking over games (see the module's docstring)."""
 
-    def __init__(self, cluster: ClusterNode) -> None:
+    def __init__(self, cluster: TakingNode) -> None:
         self.cluster = cluster
         self.taking: set[str] = set()
         """Games this node is claiming now."""
@@ -64,7 +91,7 @@ class Takeover:
     async def adopt_own(self) -> int:
         """At start: take back this node's games of a previous life; how many were stored
         as running here."""
-        mine = [g for g in await self.cluster.arena.storage.running_games() if g.host == self.node]
+        mine = [g for g in await self.cluster.parts.storage.running_games() if g.host == self.node]
         self.taking.update(g.game_id for g in mine)
         await asyncio.gather(*(self._take(g, lambda: True) for g in mine))
         self.cluster.forget_previous()
@@ -75,11 +102,11 @@ class Takeover:
         a game the cluster knew whose host is gone and that is not stored as running is lost.
         Not while Redis is younger than a liveness key (restarted empty: the living nodes'
         keys may not be back yet)."""
-        arena = self.cluster.arena
+        parts = self.cluster.parts
         if await self.cluster.bus.data_age_s() < self.cluster.bus.alive_s * 1.5:
             return
         try:
-            stored: list[RunningGame] | None = await arena.storage.running_games()
+            stored: list[RunningGame] | None = await parts.storage.running_games()
         except Exception as e:  # storage fails: take over what the cluster knows, retrying
             log.debug("node %s: reading the running games failed: %s", self.node, e)
             stored = None
@@ -94,7 +121,7 @@ class Takeover:
                 if began.host not in alive and game_id not in running and game_id not in self.taking:
                     self.cluster.lose_game(began, f"the node hosting game {game_id} stopped before it was stored")
         for g in orphans:
-            if g.game_id in self.taking or g.game_id in self.given_up or g.game_id in arena.manager.running:
+            if g.game_id in self.taking or g.game_id in self.given_up or g.game_id in parts.manager.running:
                 continue
             self.taking.add(g.game_id)
             spawn(self._tasks, self._take(g, self.cluster.lease.valid), f"taking over game {g.game_id}")
@@ -102,8 +129,8 @@ class Takeover:
     async def _take(self, g: RunningGame, allowed: Any) -> None:
         """Claim ``g`` and run it here; retried while storage fails, given up after
         ``takeover_budget_s`` (stop early if ``allowed()`` turns false: the lease was lost)."""
-        arena = self.cluster.arena
-        budget = arena.settings.takeover_budget_s
+        parts = self.cluster.parts
+        budget = parts.settings.takeover_budget_s
         loop = asyncio.get_running_loop()
         deadline, backoff = loop.time() + budget, RETRY_MIN_S
         try:
@@ -111,7 +138,7 @@ class Takeover:
                 if not allowed():
                     return
                 try:
-                    claim = await arena.storage.claim_game(g.game_id, g.epoch, self.node)
+                    claim = await parts.storage.claim_game(g.game_id, g.epoch, self.node)
                     break
                 except Exception as e:
                     if loop.time() + backoff > deadline:
@@ -127,7 +154,7 @@ class Takeover:
             if claim is None:
                 return  # another node took it, or it ended
             try:
-                arena.manager.adopt(claim)
+                parts.manager.adopt(claim)
             except RecordError as e:
                 log.error("node %s: game %s cannot be rebuilt: %s", self.node, g.game_id, e.message)
                 self._give_up(g.game_id, claim.row.epoch, "its move log does not replay")
@@ -148,7 +175,7 @@ class Takeover:
         try:
             while True:
                 try:
-                    await self.cluster.arena.storage.abandon_game(game_id, epoch, utc_now())
+                    await self.cluster.parts.storage.abandon_game(game_id, epoch, utc_now())
                     return
                 except Exception as e:
                     log.debug("node %s: storing game %s aborted failed: %s", self.node, game_id, e)
