@@ -1,1 +1,14 @@
-"""The ladder: Elo ratings, the Bradley–Terry fit behind their intervals, and matchmaking."""
+"""The ladder: bots qualify, are paired in duplicate pairs, and are ranked.
+
+- ``service.py``: the running ladder (:class:`~server.ladder.service.Ladder`): who seeks,
+  each bot's place, the duplicate pairs under way and their return games, the pairing loop.
+- ``qualification.py``: who is qualifying against the house bot, and the rules that pass or
+  fail them.
+- ``pairs.py``: a duplicate pair, two games on one deal with the seats swapped.
+- ``matchmaking.py``: who plays whom next (pure: no I/O, no clock).
+- ``standings.py``: the standings table, computed (coalesced) and published to ``/live``.
+- ``tally.py``: wins, draws and losses of each pair of bots, what the standings are fit on.
+- ``fitting.py``: the standings' Bradley–Terry fit, in a worker process.
+- ``controls.py``: the organizer's controls (pause, resume, reset, remove, restore), called
+  by the HTTP handler and by a cluster node forwarding to the leader.
+"""

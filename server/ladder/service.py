@@ -1,22 +1,19 @@
-"""The ladder as it runs: who seeks, qualification, duplicate pairs, pairing, standings.
+"""The ladder as it runs: who seeks, where each bot stands, and the pairing of games.
 
 Everything here runs on the event loop. The pairing loop wakes at once after a seek, a game's
 end or a bot's return, and at least every ``pairing_interval_s``; it never starts a game from
-inside another game's step.
+inside another game's step. Its parts: qualification against the house bot
+(``qualification.py``), the standings table (``standings.py``), who plays whom
+(``matchmaking.py``).
 
-- **Qualification.** A bot not yet listed plays ``qualification_pairs`` duplicate pairs
-  against the in-process house bot. Every game must end by the rules (not on time, not by
-  resigning) and the bot must draw no protocol ``error`` about them; then it is listed
-  (stored, so it survives restarts). A fault fails it at once: it stops seeking and
-  qualifies afresh at its next ``seek``.
-- **Duplicate pairs.** A ladder pairing is two rated games on the same deal (deck order,
-  first player and reshuffle seed) with the seats swapped. The return game starts when the
-  first ends, once both bots are connected with a free slot (even if they stopped seeking or
-  the ladder was paused, so pairs stay whole); an aborted first game drops the pair.
-- **Standings.** Listed bots, ranked by a Bradley–Terry fit over every rated game since the
-  last ratings reset, each with its 95% interval (so the number, the order and the interval
-  are one quantity), the live Elo beside it, and W/D/L; recomputed (coalesced) after each
-  change and pushed to the live stream.
+- **Qualification.** A bot not yet listed qualifies first (``qualification.py``); when it
+  passes, it is listed here, stored so it survives restarts.
+- **Duplicate pairs.** A ladder pairing is two rated games on the same deal (``pairs.py``)
+  with the seats swapped. The return game starts when the first ends, once both bots are
+  connected with a free slot (even if they stopped seeking or the ladder was paused, so pairs
+  stay whole); an aborted first game drops the pair.
+- **Standings.** Recomputed (coalesced) after each change and pushed to the live stream
+  (``standings.py``).
 - **Tournament games first.** A bot's slots held for its due tournament games (``held``, the
   tournament director's) are not free: no new pair, qualification game or return game takes
   them.
@@ -39,10 +36,9 @@ import logging
 import random
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-from protocol.messages import Error, GameKind, LadderState, LadderStatus, LiveStandings, Standing
+from protocol.messages import Error, GameKind, LadderState, LadderStatus, LiveStandings
 
 from ..common.callbacks import spawn
 from ..common.clock import seconds_since, utc_now
@@ -53,55 +49,24 @@ from ..games.deals import Deal
 from ..games.house import HouseBot
 from ..games.manager import GameManager
 from ..games.room import GameRoom
-from ..ratings import elo
 from ..storage import NameTaken, Storage
 from ..storage.base import LadderStanding, score_of_seat0
-from .fitting import fit_standings
 from .matchmaking import Meetings, RecentGames, Seeker, next_wait_end, pair_round
+from .pairs import Pair
+from .qualification import Qualifier
+from .standings import Standings
 from .tally import Tally
 
 log = logging.getLogger(__name__)
 
-RULES_ENDS = frozenset({"river", "deck", "no_moves", "turn_limit"})
-"""Ways a game ends by the rules (not on time, by resigning, or aborted)."""
-
-PROTOCOL_BREAKS = frozenset({"bad_json", "not_object", "unknown_type", "invalid_message", "binary_frame",
-                             "frame_too_large", "flood"})
-"""Errors that are a protocol break whatever game they are about."""
-
 HOUSE_TOKEN_HASH = "house:no-token"
 """The house bot's stored token hash: no token hashes to it, so nobody can connect as the house."""
 
-STANDINGS_DELAY_S = 0.2
-"""Standings changes closer together than this are computed and pushed once."""
-
-
-@dataclass
-class Pair:
-    """Two games on one deal, seats swapped: ``players`` is the first game's seat order."""
-
-    id: str
-    players: tuple[str, str]
-    deal: Deal
-    kind: GameKind
-    games: list[str] = field(default_factory=list)
-    first_ended: float = 0.0
-    """Loop time the first game ended (the return game waits ``return_wait_s`` from then)."""
-
-    @property
-    def return_players(self) -> tuple[str, str]:
-        return self.players[1], self.players[0]
-
-
-@dataclass
-class Qualification:
-    left: int
-    """Games still to finish cleanly."""
-    pair: Pair | None = None
-    games: set[str] = field(default_factory=set)
-
 
 class Ladder:
+    """The running ladder: its bots' places, who seeks, the duplicate pairs under way, and the
+    pairing loop; qualification and the standings are parts of it."""
+
     def __init__(
         self,
         settings: Settings,
@@ -124,8 +89,6 @@ class Ladder:
         self.paused = False
         self.places: dict[str, LadderStanding] = {}
         self.seeking: set[str] = set()
-        self.failed: set[str] = set()
-        self.qualifying: dict[str, Qualification] = {}
         self.pairs: dict[str, Pair] = {}
         self.returns: list[Pair] = []
         """Pairs whose first game is over and whose return game waits for its bots."""
@@ -141,19 +104,26 @@ class Ladder:
         self.tally = Tally()
         """Wins, draws and losses of each pair of bots since the last ratings reset (from
         storage at the start, then each rated game as it is stored)."""
-        self.ratings: dict[str, float] = {}
-        self.table = LiveStandings(paused=False, standings=[])
         self.rng = random.Random()
         self.house = HouseBot(settings.house_bot, manager.play)
+        self.qualification = Qualifier(settings, self.house.name, self._tell, self._stop_seeking, self._passed)
+        self.standings = Standings(settings, storage, presence, manager.recorder, self)
         self._wake = asyncio.Event()
         self._loop_task: asyncio.Task[None] | None = None
-        self._refresh: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._ids = itertools.count(1)
         self._stopped = False
-        self._dirty = False
         self._told_unavailable: set[str] = set()
         """Seeking bots told, in this outage, that no game starts until storage is back."""
+
+    @property
+    def table(self) -> LiveStandings:
+        """The standings as last computed here, or (following) as the leader last sent them."""
+        return self.standings.table
+
+    @table.setter
+    def table(self, table: LiveStandings) -> None:
+        self.standings.table = table
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -194,7 +164,7 @@ class Ladder:
             self._loop_task.cancel()
             self._loop_task = None
         self.seeking.clear()
-        self.qualifying.clear()
+        self.qualification.bots.clear()
         self.pairs.clear()
         self.returns.clear()
         self.free_since.clear()
@@ -214,9 +184,9 @@ class Ladder:
         self._stopped = True
         if self._wait_timer is not None:
             self._wait_timer.cancel()
-        for task in (self._loop_task, self._refresh):
-            if task is not None:
-                task.cancel()
+        if self._loop_task is not None:
+            self._loop_task.cancel()
+        self.standings.stop()
         if self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
@@ -229,13 +199,11 @@ class Ladder:
         place = self.place(bot)
         if place != "new":
             return place
-        return "failed" if bot in self.failed and bot not in self.qualifying else "qualifying"
+        return self.qualification.state(bot)
 
     def status(self, bot: str, message: str | None = None) -> LadderStatus:
-        q = self.qualifying.get(bot)
         state = self.state(bot)
-        full = 2 * self.settings.qualification_pairs
-        left = q.left if q is not None else full if state in ("qualifying", "failed") else 0
+        left = self.qualification.left(bot, state)
         if message is None:
             message = {
                 "qualifying": f"qualifying: {left} game(s) against {self.house.name} to play before you are listed",
@@ -258,9 +226,8 @@ class Ladder:
         if self.place(bot) == "removed":
             raise Refusal("removed", "the organizer removed this bot from the ladder")
         self.seeking.add(bot)
-        if self.place(bot) == "new" and bot not in self.qualifying:
-            self.failed.discard(bot)
-            self.qualifying[bot] = Qualification(left=2 * self.settings.qualification_pairs)
+        if self.place(bot) == "new":
+            self.qualification.begin(bot)
         self._tell(bot)
         if self.manager.recorder.failing is not None:
             self._unavailable(bot)
@@ -284,18 +251,10 @@ class Ladder:
 
     def refused(self, bot: str, refusal: Refusal) -> None:
         """A bot drew an ``error``: during qualification, a protocol break fails it."""
-        q = self.qualifying.get(bot)
-        if q is None:
-            return
-        if refusal.code in PROTOCOL_BREAKS or refusal.game_id in q.games:
-            self._fail(bot, f"qualification failed: {refusal.code} ({refusal.message}); seek again to retry")
+        self.qualification.refused(bot, refusal)
 
-    def _fail(self, bot: str, message: str) -> None:
-        log.info("bot %s failed qualification: %s", bot, message)
-        self.qualifying.pop(bot, None)
-        self.failed.add(bot)
+    def _stop_seeking(self, bot: str) -> None:
         self.seeking.discard(bot)
-        self._tell(bot, message)
 
     def _storage_changed(self) -> None:
         """Storage failed or came back: seeking bots hear that no game starts meanwhile
@@ -323,9 +282,8 @@ class Ladder:
     async def set_paused(self, paused: bool) -> None:
         await self.storage.put_setting("paused", "1" if paused else "0")
         self.paused = paused
-        self.table = LiveStandings(paused, self.table.standings)
-        self.publish(self.table)
-        for bot in self.seeking | set(self.qualifying):
+        self.standings.paused_changed()
+        for bot in self.seeking | set(self.qualification.bots):
             self._tell(bot)
 
     async def remove(self, bot: str) -> None:
@@ -333,7 +291,7 @@ class Ladder:
         await self.storage.set_ladder(bot, "removed")
         self.places[bot] = "removed"
         self.seeking.discard(bot)
-        self.qualifying.pop(bot, None)
+        self.qualification.bots.pop(bot, None)
         self.free_since.pop(bot, None)
         for pair in [p for p in self.returns if bot in p.players]:
             self._drop_return(pair, f"{bot} was removed")
@@ -383,7 +341,7 @@ class Ladder:
 
     def game_ended(self, room: GameRoom) -> None:
         if room.kind == "qualification":
-            self._qualification_game_ended(room)
+            self.qualification.game_ended(room)
         pair = self.pairs.get(room.pair_id or "")
         if pair is not None:
             if room.status == "aborted" and pair.kind == "ladder":
@@ -395,44 +353,19 @@ class Ladder:
                 if len(pair.games) == 1 and pair.kind == "ladder":
                     self.meetings.add(*pair.players, games=-1)  # the return game will not be played
                 del self.pairs[pair.id]
-                q = self._qualification_of(pair)
+                q = self.qualification.of(pair)
                 if q is not None:
                     q.pair = None  # the next qualification pair may start
         self._wake.set()
-
-    def _challenger(self, players: tuple[str, str] | list[str]) -> str:
-        """The bot that is not the house in a qualification game."""
-        return players[1] if players[0] == self.house.name else players[0]
-
-    def _qualification_of(self, pair: Pair) -> Qualification | None:
-        if pair.kind != "qualification":
-            return None
-        q = self.qualifying.get(self._challenger(pair.players))
-        return q if q is not None and q.pair is pair else None
 
     def _pair_goes_on(self, pair: Pair) -> bool:
         """A ladder pair does while neither bot was removed; a qualification pair while its bot
         still qualifies."""
         if pair.kind == "qualification":
-            return self._qualification_of(pair) is not None
+            return self.qualification.of(pair) is not None
         return all(self.place(b) == "listed" for b in pair.players)
 
-    def _qualification_game_ended(self, room: GameRoom) -> None:
-        bot = self._challenger(room.players)
-        q = self.qualifying.get(bot)
-        if q is None or room.id not in q.games:
-            return
-        if room.status == "aborted":
-            return
-        assert room.outcome is not None
-        if room.outcome.end_reason not in RULES_ENDS:
-            self._fail(bot, f"qualification failed: game {room.id} ended by {room.outcome.end_reason}; seek again to retry")
-            return
-        q.left -= 1
-        if q.left > 0:
-            self._tell(bot)
-            return
-        del self.qualifying[bot]
+    def _passed(self, bot: str) -> None:
         spawn(self._tasks, self._list(bot), f"listing bot {bot}")
 
     async def _list(self, bot: str) -> None:
@@ -516,8 +449,8 @@ class Ladder:
                 self._drop_return(pair, f"a bot was away for {self.settings.return_wait_s:g} s")
         if self.paused:
             return
-        for bot, q in list(self.qualifying.items()):
-            if q.pair is None and q.left > 0 and bot in self.seeking and self.free(bot) > 0:
+        for bot, q in self.qualification.due(self.seeking):
+            if self.free(bot) > 0:
                 q.pair = self._new_pair((bot, self.house.name), "qualification")
                 self._start(q.pair, q.pair.players)
         self._pair_ladder(now)
@@ -536,13 +469,13 @@ class Ladder:
             for b in [b for b in self.free_since if b not in free]:
                 del self.free_since[b]
             seekers = [
-                Seeker(b, self.ratings.get(b, self.settings.elo_initial), self.last_opponent.get(b),
+                Seeker(b, self.standings.ratings.get(b, self.settings.elo_initial), self.last_opponent.get(b),
                        now - self.free_since.setdefault(b, now), self.recent.count(b, now))
                 for b in free
             ]
             # Bots still qualifying count as busy: they are about to join, and the fast ones
             # must not pile up games against each other meanwhile.
-            busy = [b for b in active if b not in free] + [b for b in self.qualifying if b in self.seeking]
+            busy = [b for b in active if b not in free] + [b for b in self.qualification.bots if b in self.seeking]
             pairs = pair_round(seekers, busy, self.meetings, self.rng, self.settings.pairing_spread,
                                self.settings.pairing_wait_s, 2 * self.settings.pairing_max_lead)
             if not pairs:
@@ -575,7 +508,7 @@ class Ladder:
     def _start(self, pair: Pair, players: tuple[str, str]) -> None:
         room = self.manager.start_game(players, pair.deal, rated=pair.kind == "ladder", kind=pair.kind, pair_id=pair.id)
         pair.games.append(room.id)
-        q = self._qualification_of(pair)
+        q = self.qualification.of(pair)
         if q is not None:
             q.games.add(room.id)
 
@@ -585,57 +518,8 @@ class Ladder:
         """Something the standings show changed: recompute and push them, coalesced."""
         if self._stopped or not self.leading:
             return
-        self._dirty = True
-        if self._refresh is None or self._refresh.done():
-            self._refresh = asyncio.get_running_loop().create_task(self._refresh_soon())
-
-    async def _refresh_soon(self) -> None:
-        """Refresh until no change came in meanwhile: a change that arrives while the
-        standings are being read is never lost."""
-        while self._dirty:
-            await asyncio.sleep(STANDINGS_DELAY_S)
-            self._dirty = False
-            try:
-                await self.refresh_standings()
-            except Exception as e:
-                if self.manager.recorder.failing is None:
-                    log.exception("computing the standings failed")
-                else:
-                    self.manager.recorder.faults.note("reading the standings", e)
+        self.standings.changed()
 
     async def refresh_standings(self) -> LiveStandings:
-        # Under the rating lock, the stored ratings and game counts and the totals kept in
-        # memory (added to as each rated game is stored, under the same lock) are one snapshot.
-        async with self.manager.recorder.rating_lock:
-            rows = await self.storage.standings()
-            tally = self.tally.copy()
-        self.ratings = {r.bot: r.rating for r in rows}
-        listed = [r for r in rows if self.place(r.bot) == "listed"]
-        center = sum(r.rating for r in listed) / len(listed) if listed else self.settings.elo_initial
-        fits = await fit_standings(tally.rows(), [r.bot for r in listed], center)
-        wdl, met = tally.per_bot()
-        now = asyncio.get_running_loop().time()
-        listed.sort(key=lambda r: (-fits[r.bot].rating, r.bot))
-        table = [
-            Standing(
-                rank=i + 1,
-                bot=r.bot,
-                rating=round(fits[r.bot].rating, 1),
-                low=round(fits[r.bot].low, 1),
-                high=round(fits[r.bot].high, 1),
-                elo=round(r.rating, 1),
-                games=r.rated_games,
-                wins=wdl.get(r.bot, (0, 0, 0))[0],
-                draws=wdl.get(r.bot, (0, 0, 0))[1],
-                losses=wdl.get(r.bot, (0, 0, 0))[2],
-                provisional=elo.is_provisional(r.rated_games, self.settings.elo),
-                connected=self.presence.is_connected(r.bot),
-                seeking=r.bot in self.seeking,
-                opponents=len(met.get(r.bot, ())),
-                recent_games=self.recent.count(r.bot, now),
-            )
-            for i, r in enumerate(listed)
-        ]
-        self.table = LiveStandings(paused=self.paused, standings=table)
-        self.publish(self.table)
-        return self.table
+        """Compute the standings now and push them."""
+        return await self.standings.refresh()

@@ -1,0 +1,132 @@
+"""The ladder's standings: the table of listed bots that ``GET /api/ladder`` and ``/live``
+show, computed and published.
+
+Listed bots are ranked by a Bradley–Terry fit over every rated game since the last ratings
+reset (``fitting.py``, over the totals of ``tally.py``), each with its 95% interval (so the
+number, the order and the interval are one quantity), the live Elo beside it, and W/D/L.
+Changes closer together than ``STANDINGS_DELAY_S`` are computed and pushed once. Only the
+leading node computes them; the others keep the table the leader broadcasts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from protocol.messages import LiveStandings, Standing
+
+from ..config import Settings
+from ..connections.presence import Presence
+from ..ratings import elo
+from ..recording.recorder import GameRecorder
+from ..storage import Storage
+from ..storage.base import LadderStanding
+from .fitting import fit_standings
+from .matchmaking import RecentGames
+from .tally import Tally
+
+log = logging.getLogger(__name__)
+
+STANDINGS_DELAY_S = 0.2
+"""Standings changes closer together than this are computed and pushed once."""
+
+
+class Board(Protocol):
+    """What the standings read of the ladder, afresh at each refresh (in a cluster, the node
+    replaces ``publish`` and, on a follower, the places and who seeks)."""
+
+    tally: Tally
+    seeking: set[str]
+    paused: bool
+    recent: RecentGames
+    publish: Callable[[Any], None]
+
+    def place(self, bot: str) -> LadderStanding: ...
+
+
+class Standings:
+    """The standings table as last computed (or, following, as the leader sent it), and the
+    coalesced refresh that recomputes and publishes it."""
+
+    def __init__(self, settings: Settings, storage: Storage, presence: Presence, recorder: GameRecorder,
+                 ladder: Board) -> None:
+        self.settings = settings
+        self.storage = storage
+        self.presence = presence
+        self.recorder = recorder
+        self.ladder = ladder
+        self.table = LiveStandings(paused=False, standings=[])
+        self.ratings: dict[str, float] = {}
+        """Each bot's stored Elo as last read (pairing prefers close ratings)."""
+        self._refresh: asyncio.Task[None] | None = None
+        self._dirty = False
+
+    def changed(self) -> None:
+        """Something the standings show changed: recompute and push them, coalesced."""
+        self._dirty = True
+        if self._refresh is None or self._refresh.done():
+            self._refresh = asyncio.get_running_loop().create_task(self._refresh_soon())
+
+    def stop(self) -> None:
+        if self._refresh is not None:
+            self._refresh.cancel()
+
+    def paused_changed(self) -> None:
+        """The ladder was paused or resumed: the same table, said again with its new state."""
+        self.table = LiveStandings(self.ladder.paused, self.table.standings)
+        self.ladder.publish(self.table)
+
+    async def _refresh_soon(self) -> None:
+        """Refresh until no change came in meanwhile: a change that arrives while the
+        standings are being read is never lost."""
+        while self._dirty:
+            await asyncio.sleep(STANDINGS_DELAY_S)
+            self._dirty = False
+            try:
+                await self.refresh()
+            except Exception as e:
+                if self.recorder.failing is None:
+                    log.exception("computing the standings failed")
+                else:
+                    self.recorder.faults.note("reading the standings", e)
+
+    async def refresh(self) -> LiveStandings:
+        """Compute the table now and publish it."""
+        ladder = self.ladder
+        # Under the rating lock, the stored ratings and game counts and the totals kept in
+        # memory (added to as each rated game is stored, under the same lock) are one snapshot.
+        async with self.recorder.rating_lock:
+            rows = await self.storage.standings()
+            tally = ladder.tally.copy()
+        self.ratings = {r.bot: r.rating for r in rows}
+        listed = [r for r in rows if ladder.place(r.bot) == "listed"]
+        center = sum(r.rating for r in listed) / len(listed) if listed else self.settings.elo_initial
+        fits = await fit_standings(tally.rows(), [r.bot for r in listed], center)
+        wdl, met = tally.per_bot()
+        now = asyncio.get_running_loop().time()
+        listed.sort(key=lambda r: (-fits[r.bot].rating, r.bot))
+        table = [
+            Standing(
+                rank=i + 1,
+                bot=r.bot,
+                rating=round(fits[r.bot].rating, 1),
+                low=round(fits[r.bot].low, 1),
+                high=round(fits[r.bot].high, 1),
+                elo=round(r.rating, 1),
+                games=r.rated_games,
+                wins=wdl.get(r.bot, (0, 0, 0))[0],
+                draws=wdl.get(r.bot, (0, 0, 0))[1],
+                losses=wdl.get(r.bot, (0, 0, 0))[2],
+                provisional=elo.is_provisional(r.rated_games, self.settings.elo),
+                connected=self.presence.is_connected(r.bot),
+                seeking=r.bot in ladder.seeking,
+                opponents=len(met.get(r.bot, ())),
+                recent_games=ladder.recent.count(r.bot, now),
+            )
+            for i, r in enumerate(listed)
+        ]
+        self.table = LiveStandings(paused=ladder.paused, standings=table)
+        ladder.publish(self.table)
+        return self.table
