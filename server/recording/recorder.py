@@ -13,7 +13,7 @@ stored ratings, in the order they finished, so the ratings always equal a replay
 stored rated games. A rated game stays rated however long storage fails.
 
 In a cluster the same queue carries each move of the node's games to their move logs
-(``server/takeover.py``): a move is accepted once stored, and a game's end only once the
+(``server/cluster/takeover.py``): a move is accepted once stored, and a game's end only once the
 database has it (a spool on this node's disk is no use to the node that takes its games
 over). A write for a game another node took over meanwhile is refused by the database and
 reported to its game (``lost``), never retried.

@@ -64,7 +64,7 @@ class GameRow(msgspec.Struct, frozen=True, kw_only=True):
     host: str | None = None
     """In a cluster, the node that runs the game now (``None`` on one node)."""
     epoch: int = 0
-    """How many times another node took the game over (``server/takeover.py``). Only the
+    """How many times another node took the game over (``server/cluster/takeover.py``). Only the
     host of the stored epoch may append the game's moves or store its end."""
     deal: dict[str, Any] | None = None
     """What the game was dealt from (``server.deals.Deal`` as JSON, its reshuffle seed fixed),

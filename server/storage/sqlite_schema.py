@@ -127,7 +127,7 @@ MIGRATIONS: list[list[str | Callable[[sqlite3.Connection], None]]] = [
     ],
     # 6: games that survive their node. In a cluster each running game names its host and
     # epoch (bumped by each takeover), keeps what it was dealt from, and logs its moves
-    # until its last row is stored, so another node can rebuild it (``server/takeover.py``).
+    # until its last row is stored, so another node can rebuild it (``server/cluster/takeover.py``).
     [
         "ALTER TABLE games ADD COLUMN host TEXT",
         "ALTER TABLE games ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0",
