@@ -1,0 +1,233 @@
+"""Bots across nodes: this node's bots as the others see them (where each is connected, how many
+games it plays at a time), the other nodes' bots as seats here (:class:`RemoteBot`, the
+server's ``Presence.elsewhere``), and what the bus brings for them: frames for a connection
+here, and what a bot connected elsewhere says about a game or challenge held here."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+import msgspec
+
+from protocol.messages import CLOSE_REPLACED, Accept, Challenged, Decision, Decline, PlayMove, Resign, Seek, Unseek
+
+from ..common.refusal import Refusal
+from ..connections.connection import Connection, encode
+from .bus import PREFIX, ClusterBus, ClusterUnavailable
+from .messages import Capacity, FromBot, ToBot, ToConn
+from .parts import ServerParts
+from .presence import ClusterPresence, Place, text_of
+
+log = logging.getLogger(__name__)
+
+CAPACITY = f"{PREFIX}:capacity"
+"""Hash: each connected bot's ``max_games``."""
+
+
+class RemoteBot:
+    """A bot connected to another node: game code sends it frames as to a connection."""
+
+    __slots__ = ("name", "node", "_bots")
+
+    def __init__(self, name: str, node: str, bots: ClusterBots) -> None:
+        self.name = name
+        self.node = node
+        self._bots = bots
+
+    @property
+    def max_games(self) -> int:
+        return self._bots.capacity.get(self.name, 1)
+
+    @property
+    def reachable(self) -> bool:
+        return self._bots.bus.healthy
+
+    def send(self, msg: Any) -> None:
+        if isinstance(msg, bytes):
+            out = ToBot(self.name, msgspec.Raw(msg))
+        elif type(msg) is Decision:
+            out = ToBot(self.name, msgspec.Raw(encode(msg)), msg.game_id, msg.request_id)
+        elif type(msg) is Challenged:
+            out = ToBot(self.name, msgspec.Raw(encode(msg)), challenge_id=msg.challenge_id)
+        else:
+            out = ToBot(self.name, msgspec.Raw(encode(msg)))
+        self._bots.bus.post(self.node, out)
+
+
+class RemoteSpectator:
+    """A connection of another node watching a game hosted here."""
+
+    __slots__ = ("node", "conn", "watching", "_bus")
+
+    def __init__(self, node: str, conn: int, bus: ClusterBus[Any]) -> None:
+        self.node = node
+        self.conn = conn
+        self.watching: set[str] = set()
+        self._bus = bus
+
+    def send(self, msg: Any) -> None:
+        self._bus.post(self.node, ToConn(self.conn, msgspec.Raw(msg if isinstance(msg, bytes) else encode(msg))))
+
+    def send_watched(self, game_id: str, frame: bytes) -> None:
+        self._bus.post(self.node, ToConn(self.conn, msgspec.Raw(frame), game_id))
+
+
+class ClusterBots:
+    """Where every bot of the cluster is connected, for this node. ``leading()`` says whether
+    this node leads the ladder (a bot's new capacity may let it pair), ``unseek(bot)`` drops a
+    bot here that is gone from the seeks sent to the leader, ``asked(bot, game_id,
+    request_id)`` records a decision another node's game asks of a bot here."""
+
+    def __init__(self, node: str, bus: ClusterBus[Any], parts: ServerParts, *, leading: Callable[[], bool],
+                 unseek: Callable[[str], None], asked: Callable[[str, str, int], None],
+                 spawn: Callable[[Coroutine[Any, Any, Any], str], None]) -> None:
+        self.node = node
+        self.bus = bus
+        self.parts = parts
+        self.presence = ClusterPresence(bus, self._replaced, self._arrived, self._left)
+        self.capacity: dict[str, int] = {}
+        """Every connected bot's ``max_games``, wherever it is connected."""
+        self._challenges: dict[str, str] = {}
+        """Challenges to bots here, offered on other nodes: challenge id → that node."""
+        self._leading = leading
+        self._unseek = unseek
+        self._asked = asked
+        self._spawn = spawn
+
+    def handlers(self) -> dict[type, Callable[[str, Any], None]]:
+        """What this part hears on the bus, by the message's type."""
+        return {Capacity: self._on_capacity, ToBot: self._on_to_bot, ToConn: self._on_to_conn,
+                FromBot: self._on_from_bot}
+
+    async def load(self) -> None:
+        """Learn where every bot is and how many games each plays at a time (at start, and when
+        Redis is back)."""
+        await self.presence.load()
+        self.capacity = {text_of(k): int(v) for k, v in (await self.bus.redis.hgetall(CAPACITY)).items()}
+
+    async def node_gone(self, node: str) -> None:
+        """``node`` stopped refreshing its liveness: its bots count as gone, here and on Redis."""
+        for bot in self.presence.forget_node(node):
+            self._left(bot)
+        await self.presence.sweep()
+
+    def held_elsewhere(self, bot: str) -> bool:
+        """Whether ``bot`` is connected to another node (and not here)."""
+        place = self.presence.place(bot)
+        return place is not None and place.node != self.node and self.parts.presence.get_local(bot) is None
+
+    # ------------------------------------------------------------------ this node's bots
+
+    async def attached(self, bot: str, conn: Connection) -> Place | None:
+        """A bot said hello here: record it for the cluster (an older connection anywhere is
+        closed). Without Redis it plays here only (``None``)."""
+        try:
+            self._post_capacity(bot, conn.max_games)
+            return await self.presence.attach(bot, conn.id)
+        except ClusterUnavailable as e:
+            log.warning("node %s: bot %s is known here only: %s", self.node, bot, e)
+            return None
+
+    def detached(self, bot: str, place: Place | None) -> bool:
+        """A bot's connection here closed. Whether the bot is still connected (elsewhere)."""
+        self._unseek(bot)
+        if place is not None:
+            self._spawn(self.presence.detach(bot, place), f"detaching bot {bot}")
+        now = self.presence.place(bot)
+        return now is not None and now.node != self.node
+
+    def capacity_changed(self, bot: str, max_games: int) -> None:
+        self._post_capacity(bot, max_games)
+
+    def _post_capacity(self, bot: str, max_games: int) -> None:
+        self.capacity[bot] = max_games
+        self.bus.post_command(lambda pipe: pipe.hset(CAPACITY, bot, max_games))
+        self.bus.post(None, Capacity(bot, max_games))
+
+    def challenge_node(self, challenge_id: str) -> str | None:
+        """The node holding a challenge offered to a bot here from another node."""
+        return self._challenges.get(challenge_id)
+
+    # ------------------------------------------------------------------ Presence.elsewhere
+
+    def get(self, bot: str) -> RemoteBot | None:
+        place = self.presence.place(bot)
+        if place is None or place.node == self.node:
+            return None
+        return RemoteBot(bot, place.node, self)
+
+    def count(self) -> int:
+        return len(self.presence.elsewhere())
+
+    # ------------------------------------------------------------------ what presence tells
+
+    def _replaced(self, bot: str, conn_id: int) -> None:
+        """A newer connection of ``bot`` elsewhere: close ours (4009), as on one node."""
+        conn = self.parts.presence.get_local(bot)
+        if conn is not None and conn.id == conn_id:
+            self.parts.presence.detach(bot, conn)
+            self._unseek(bot)
+            conn.close(CLOSE_REPLACED, "replaced by a new connection")
+
+    def _arrived(self, bot: str) -> None:
+        parts = self.parts
+        parts.manager.bot_arrived(bot)
+        parts.ladder.bot_arrived(bot)
+        parts.tournaments.wake()
+
+    def _left(self, bot: str) -> None:
+        parts = self.parts
+        parts.manager.bot_left(bot)
+        parts.challenges.bot_left(bot)
+        parts.ladder.bot_left(bot)
+
+    # ------------------------------------------------------------------ what the bus brings
+
+    def _on_capacity(self, sender: str, m: Capacity) -> None:
+        self.capacity[m.bot] = m.max_games
+        if self._leading():
+            self.parts.ladder.wake()
+
+    def _on_to_bot(self, sender: str, m: ToBot) -> None:
+        conn = self.parts.presence.get_local(m.bot)
+        if conn is None:
+            return
+        if m.request_id is not None and m.game_id is not None:
+            self._asked(m.bot, m.game_id, m.request_id)
+        elif m.challenge_id is not None:
+            self._challenges[m.challenge_id] = sender
+        conn.send(bytes(m.frame))
+
+    def _on_to_conn(self, sender: str, m: ToConn) -> None:
+        conn = self.parts.presence.by_id.get(m.conn)
+        if conn is None:
+            return
+        if m.watched is None:
+            conn.send(bytes(m.frame))
+        else:
+            conn.send_watched(m.watched, bytes(m.frame))
+
+    def _on_from_bot(self, sender: str, m: FromBot) -> None:
+        parts, bot, msg = self.parts, m.bot, m.message
+        try:
+            if isinstance(msg, PlayMove):
+                parts.manager.play(bot, msg.game_id, msg.request_id, msg.move)
+            elif isinstance(msg, Resign):
+                parts.manager.resign(bot, msg.game_id)
+            elif isinstance(msg, Accept):
+                parts.challenges.accept(bot, msg.challenge_id)
+            elif isinstance(msg, Decline):
+                parts.challenges.decline(bot, msg.challenge_id)
+            elif isinstance(msg, Seek):
+                parts.ladder.seek(bot)
+            elif isinstance(msg, Unseek):
+                parts.ladder.unseek(bot)
+            else:
+                log.warning("node %s: %s forwarded %s for bot %s: ignored", self.node, sender, type(msg).__name__, bot)
+        except Refusal as r:
+            seat = parts.presence.get(bot)
+            if seat is not None:
+                seat.send(r.to_error())
+            parts.ladder.refused(bot, r)

@@ -1,0 +1,443 @@
+"""Games across nodes: the games other nodes host, as this node knows them (the manager's
+``GamesElsewhere``: where each runs, moves and watching forwarded to its host, how it stands
+asked of its host), and the games hosted here as the other nodes hear of them (their
+``GameEvents``: starts and ends on Redis and the bus, spectators on other nodes). A game whose
+host is gone and that nobody takes over is lost here too: its seats here are closed (4010)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+from redis.exceptions import RedisError
+
+from protocol.messages import CLOSE_GAME_HOST_LOST, ClientMessage, GameSummary, LiveGameEnded, LiveGameStarted
+
+from ..common.refusal import Refusal
+from ..connections.connection import Connection, encode
+from .bots import RemoteSpectator
+from .bus import PREFIX, ClusterBus, ClusterUnavailable
+from .messages import NO_VIEW, FromBot, GameAsked, GameBegan, GameEnded, GameTold, PliesAsked, PliesTold, Watching
+from .parts import ServerParts
+
+if TYPE_CHECKING:
+    from ..games.room import GameRoom
+
+log = logging.getLogger(__name__)
+
+GAMES = f"{PREFIX}:games"
+"""Hash: the running games of the cluster, game id → ``game_began`` as JSON."""
+ASK_TIMEOUT_S = 2.0
+"""How long a node waits for the others to say how their games stand (or that they run no
+such game)."""
+ENDED_KEPT = 1024
+"""Games of other nodes remembered after their end, so a late move still reaches the host
+(which answers ``game_over``) rather than getting ``unknown_game``."""
+ORPHAN_GRACE_S = 10.0
+"""A game whose host is gone and that no node took over nor gave up after ``takeover_budget_s``
+and this long (no leader all that time) is given up here: its seats on this node are closed
+with 4010."""
+
+_began = msgspec.json.Decoder(GameBegan)
+_encoder = msgspec.json.Encoder()
+
+
+class Asking:
+    """A question to other nodes waiting for its answers: the nodes yet to answer, and (a
+    :class:`GameAsked`) the first answer that knows the game, with the node that gave it."""
+
+    __slots__ = ("future", "waiting")
+
+    def __init__(self, future: asyncio.Future[tuple[str, GameTold] | None], waiting: set[str]) -> None:
+        self.future = future
+        self.waiting = waiting
+
+
+class RemoteGames:
+    """The cluster's games for this node: ``GamesElsewhere`` for the manager, and one of its
+    listeners (``GameEvents``) for the games hosted here. ``leading()`` says whether this node
+    leads the ladder (a game's end may free its bots to pair)."""
+
+    def __init__(self, node: str, bus: ClusterBus[Any], parts: ServerParts, leading: Callable[[], bool]) -> None:
+        self.node = node
+        self.bus = bus
+        self.parts = parts
+        self._leading = leading
+        self.games: dict[str, GameBegan] = {}
+        """Running games hosted by other nodes, at the ply their hosts last told
+        (:meth:`hear_out`)."""
+        self.ended: OrderedDict[str, GameEnded] = OrderedDict()
+        self._learned: set[str] = set()
+        """Games of other nodes found before their ``game_began`` was heard here."""
+        self._asks: dict[int, Asking] = {}
+        self._call_ids = itertools.count(1)
+        self._awaited: dict[tuple[str, str], int] = {}
+        """The decision each game hosted elsewhere awaits of a bot here: (bot, game) → request id."""
+        self._spectators: dict[tuple[str, int], RemoteSpectator] = {}
+        self._orphaned: dict[str, float] = {}
+        """Games of other nodes whose host is gone, since when (loop time): they wait to be
+        taken over."""
+
+    @property
+    def healthy(self) -> bool:
+        return self.bus.healthy
+
+    def handlers(self) -> dict[type, Callable[[str, Any], None]]:
+        """What this part hears on the bus, by the message's type."""
+        return {Watching: self._on_watching, GameBegan: self._on_game_began, GameEnded: self._on_game_ended,
+                PliesAsked: self._on_plies_asked, PliesTold: self._on_plies_told,
+                GameAsked: self._on_game_asked, GameTold: self._on_game_told}
+
+    async def load(self) -> list[GameBegan]:
+        """Read the cluster's running games (at start, and when Redis is back): those of the
+        other nodes alive are known here from now on. Returns this node's own, which it ran in
+        a previous life if it just started."""
+        alive = set(await self.bus.nodes())
+        self.games = {}
+        self._learned = set()
+        own: list[GameBegan] = []
+        for key, value in (await self.bus.redis.hgetall(GAMES)).items():
+            try:
+                began = _began.decode(value)
+            except msgspec.DecodeError:
+                log.warning("node %s: undecodable entry %r in %s dropped", self.node, key, GAMES)
+                continue
+            if began.host == self.node:
+                own.append(began)
+            elif began.host in alive:
+                self.games[began.game.game_id] = began
+        return own
+
+    def sweep(self, alive: set[str]) -> None:
+        """Each tick: a game whose host is not alive waits to be taken over; one that nobody
+        took over nor gave up in time is lost here."""
+        now = asyncio.get_running_loop().time()
+        give_up = self.parts.settings.takeover_budget_s + ORPHAN_GRACE_S
+        for game_id in [g for g in self._orphaned if g not in self.games]:
+            del self._orphaned[game_id]
+        for began in list(self.games.values()):
+            game_id = began.game.game_id
+            if began.host in alive:
+                self._orphaned.pop(game_id, None)
+            elif now - self._orphaned.setdefault(game_id, now) > give_up:
+                self.host_lost(began, f"the node hosting game {game_id} stopped and nobody took the game over")
+
+    def asked(self, bot: str, game_id: str, request_id: int) -> None:
+        """The host of ``game_id`` asked a decision of ``bot`` (connected here)."""
+        self._awaited[(bot, game_id)] = request_id
+
+    # ------------------------------------------------------------------ GameManager.elsewhere
+
+    def host_of(self, game_id: str) -> str | None:
+        began = self.games.get(game_id)
+        if began is not None:
+            return began.host
+        ended = self.ended.get(game_id)
+        return ended.host if ended is not None else None
+
+    def forward(self, host: str, bot: str, message: ClientMessage) -> None:
+        if not self.healthy:
+            raise Refusal("cluster_unavailable", "the node hosting this game cannot be reached now",
+                          game_id=getattr(message, "game_id", None), request_id=getattr(message, "request_id", None))
+        self.bus.post(host, FromBot(bot, message))
+
+    def awaits(self, bot: str, game_id: str, request_id: int) -> bool:
+        return self._awaited.get((bot, game_id)) == request_id
+
+    def running_count(self, bot: str) -> int:
+        return sum(1 for g in self.games.values() if bot in g.game.players)
+
+    def game_ids(self, bot: str) -> list[str]:
+        return [game_id for game_id, g in self.games.items() if bot in g.game.players]
+
+    def summaries(self) -> list[GameSummary]:
+        return [g.game for g in self.games.values()]
+
+    def watch(self, conn: Connection, game_id: str, host: str, on: bool) -> None:
+        if on and not self.healthy:
+            raise Refusal("cluster_unavailable", "the node hosting this game cannot be reached now", game_id=game_id)
+        self.bus.post(host, Watching(conn.id, game_id, on))
+
+    def summary_of(self, game_id: str) -> GameSummary | None:
+        """A game of another node as last heard here: running (at the ply its host last
+        told), or ended lately; ``None`` if not known here."""
+        began = self.games.get(game_id)
+        if began is not None:
+            return began.game
+        ended = self.ended.get(game_id)
+        return ended.game if ended is not None else None
+
+    async def learn_game(self, game_id: str) -> str | None:
+        """The node that runs (or ran lately) ``game_id`` if another one does. A game not heard
+        of yet may have started a moment ago: it is looked up in ``mandala:games``, then asked
+        of every node, so one whose id anyone was given (the host knows it as soon as it
+        starts) is found; ``None`` if no other node knows it."""
+        host = self.host_of(game_id)
+        if host is not None or not self.healthy:
+            return host
+        try:
+            value = await self.bus.redis.hget(GAMES, game_id)
+        except (RedisError, OSError):
+            value = None
+        if value is not None:
+            try:
+                began = _began.decode(value)
+            except msgspec.DecodeError:
+                began = None
+            if began is not None and began.host != self.node:
+                self._learn(began)
+                return self.host_of(game_id)
+        try:
+            answer = await self._ask(None, game_id)
+        except ClusterUnavailable:
+            return None
+        if answer is None:
+            return None
+        host, told = answer
+        assert told.game is not None
+        if told.game.status == "running":
+            self._learn(GameBegan(host, told.game, told.epoch))
+        elif game_id not in self.games:
+            self._ended(GameEnded(host, told.game))
+        return self.host_of(game_id)
+
+    def _learn(self, began: GameBegan) -> None:
+        game_id = began.game.game_id
+        if game_id not in self.games and game_id not in self.ended:
+            self.games[game_id] = began
+            self._learned.add(game_id)
+
+    async def game_as_it_stands(self, game_id: str) -> tuple[GameSummary, msgspec.Raw] | None:
+        """A game another node runs (or ran lately), as it stands there, with its spectator
+        view as the host encoded it; ``None`` if no other node knows it. A host that does not
+        answer in time: the game as last heard here, without its view."""
+        host = await self.learn_game(game_id)
+        if host is None or host == self.node:
+            return None
+        try:
+            answer = await self._ask(host, game_id, view=True)
+        except ClusterUnavailable:
+            known = self.games.get(game_id)
+            return (known.game, NO_VIEW) if known is not None else None
+        return (answer[1].game, answer[1].view) if answer is not None and answer[1].game is not None else None
+
+    async def _ask(self, node: str | None, game_id: str, view: bool = False) -> tuple[str, GameTold] | None:
+        """Ask ``node`` (``None``: every other node alive) how ``game_id`` stands: the first
+        answer that knows it, with the node that gave it; ``None`` once all said they do not.
+        Raises :class:`ClusterUnavailable` without Redis or an answer in time."""
+        return await self._question(node, lambda call: GameAsked(call, game_id, view), f"how game {game_id} stands")
+
+    async def hear_out(self) -> None:
+        """Learn the ply every other node's games reached (storage and ``game_began`` keep a
+        running game as it started): asked when a list is read, so a move costs nothing. Each
+        node's answer comes after everything it published before (its games' starts and ends),
+        so once all answered this node knows the running games as they stand. A node that does
+        not answer within :data:`ASK_TIMEOUT_S` (or no Redis): its games as last heard."""
+        try:
+            await self._question(None, PliesAsked, "the plies of its games")
+        except ClusterUnavailable:
+            pass
+
+    async def _question(self, node: str | None, message: Callable[[int], Any], what: str) -> tuple[str, GameTold] | None:
+        """Post ``message(call)`` to ``node`` (``None``: every node alive) and wait for the
+        answers (:meth:`_answered`). Raises :class:`ClusterUnavailable` without Redis, or
+        when a node asked has not answered within :data:`ASK_TIMEOUT_S`."""
+        if not self.healthy:
+            raise ClusterUnavailable(f"node {self.node} cannot reach Redis")
+        try:
+            waiting = {node} if node is not None else set(await self.bus.nodes()) - {self.node}
+        except (RedisError, OSError) as e:
+            raise ClusterUnavailable(f"Redis at {self.bus.url}: {e}") from None
+        if not waiting:
+            return None
+        call = next(self._call_ids)
+        future: asyncio.Future[tuple[str, GameTold] | None] = asyncio.get_running_loop().create_future()
+        self._asks[call] = Asking(future, waiting)
+        try:
+            self.bus.post(node, message(call))
+            return await asyncio.wait_for(future, ASK_TIMEOUT_S)
+        except TimeoutError:
+            log.warning("node %s: %s did not say %s in time", self.node, ", ".join(sorted(waiting)), what)
+            raise ClusterUnavailable(f"{', '.join(sorted(waiting))} did not answer") from None
+        finally:
+            self._asks.pop(call, None)
+
+    async def published(self) -> None:
+        """Wait until what this node posted so far is on Redis: a game it just started is in
+        ``mandala:games`` and its ``game_began`` is out, so every node finds it."""
+        try:
+            await asyncio.wait_for(self.bus.sent(), ASK_TIMEOUT_S)
+        except (TimeoutError, ClusterUnavailable) as e:
+            log.warning("node %s: what it posted is not on Redis yet (%s)", self.node, e or "timed out")
+
+    def adopting(self, room: GameRoom) -> None:
+        self.games.pop(room.id, None)
+        self._learned.discard(room.id)
+        self._orphaned.pop(room.id, None)
+        for conn in self.parts.presence.connections:
+            if room.id in conn.watching:
+                room.spectators.add(conn)
+        self.game_started(room, taken_over=True)
+
+    def moved(self, room: GameRoom) -> None:
+        began = self.games.get(room.id)
+        if began is not None and began.host != self.node:
+            self._follow(room.id, began.host)
+
+    def _follow(self, game_id: str, host: str) -> None:
+        """The connections here watching ``game_id`` watch it on ``host``, where it runs now
+        (which sends each of them the game as it stands)."""
+        for conn in self.parts.presence.connections:
+            if game_id in conn.watching:
+                self.bus.post(host, Watching(conn.id, game_id, True))
+
+    # ------------------------------------------------------------------ GameEvents (games hosted here)
+
+    def game_started(self, room: GameRoom, taken_over: bool = False) -> None:
+        began = GameBegan(self.node, room.summary(), room.epoch, taken_over)
+        payload = _encoder.encode(began)
+        self.bus.post_command(lambda pipe: pipe.hset(GAMES, room.id, payload))
+        self.bus.post(None, began)
+
+    def game_ended(self, room: GameRoom) -> None:
+        self.bus.post_command(lambda pipe: pipe.hdel(GAMES, room.id))
+        self.bus.post(None, GameEnded(self.node, room.summary()))
+        for spectator in room.spectators:
+            if isinstance(spectator, RemoteSpectator):
+                self._spectators.pop((spectator.node, spectator.conn), None)
+
+    def rated_game_stored(self, room: GameRoom) -> None:
+        pass
+
+    # ------------------------------------------------------------------ a game lost with its host
+
+    def lose_game(self, began: GameBegan, why: str) -> None:
+        """A game whose host is gone cannot go on: every node closes its seats (4010)."""
+        log.warning("node %s: %s", self.node, why)
+        ended = GameEnded(began.host, msgspec.structs.replace(began.game, status="aborted"), lost=True)
+        self._on_game_ended(self.node, ended)  # here at once; the others when they hear it
+        self.bus.post_command(lambda pipe: pipe.hdel(GAMES, began.game.game_id))
+        self.bus.post(None, ended)
+
+    def host_lost(self, began: GameBegan, why: str) -> None:
+        """A game hosted elsewhere cannot go on: its host died or cannot be reached. Its
+        seats here are closed (4010): on reconnecting, ``welcome`` lists what still runs."""
+        game = began.game
+        self.games.pop(game.game_id, None)
+        self._forget_game(game)
+        for bot in game.players:
+            conn = self.parts.presence.get_local(bot)
+            if conn is not None:
+                log.warning("node %s: closing bot %s: %s", self.node, bot, why)
+                conn.close(CLOSE_GAME_HOST_LOST, why[:120])
+
+    def _forget_game(self, game: GameSummary) -> None:
+        """A game hosted elsewhere is over here: no decision of it is awaited, nobody watches it."""
+        self._learned.discard(game.game_id)
+        for bot in game.players:
+            self._awaited.pop((bot, game.game_id), None)
+        for conn in self.parts.presence.connections:
+            conn.watching.discard(game.game_id)
+
+    # ------------------------------------------------------------------ what the bus brings
+
+    def _on_watching(self, sender: str, m: Watching) -> None:
+        key = (sender, m.conn)
+        spectator = self._spectators.get(key)
+        if m.on:
+            if spectator is None:
+                spectator = self._spectators[key] = RemoteSpectator(sender, m.conn, self.bus)
+            try:
+                self.parts.manager.watch(spectator, m.game_id)
+            except Refusal as r:
+                spectator.send(r.to_error())
+        elif spectator is not None:
+            room = self.parts.manager.lookup(m.game_id)
+            if room is not None:
+                room.unwatch(spectator)
+            if not spectator.watching:
+                del self._spectators[key]
+
+    def _on_game_began(self, sender: str, m: GameBegan) -> None:
+        if m.host == self.node:
+            return
+        game_id = m.game.game_id
+        room = self.parts.manager.running.get(game_id)
+        if room is not None and m.epoch <= room.epoch:
+            return  # an old announcement of a game this node took over since
+        known = self.games.get(game_id)
+        if game_id in self._learned:
+            self._learned.discard(game_id)
+            known = None  # found a moment before its start was heard: /live hears it now
+        self.games[game_id] = m
+        self._orphaned.pop(game_id, None)
+        if room is not None:
+            room.lose()  # taken over while this node was paused: it runs there now (spectators follow)
+        elif known is None and not m.taken_over:
+            self.parts.live.publish(LiveGameStarted(m.game))
+        elif m.taken_over:
+            self._follow(game_id, m.host)
+
+    def _on_game_ended(self, sender: str, m: GameEnded) -> None:
+        if m.host == self.node:
+            return
+        game_id = m.game.game_id
+        began = self.games.pop(game_id, None)
+        self._learned.discard(game_id)
+        if began is None:
+            return
+        self._ended(m)
+        if m.lost:
+            self.host_lost(began, f"game {game_id} was lost with its node")
+        else:
+            self._forget_game(m.game)
+        self.parts.live.publish(LiveGameEnded(m.game))
+        if self._leading():
+            self.parts.ladder.wake()
+
+    def _ended(self, m: GameEnded) -> None:
+        self.ended[m.game.game_id] = m
+        while len(self.ended) > ENDED_KEPT:
+            self.ended.popitem(last=False)
+
+    def _on_plies_asked(self, sender: str, m: PliesAsked) -> None:
+        if sender != self.node:
+            self.bus.post(sender, PliesTold(m.call, {g: room.ply for g, room in self.parts.manager.running.items()}))
+
+    def _on_plies_told(self, sender: str, m: PliesTold) -> None:
+        games = self.games
+        replace = msgspec.structs.replace
+        for game_id, ply in m.plies.items():
+            began = games.get(game_id)
+            if began is not None and began.host == sender and began.game.ply != ply:
+                games[game_id] = replace(began, game=replace(began.game, ply=ply))
+        self._answered(sender, m.call, None)
+
+    def _on_game_asked(self, sender: str, m: GameAsked) -> None:
+        if sender == self.node:
+            return  # asked of every node: this one knew it did not know
+        room = self.parts.manager.lookup(m.game_id)
+        if room is None or room.lost:
+            told = GameTold(m.call, None)
+        else:
+            view = msgspec.Raw(encode(room.spectator_view())) if m.view else NO_VIEW
+            told = GameTold(m.call, room.summary(), room.epoch, view)
+        self.bus.post(sender, told)
+
+    def _on_game_told(self, sender: str, m: GameTold) -> None:
+        self._answered(sender, m.call, (sender, m) if m.game is not None else None)
+
+    def _answered(self, sender: str, call: int, knows: tuple[str, GameTold] | None) -> None:
+        """``sender`` answered question ``call``: it is done at the first answer that knows
+        the game asked about, or once every node asked has answered."""
+        asking = self._asks.get(call)
+        if asking is None or asking.future.done():
+            return
+        asking.waiting.discard(sender)
+        if knows is not None or not asking.waiting:
+            asking.future.set_result(knows)
