@@ -3,7 +3,7 @@
 Games and challenges address bots by name and look the connection up here at send time,
 so a bot that reconnects, or is replaced by a new connection, keeps receiving its frames.
 In a cluster, a bot connected to another node is found through ``elsewhere``
-(:class:`~server.cluster.node.ClusterNode`), as a seat that sends its frames there.
+(:class:`~server.cluster.bots.ClusterBots`), as a seat that sends its frames there.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from .room import GameRoom
 
 
 class GamesElsewhere(Protocol):
-    """The games other nodes of a cluster host (:class:`~server.cluster.node.ClusterNode`)."""
+    """The games other nodes of a cluster host (:class:`~server.cluster.remote_games.RemoteGames`)."""
 
     @property
     def healthy(self) -> bool: ...
