@@ -1,22 +1,93 @@
 """Maximum-likelihood Bradley–Terry ratings with 95% intervals, as BayesElo and Ordo give.
 
-Elo after each game depends on the order of the games; a Bradley–Terry fit over all
-of them does not, and its curvature gives an honest uncertainty (against the
-pool's average, as those programs report it). Each bot also
-plays ``prior_draws`` virtual draws against a phantom rated ``center``: this keeps
-a bot that has only won (or only lost) finite, anchors the scale, and makes the
-information matrix invertible. Draws count as half a win for each side.
+Elo after each game depends on the order of the games; a Bradley–Terry fit over all of them
+does not, and its curvature gives an honest uncertainty (against the pool's average, as those
+programs report it). Each bot also plays ``prior_draws`` virtual draws against a phantom rated
+``center``: this keeps a bot that has only won (or only lost) finite, anchors the scale, and
+makes the information matrix invertible. Draws count as half a win for each side.
+
+**How it is computed.** The fit reads per-pair totals, so its cost follows the pairs, not the
+games. Newton's method on the log-likelihood, from every bot at ``center``: the gradient and the
+information matrix are assembled from arrays of the pairs (numpy), the matrix being the graph
+Laplacian of the pair counts weighted by p(1−p) plus the prior's diagonal. Each step solves
+that matrix, and how depends on the pool's size:
+
+- up to :data:`DENSE_MAX` bots: a dense Cholesky factorization (LAPACK), and the intervals
+  from the exact covariance, its inverse. Exact to rounding.
+- above: the matrix stays sparse (scipy.sparse) and each step is a conjugate-gradient solve
+  with a two-level preconditioner (:class:`_TwoLevel`: Jacobi, plus an exact solve on
+  aggregates of bots that are neighbours in the graph, which carries the slow, pool-wide
+  modes that Jacobi alone converges on slowly). Ratings are as exact as the dense path's: the
+  steps run until they move no strength by more than 1e-10.
+
+**The intervals.** A bot's interval is ±Z95 σ, where σ² is the variance of its strength
+relative to the pool's mean: ``C[i,i] − 2·m[i] + mean(m)`` with ``C`` the covariance (the
+information matrix's inverse) and ``m = C·1/n`` its row means. ``m`` is one solve, exact at
+every size. ``C[i,i]`` is exact up to :data:`DENSE_MAX` bots; above, inverting the matrix
+(cubic: minutes at 10,000 bots) or one sparse solve per bot (10,000 solves) would not fit a
+refresh, so the diagonal is *estimated* (:func:`_estimated_diagonal`): a known approximate
+inverse ``M`` (the preconditioner's two-level form with a three-term Neumann series, whose
+diagonal is computed exactly) plus Hutchinson's unbiased estimate of the diagonal of ``C − M``
+from :data:`PROBES` random ±1 vectors, solved as one block. ``M`` is close to ``C``, so the
+estimate's spread is small: on ladders of 3,000 and 10,000 bots meeting ~100 opponents each
+(random opponents, or opponents near in the order of strength) the largest error of any bot's
+variance against the exact one was under 1 % (under 0.5 % on the interval's half-width, a
+fraction of an Elo point); ``tests/ladder/test_ratings.py`` forces the estimate on small
+ladders and holds it to that. The probes are seeded, so the same totals give the same
+intervals.
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import partial
+from itertools import chain
+from operator import itemgetter
+from typing import Any
+
+import numpy as np
+import scipy.linalg
+import scipy.sparse
+from scipy.sparse.csgraph import connected_components, reverse_cuthill_mckee
+from scipy.special import expit
 
 LN10_400 = math.log(10.0) / 400.0
 Z95 = 1.959963984540054
+
+DENSE_MAX = 1000
+"""Above this many bots, sparse solves and estimated variances (see the module's docstring):
+there the dense Cholesky factorizations and the inverse cost more CPU than the sparse path
+(``bench/standings_fit.py``)."""
+
+PROBES = 16
+"""Random vectors per block of the diagonal's estimate above :data:`DENSE_MAX` bots."""
+
+PROBE_TARGET = 0.002
+"""The estimate stops adding probes once each bot's relative variance has this standard
+error (relative)…"""
+
+PROBE_WORK = 19_200_000
+"""…or once its probes' conjugate-gradient iterations would have cost this much: one probe's
+iteration reads the matrix (two entries a pair) and a score of vectors (20 entries a bot), so
+16 probes at 10,000 bots and 500,000 pairs, 64 at 10,000 bots and 25,000 pairs…"""
+
+MOST_PROBES = 1024
+"""…and at most this many probes (a small ladder's are cheap)."""
+
+MIN_AGGREGATE = 16
+"""The two-level preconditioner's smallest aggregate…"""
+
+MOST_AGGREGATES = 512
+"""…and its largest number of aggregates (its coarse matrix is dense)."""
+
+STEP_TOLERANCE = 1e-10
+"""Newton stops once no strength moves by more than this (natural-log units)."""
+
+_Array = np.ndarray[Any, np.dtype[np.float64]]
+_Ints = np.ndarray[Any, np.dtype[np.int64]]
 
 
 @dataclass(frozen=True)
@@ -29,23 +100,35 @@ class Fit:
     games: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Model:
-    """A whole fit: each bot's :class:`Fit`, and the covariance of the strengths (for how
-    sure the fit is that one bot is stronger than another)."""
+    """A whole fit: each bot's :class:`Fit`, and how sure the fit is that one bot is stronger
+    than another (from the covariance of the strengths)."""
 
     fits: dict[str, Fit]
     index: dict[str, int]
-    covariance: list[list[float]]
-    """Of the natural-log strengths, in the order of ``index``."""
+    covariance: _Array | None
+    """Of the natural-log strengths, in the order of ``index``; ``None`` above
+    :data:`DENSE_MAX` bots, where :meth:`stronger` solves for the one variance it needs."""
+    solve: Callable[[_Array], _Array] | None = None
+    """The information matrix's solve, for :meth:`stronger` without the covariance."""
 
     def stronger(self, a: str, b: str) -> float:
         """The likelihood that ``a`` is stronger than ``b``: Φ(d / σ), where d is the fitted
-        strength difference and σ² its variance from the covariance."""
+        strength difference and σ² its variance, ``(eᵢ − eⱼ)ᵀ C (eᵢ − eⱼ)``."""
         i, j = self.index[a], self.index[b]
-        c = self.covariance
         diff = (self.fits[a].rating - self.fits[b].rating) * LN10_400
-        var = c[i][i] + c[j][j] - 2.0 * c[i][j]
+        if self.covariance is not None:
+            c = self.covariance
+            var = float(c[i, i] + c[j, j] - 2.0 * c[i, j])
+        elif i == j:
+            var = 0.0
+        else:
+            assert self.solve is not None
+            e = np.zeros(len(self.index))
+            e[i], e[j] = 1.0, -1.0
+            x = self.solve(e)
+            var = float(x[i] - x[j])
         if var <= 0.0:
             return 0.5 if diff == 0.0 else 1.0 if diff > 0.0 else 0.0
         return 0.5 * math.erfc(-diff / math.sqrt(2.0 * var))
@@ -74,21 +157,20 @@ def fit_model(
     iterations: int = 50,
 ) -> Model:
     """:func:`fit`, with the covariance kept (:meth:`Model.stronger`)."""
-    pool = _Pool(players)
-    games = pool.games
-    wins: dict[tuple[int, int], float] = defaultdict(float)  # (i, j) -> points i took from j
-    counts: dict[tuple[int, int], float] = defaultdict(float)  # (i, j) with i < j -> games
+    index: dict[str, int] = {}
+    for bot in players:
+        index.setdefault(bot, len(index))
+    totals: dict[tuple[int, int], list[float]] = defaultdict(lambda: [0.0, 0.0])  # (i, j), i < j -> games, i's points
     for a, b, score in results:
-        i, j = pool.of(a), pool.of(b)
+        i, j = index.setdefault(a, len(index)), index.setdefault(b, len(index))
         if i == j:
             continue
-        wins[i, j] += score
-        wins[j, i] += 1.0 - score
-        counts[min(i, j), max(i, j)] += 1.0
-        games[i] += 1
-        games[j] += 1
-    pairs = [(i, j, c, wins[i, j]) for (i, j), c in counts.items()]
-    return _solve_model(pool.names, pool.index, pairs, games, center, prior_draws, iterations)
+        t = totals[min(i, j), max(i, j)]
+        t[0] += 1.0
+        t[1] += score if i < j else 1.0 - score
+    pairs = np.array(list(totals), dtype=np.int64).reshape(-1, 2)
+    counts = np.array(list(totals.values()), dtype=np.float64).reshape(-1, 2)
+    return _fit(index, pairs[:, 0], pairs[:, 1], counts[:, 0], counts[:, 1], center, prior_draws, iterations)
 
 
 def fit_tally(
@@ -101,128 +183,365 @@ def fit_tally(
     """:func:`fit` from totals instead of games: ``(a, b, a's wins, draws, a's losses)`` per
     pair (``server/ladder/tally.py``). The same likelihood, so the same ratings, at a cost that
     follows the number of pairs, not of games."""
-    pool = _Pool(players)
-    games = pool.games
-    pairs: list[tuple[int, int, float, float]] = []
-    for a, b, w, d, lost in rows:
-        i, j = pool.of(a), pool.of(b)
-        n = w + d + lost
-        if i == j or n == 0:
-            continue
-        points = w + 0.5 * d  # what i took from j
-        pairs.append((i, j, float(n), points) if i < j else (j, i, float(n), n - points))
-        games[i] += n
-        games[j] += n
-    return _solve_model(pool.names, pool.index, pairs, games, center, prior_draws, iterations).fits
+    return fit_tally_model(rows, players, center, prior_draws, iterations).fits
 
 
-class _Pool:
-    """The bots of a fit, numbered: ``players`` first, then each other one as it turns up."""
+def fit_tally_model(
+    rows: Iterable[tuple[str, str, int, int, int]],
+    players: Sequence[str] = (),
+    center: float = 1500.0,
+    prior_draws: float = 2.0,
+    iterations: int = 50,
+) -> Model:
+    """:func:`fit_tally`, with the covariance or the information matrix's solve kept."""
+    rows = rows if isinstance(rows, list) else list(rows)
+    first = list(map(itemgetter(0), rows))
+    second = list(map(itemgetter(1), rows))
+    index: dict[str, int] = {}
+    for bot in players:
+        index.setdefault(bot, len(index))
+    if not index.keys() >= set(first).union(second):
+        # Bots numbered as they turn up: ``players`` first, then each pair's two in turn.
+        for bot in chain.from_iterable(zip(first, second, strict=True)):
+            index.setdefault(bot, len(index))
+    i = np.fromiter(map(index.__getitem__, first), np.int64, len(rows))
+    j = np.fromiter(map(index.__getitem__, second), np.int64, len(rows))
+    w, d, lost = (np.fromiter(map(itemgetter(k), rows), np.float64, len(rows)) for k in (2, 3, 4))
+    points = w + 0.5 * d  # what i took from j
+    return _fit(index, i, j, w + d + lost, points, center, prior_draws, iterations)
 
-    def __init__(self, players: Sequence[str]) -> None:
-        self.names: list[str] = list(dict.fromkeys(players))
-        self.index: dict[str, int] = {n: i for i, n in enumerate(self.names)}
-        self.games = [0] * len(self.names)
 
-    def of(self, bot: str) -> int:
-        i = self.index.get(bot)
-        if i is None:
-            i = self.index[bot] = len(self.names)
-            self.names.append(bot)
-            self.games.append(0)
-        return i
+def fit_arrays(size: int, first: np.ndarray[Any, Any], second: np.ndarray[Any, Any], counts: np.ndarray[Any, Any],
+               center: float = 1500.0, prior_draws: float = 2.0, iterations: int = 50,
+               ) -> tuple[_Array, _Array, _Array, _Array]:
+    """:func:`fit_tally` with bots numbered ``0 … size − 1`` and the totals as arrays:
+    ``counts[k]`` is ``(wins, draws, losses)`` of ``first[k]`` against ``second[k]``. Returns
+    each bot's rating, low, high and games, for a caller that moves the numbers on (a worker
+    process) rather than reading them."""
+    counts = np.asarray(counts, dtype=np.float64).reshape(-1, 3)
+    points = counts[:, 0] + 0.5 * counts[:, 1]
+    ratings, low, high, played, _ = _solve(size, np.asarray(first, np.int64), np.asarray(second, np.int64),
+                                           counts.sum(axis=1), points, center, prior_draws, iterations)
+    return ratings, low, high, played
 
 
-def _solve_model(names: list[str], index: dict[str, int], pairs: list[tuple[int, int, float, float]],
-                 games: list[int], center: float, prior_draws: float, iterations: int) -> Model:
-    """Newton's method on the log-likelihood: ``pairs`` are ``(i, j, games, points i took)``."""
-    n = len(names)
-    s = [0.0] * n  # natural-log strengths relative to the phantom
-    info = [[0.0] * n for _ in range(n)]
+def _fit(index: dict[str, int], i: _Ints, j: _Ints, games: _Array, points: _Array,
+         center: float, prior_draws: float, iterations: int) -> Model:
+    """The fit of pairs ``(i, j)`` that played ``games`` games in which ``i`` took ``points``."""
+    ratings, low, high, played, solution = _solve(len(index), i, j, games, points, center, prior_draws, iterations)
+    fits = {name: Fit(rating=r, low=lo, high=hi, games=int(g)) for name, r, lo, hi, g in zip(
+        index, ratings.tolist(), low.tolist(), high.tolist(), played.tolist(), strict=True)}
+    return Model(fits, index, solution.covariance, solution.solve)
+
+
+def _solve(size: int, i: _Ints, j: _Ints, games: _Array, points: _Array, center: float, prior_draws: float,
+           iterations: int) -> tuple[_Array, _Array, _Array, _Array, _Solution]:
+    """Ratings, lows, highs and games of bots ``0 … size − 1`` from pairs ``(i, j)`` that played
+    ``games`` games in which ``i`` took ``points`` (a pair may come more than once, in either
+    order; a bot against itself and a pair without games count for nothing)."""
+    if not prior_draws > 0.0:
+        raise ValueError(f"prior_draws must be positive (it makes the fit unique), not {prior_draws!r}")
+    if len(i) and (min(i.min(), j.min()) < 0 or max(i.max(), j.max()) >= size):
+        raise ValueError(f"a pair names a bot outside 0 … {size - 1}")
+    if np.any(games < 0) or np.any(points < 0) or np.any(points > games):
+        raise ValueError("a pair's totals are negative, or it took more points than it played games")
+    keep = (i != j) & (games > 0)
+    i, j, games, points = i[keep], j[keep], games[keep], points[keep]
+    played = (np.bincount(i, games, size) + np.bincount(j, games, size)).astype(np.float64)
+    pairs = _Pairs(size, np.minimum(i, j), np.maximum(i, j), games, np.where(i < j, points, games - points))
+    solution = _newton(pairs, prior_draws, iterations)
+    ratings = center + solution.strengths / LN10_400
+    halves = Z95 * np.sqrt(solution.variances) / LN10_400
+    return ratings, ratings - halves, ratings + halves, played, solution
+
+
+class _Pairs:
+    """The pairs that played, one entry each: ``(lo[k], hi[k])``, ``lo < hi``, played
+    ``games[k]`` games in which ``lo`` took ``points[k]``; and the structure of their symmetric
+    sparse matrix (``indices``, ``indptr``), whose entry ``e`` is pair ``entry_pair[e]``."""
+
+    def __init__(self, size: int, lo: _Ints, hi: _Ints, games: _Array, points: _Array) -> None:
+        # The sparse matrix sums a pair that comes more than once, and orders the pairs.
+        upper = scipy.sparse.csr_array((games, (lo, hi)), shape=(size, size))
+        taken = scipy.sparse.csr_array((points, (lo, hi)), shape=(size, size))
+        self.size = size
+        self.games = upper.data.copy()
+        self.points = taken.data.copy()
+        self.lo = np.repeat(np.arange(size), np.diff(upper.indptr))
+        self.hi = upper.indices.astype(np.int64)
+        count = len(self.lo)
+        both = scipy.sparse.csr_array((np.arange(1.0, 2 * count + 1), (np.r_[self.lo, self.hi], np.r_[self.hi, self.lo])),
+                                      shape=(size, size))
+        self.indices, self.indptr = both.indices, both.indptr
+        self.entry_pair = (both.data.astype(np.int64) - 1) % max(count, 1)
+
+    def matrix(self, values: _Array) -> scipy.sparse.csr_array:
+        """The symmetric matrix with ``values[k]`` at pair ``k``'s two entries."""
+        return scipy.sparse.csr_array((values[self.entry_pair], self.indices, self.indptr), shape=(self.size, self.size))
+
+
+@dataclass(frozen=True)
+class _Solution:
+    strengths: _Array
+    """Natural-log strengths relative to the phantom."""
+    variances: _Array
+    """Of each strength relative to the pool's mean."""
+    covariance: _Array | None
+    solve: Callable[[_Array], _Array] | None
+
+
+def _newton(pairs: _Pairs, prior_draws: float, iterations: int) -> _Solution:
+    """Newton's method on the log-likelihood, then the variances (module docstring)."""
+    size, lo, hi, games, points = pairs.size, pairs.lo, pairs.hi, pairs.games, pairs.points
+    s = np.zeros(size)
+    if size == 0:
+        return _Solution(s, s, np.zeros((0, 0)), None)
+    system: _Dense | _Sparse | None = None
+    levels: _TwoLevel | None = None
+    moved = 1.0
     for _ in range(iterations):
-        grad = [0.0] * n
-        info = [[0.0] * n for _ in range(n)]
-        for i in range(n):  # the virtual draws against the phantom at strength 0
-            p = 1.0 / (1.0 + math.exp(-s[i]))
-            grad[i] += prior_draws * (0.5 - p)
-            info[i][i] += prior_draws * p * (1.0 - p)
-        for i, j, c, w in pairs:
-            p = 1.0 / (1.0 + math.exp(s[j] - s[i]))
-            g = w - c * p
-            grad[i] += g
-            grad[j] -= g
-            h = c * p * (1.0 - p)
-            info[i][i] += h
-            info[j][j] += h
-            info[i][j] -= h
-            info[j][i] -= h
-        step = _solve(info, grad)
-        for i in range(n):
-            s[i] += step[i]
-        if max((abs(x) for x in step), default=0.0) < 1e-10:
+        p = expit(s[lo] - s[hi])  # lo's expected score against hi
+        g = points - games * p
+        q = expit(s)  # against the phantom, at strength 0
+        grad = np.bincount(lo, g, size) - np.bincount(hi, g, size) + prior_draws * (0.5 - q)
+        h = games * p * (1.0 - p)
+        diagonal = np.bincount(lo, h, size) + np.bincount(hi, h, size) + prior_draws * q * (1.0 - q)
+        if size <= DENSE_MAX:
+            system = _Dense(pairs, h, diagonal)
+        else:
+            levels = levels or _TwoLevel.of(pairs)
+            system = _Sparse(pairs, h, diagonal, levels)
+        # Inexact Newton: a loose solve while far from the optimum, tighter as the steps shrink.
+        step = system.solve(grad, rtol=min(1e-3, max(moved * moved, 1e-12)))
+        s += step
+        moved = float(np.abs(step).max())
+        if moved < STEP_TOLERANCE:
             break
-    cov = _inverse(info) if n else []
-    variances = _relative_variances(cov) if n else []
-    out: dict[str, Fit] = {}
-    for i, name in enumerate(names):
-        rating = center + s[i] / LN10_400
-        half = Z95 * math.sqrt(variances[i]) / LN10_400
-        out[name] = Fit(rating=rating, low=rating - half, high=rating + half, games=games[i])
-    return Model(out, index, cov)
+    assert system is not None
+    if isinstance(system, _Dense):
+        cov = system.covariance()
+        return _Solution(s, _relative(np.diag(cov), cov.mean(axis=1)), cov, None)
+    m = system.solve(np.ones(size), rtol=1e-10) / size
+    variances = _relative(_estimated_diagonal(system, m), m)
+    return _Solution(s, variances, None, partial(system.solve, rtol=1e-10))
 
 
-def _relative_variances(cov: list[list[float]]) -> list[float]:
-    """Variance of each strength relative to the pool's mean.
+def _relative(diag: _Array, m: _Array) -> _Array:
+    """Variance of each strength relative to the pool's mean, ``C[i,i] − 2 m[i] + mean(m)``.
 
-    Games fix only differences between bots; the absolute level rests on the
-    weak prior alone. As Ordo and BayesElo do, the interval is taken against
-    the pool average, which the games do determine.
+    Games fix only differences between bots; the absolute level rests on the weak prior
+    alone. As Ordo and BayesElo do, the interval is taken against the pool average, which the
+    games do determine.
     """
-    n = len(cov)
-    if n == 1:
-        return [max(cov[0][0], 0.0)]
-    row_means = [sum(row) / n for row in cov]
-    grand = sum(row_means) / n
-    return [max(cov[i][i] - 2.0 * row_means[i] + grand, 0.0) for i in range(n)]
+    if len(diag) == 1:
+        return np.maximum(diag, 0.0)
+    return np.maximum(diag - 2.0 * m + m.mean(), 0.0)
 
 
-def _solve(matrix: list[list[float]], vector: list[float]) -> list[float]:
-    """Solve ``matrix · x = vector`` by Gaussian elimination with partial pivoting."""
-    n = len(vector)
-    a = [row[:] + [vector[i]] for i, row in enumerate(matrix)]
-    for col in range(n):
-        pivot = max(range(col, n), key=lambda r: abs(a[r][col]))
-        a[col], a[pivot] = a[pivot], a[col]
-        d = a[col][col]
-        if d == 0.0:
-            continue
-        for r in range(col + 1, n):
-            f = a[r][col] / d
-            if f:
-                row, top = a[r], a[col]
-                for k in range(col, n + 1):
-                    row[k] -= f * top[k]
-    x = [0.0] * n
-    for r in range(n - 1, -1, -1):
-        acc = a[r][n] - sum(a[r][k] * x[k] for k in range(r + 1, n))
-        x[r] = acc / a[r][r] if a[r][r] else 0.0
-    return x
+class _Dense:
+    """The information matrix as a dense array, solved by Cholesky (LAPACK)."""
+
+    def __init__(self, pairs: _Pairs, h: _Array, diagonal: _Array) -> None:
+        n = pairs.size
+        a = np.zeros((n, n))
+        a[pairs.lo, pairs.hi] = -h  # one entry per pair
+        a[pairs.hi, pairs.lo] = -h
+        a[np.diag_indices(n)] = diagonal
+        self.factor = scipy.linalg.cho_factor(a, lower=True, check_finite=False)
+
+    def solve(self, b: _Array, rtol: float = 0.0) -> _Array:
+        return np.asarray(scipy.linalg.cho_solve(self.factor, b, check_finite=False))
+
+    def covariance(self) -> _Array:
+        return self.solve(np.eye(len(self.factor[0])))
 
 
-def _inverse(matrix: list[list[float]]) -> list[list[float]]:
-    """The inverse by Gauss–Jordan elimination with partial pivoting (one pass, O(n³)); a
-    singular direction is left at zero."""
-    n = len(matrix)
-    a = [row[:] + [1.0 if r == c else 0.0 for c in range(n)] for r, row in enumerate(matrix)]
-    for col in range(n):
-        pivot = max(range(col, n), key=lambda r: abs(a[r][col]))
-        a[col], a[pivot] = a[pivot], a[col]
-        d = a[col][col]
-        if d == 0.0:
-            continue
-        top = a[col] = [x / d for x in a[col]]
-        for r in range(n):
-            if r != col and (f := a[r][col]):
-                row = a[r]
-                a[r] = [x - f * t for x, t in zip(row, top, strict=True)]
-    return [row[n:] for row in a]
+class _TwoLevel:
+    """Aggregates of bots that are neighbours in the graph of pairs: ``aggregate[i]``, or −1 for
+    a bot without games (which the diagonal alone solves exactly); ``z`` their indicator
+    columns.
+
+    The Laplacian's slow modes (the pool's mean, each connected part's, and differences between
+    distant parts of a long graph) are what Jacobi's conjugate gradients converge on slowly and
+    what makes the diagonal's random estimate noisy; an exact solve on the aggregates carries
+    them. The aggregates are consecutive in the graph's reverse Cuthill–McKee order (breadth
+    first from a peripheral bot) within each connected part, and as long as three quarters of a
+    pair's typical distance in that order: a graph of opponents near in strength, long and thin,
+    gets small aggregates along its length; a graph of random opponents, whose slow mode is
+    little more than the mean, a few large ones.
+    """
+
+    def __init__(self, aggregate: _Ints, count: int) -> None:
+        self.aggregate = aggregate
+        self.count = count
+        self.rows = np.flatnonzero(aggregate >= 0)
+        size = len(aggregate)
+        self.z = scipy.sparse.csr_array((np.ones(len(self.rows)), (self.rows, aggregate[self.rows])),
+                                        shape=(size, count))
+        self.zt = self.z.T.tocsr()
+
+    @classmethod
+    def of(cls, pairs: _Pairs) -> _TwoLevel:
+        size = pairs.size
+        graph = pairs.matrix(np.ones(len(pairs.lo)))
+        _, label = connected_components(graph, directed=False)
+        order = reverse_cuthill_mckee(graph, symmetric_mode=True)
+        rank = np.empty(size, np.int64)
+        rank[order] = np.arange(size)
+        spread = float(np.abs(rank[pairs.lo] - rank[pairs.hi]).mean()) if len(pairs.lo) else 0.0
+        width = max(MIN_AGGREGATE, round(0.75 * spread), -(-size // MOST_AGGREGATES))
+        by = np.lexsort((rank, label))
+        by = by[np.diff(graph.indptr)[by] > 0]  # a bot without games stays out
+        # Consecutive blocks of ``width`` within each connected part.
+        parts = label[by]
+        first = np.r_[True, parts[1:] != parts[:-1]]
+        position = np.arange(len(by)) - np.maximum.accumulate(np.where(first, np.arange(len(by)), 0))
+        new = first | (position % width == 0)
+        aggregate = np.full(size, -1, np.int64)
+        aggregate[by] = np.cumsum(new) - 1
+        return cls(aggregate, int(new.sum()))
+
+
+class _Sparse:
+    """The information matrix ``A = D − W`` kept sparse: ``D`` its diagonal, ``W`` the pairs'
+    weights ``h`` (``weights``), solved by conjugate gradients with a two-level preconditioner
+    on ``levels``' aggregates."""
+
+    def __init__(self, pairs: _Pairs, h: _Array, diagonal: _Array, levels: _TwoLevel) -> None:
+        self.pairs, self.h, self.diagonal, self.levels = pairs, h, diagonal, levels
+        self.inv_diagonal = 1.0 / diagonal
+        self.weights = pairs.matrix(h)
+        self.coarse_inverse: _Array | None = None  # E⁻¹, dense: r is small
+        r = levels.count
+        if r:
+            # E = ZᵀAZ, from the pairs: each pair's weight off the diagonal of its two aggregates.
+            a = levels.aggregate
+            al, ah = a[pairs.lo], a[pairs.hi]  # a pair's two bots have games: both in aggregates
+            e = np.diag(np.bincount(a[levels.rows], diagonal[levels.rows], r))
+            e -= np.bincount(al * r + ah, h, r * r).reshape(r, r) + np.bincount(ah * r + al, h, r * r).reshape(r, r)
+            factor = scipy.linalg.cho_factor(e, lower=True, check_finite=False)
+            self.coarse_inverse = scipy.linalg.cho_solve(factor, np.eye(r), check_finite=False)
+
+    def scale(self, v: _Array, x: _Array) -> _Array:
+        return v[:, None] * x if x.ndim == 2 else v * x
+
+    def w(self, x: _Array) -> _Array:
+        return np.asarray(self.weights @ x)
+
+    def apply(self, x: _Array) -> _Array:
+        """``A·x``, for a vector or a block of columns."""
+        return self.scale(self.diagonal, x) - self.w(x)
+
+    def coarse(self, x: _Array) -> _Array:
+        """``Q·x``, ``Q = Z E⁻¹ Zᵀ``: the exact solve on the aggregates."""
+        if self.coarse_inverse is None:
+            return np.zeros_like(x)
+        return np.asarray(self.levels.z @ (self.coarse_inverse @ (self.levels.zt @ x)))
+
+    def precondition(self, r: _Array) -> _Array:
+        """``(D⁻¹ + Q)·r``: Jacobi for the fast modes, the aggregates for the slow ones, at no
+        product with the matrix."""
+        return self.scale(self.inv_diagonal, r) + self.coarse(r)
+
+    def solve(self, b: _Array, rtol: float) -> _Array:
+        """``A⁻¹·b``, each column of a block to ``rtol`` of its norm, by preconditioned
+        conjugate gradients. scipy's ``cg`` takes one right-hand side; the diagonal's probes are
+        a block, solved together so that each product reads the matrix once."""
+        def dot(x: _Array, y: _Array) -> _Array:
+            return np.einsum("i...,i...->...", x, y)
+
+        x = np.zeros_like(b)
+        r = b.copy()
+        z = self.precondition(r)
+        p = z.copy()
+        rz = dot(r, z)
+        limit = rtol * np.sqrt(dot(b, b))
+        for _ in range(10 * len(b) + 100):
+            if np.all(np.sqrt(dot(r, r)) <= limit):
+                break
+            ap = self.apply(p)
+            alpha = rz / dot(p, ap)
+            x += alpha * p
+            r -= alpha * ap
+            z = self.precondition(r)
+            rz, rz_before = dot(r, z), rz
+            p = z + (rz / rz_before) * p
+        return x
+
+    def neumann(self, x: _Array) -> _Array:
+        """``N·x``, ``N = D⁻¹ + D⁻¹WD⁻¹ + D⁻¹WD⁻¹WD⁻¹``: the first terms of ``A⁻¹``'s series."""
+        y = self.scale(self.inv_diagonal, x)
+        out = y.copy()
+        for _ in range(2):
+            y = self.scale(self.inv_diagonal, self.w(y))
+            out += y
+        return out
+
+    def approximate(self, x: _Array) -> _Array:
+        """``M·x``, ``M = Q + (I − QA)·N·(I − AQ)``: the balancing two-level approximate
+        inverse, exact on the aggregates and the Neumann series on what they leave."""
+        y = self.coarse(x)
+        n = self.neumann(x - self.apply(y))
+        return y + n - self.coarse(self.apply(n))
+
+    def approximate_diagonal(self) -> _Array:
+        """``M``'s diagonal, exactly: ``N + Q − NAQ − QAN + QANAQ`` on the diagonal, with
+        ``Q = Z E⁻¹ Zᵀ`` of low rank, so that only ``N·A·Z`` is needed, as a sparse product
+        (a few columns, or local ones)."""
+        pairs, inv = self.pairs, self.inv_diagonal
+        hh = self.h * self.h
+        # N's diagonal: 1/dᵢ + Σⱼ Wᵢⱼ²/dⱼ / dᵢ² (W has none).
+        around = np.bincount(pairs.lo, hh * inv[pairs.hi], pairs.size) + np.bincount(pairs.hi, hh * inv[pairs.lo], pairs.size)
+        diag = inv + around * inv**2
+        if self.coarse_inverse is None:
+            return diag
+        levels = self.levels
+        w = self.weights
+        z = levels.z
+        f = (scipy.sparse.diags_array(self.diagonal) @ z - w @ z).tocsr()  # A·Z
+        y = (scipy.sparse.diags_array(inv) @ f).tocsr()
+        nf = y
+        for _ in range(2):
+            y = (scipy.sparse.diags_array(inv) @ (w @ y)).tocsr()
+            nf = nf + y  # N·A·Z
+        nf = nf.tocoo()
+        e_inv = self.coarse_inverse
+        a = levels.aggregate
+        # (NAQ)ᵢᵢ = Σ_c (NAZ)[i, c]·E⁻¹[c, a(i)]; Q A N A Q's is E⁻¹ (ZᵀANAZ) E⁻¹ at a(i), a(i).
+        naq = np.bincount(nf.row, nf.data * e_inv[nf.col, a[nf.row]], pairs.size)
+        qanaq = e_inv @ (f.T @ nf.tocsr()).toarray() @ e_inv
+        rows = levels.rows
+        ra = a[rows]
+        diag[rows] += e_inv[ra, ra] - 2.0 * naq[rows] + qanaq[ra, ra]
+        return diag
+
+
+def _estimated_diagonal(system: _Sparse, m: _Array) -> _Array:
+    """The diagonal of ``C = A⁻¹``, estimated without ``C``: ``diag(C) = diag(M) + E[z ∘ (C − M)z]``
+    for random ±1 vectors ``z`` (Hutchinson), ``M`` the two-level approximate inverse
+    (:meth:`_Sparse.approximate`) whose diagonal is computed exactly. The estimate's spread is
+    that of ``C − M``'s off-diagonal entries, small since ``M`` carries both the slow modes and
+    the near neighbours; a bot without games has none, and its value is exact.
+
+    Probes come in blocks of :data:`PROBES` until the standard error of every bot's relative
+    variance (``m``: the covariance's row means) is within :data:`PROBE_TARGET`, or a budget of
+    products with the matrix is spent (:data:`PROBE_WORK`; a denser graph is estimated well by
+    fewer probes, a sparser one costs less per probe).
+    """
+    n = system.pairs.size
+    diag = system.approximate_diagonal()
+    rng = np.random.default_rng(20240528)
+    most = min(max(PROBES, PROBE_WORK // (2 * len(system.pairs.lo) + 20 * n)), MOST_PROBES)
+    total, squares, done = np.zeros(n), np.zeros(n), 0
+    level = m.mean() - 2.0 * m  # what turns C[i,i] into the relative variance
+    while done < most:
+        z = rng.choice(np.array([-1.0, 1.0]), size=(n, PROBES))
+        sample = z * (system.solve(z, rtol=1e-6) - system.approximate(z))
+        total += sample.sum(axis=1)
+        squares += (sample * sample).sum(axis=1)
+        done += PROBES
+        mean = total / done
+        error = np.sqrt(np.maximum(squares / done - mean * mean, 0.0) / (done - 1))
+        if np.all(error <= PROBE_TARGET * (diag + mean + level)):
+            break
+    return diag + total / done
