@@ -393,10 +393,18 @@ class GameSummary(msgspec.Struct, kw_only=True):
 
 
 class LiveStandings(msgspec.Struct, tag="standings", **_MSG):
-    """The whole standings table: on connecting to ``/live`` and whenever it changes."""
+    """Rows of the standings table: the listed bots ranked ``offset + 1`` to ``offset +
+    len(standings)`` of ``total``. Whole, it is the table the ladder computes (and a cluster's
+    leader sends the other nodes); ``GET /api/ladder`` answers a page of it, and ``/live``
+    sends its top in a fresh start (``protocol.live.LiveTopChanged`` then says what changed
+    in that top)."""
 
     paused: bool
     standings: list[Standing]
+    total: int
+    """How many bots the whole table lists."""
+    offset: int
+    """How many rows of the table come before the first of ``standings``."""
 
 
 class LiveGameStarted(msgspec.Struct, tag="game_started", **_MSG):
@@ -408,7 +416,10 @@ class LiveGameEnded(msgspec.Struct, tag="game_ended", **_MSG):
 
 
 class LiveGames(msgspec.Struct, tag="games", **_MSG):
-    """On connecting to ``/live``: the running games and the most recent finished ones."""
+    """First in a fresh start of ``/live``: running games and the most recent finished ones.
+    With ``?games=all`` ``running`` lists every running game as it stands; by default it is
+    the sample the stream follows (at most ``protocol.live.RUNNING_SHOWN``), each as it stood
+    when the stream first showed it."""
 
     running: list[GameSummary]
     recent: list[GameSummary]

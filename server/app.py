@@ -80,6 +80,7 @@ def create_app(settings: Settings, storage: Storage | None = None) -> web.Applic
         tournaments=Director(storage, manager, live.publish),
     )
     live.state = lambda: (app[ARENA].ladder.table, app[ARENA].manager.running_summaries())
+    live.counting = lambda: (_running_games(manager), presence.bot_count)
     # Tournament games come first: the ladder leaves alone the slots the director holds for
     # due tournament games, and pairs again at once when a hold is given up.
     app[ARENA].ladder.held = app[ARENA].tournaments.held_for
@@ -102,6 +103,12 @@ def create_app(settings: Settings, storage: Storage | None = None) -> web.Applic
     app.on_shutdown.append(_shutdown)
     app.on_cleanup.append(_cleanup)
     return app
+
+
+def _running_games(manager: GameManager) -> int:
+    """Games running now, this node's and, in a cluster, the others' (for ``/live``'s counts)."""
+    elsewhere = manager.elsewhere
+    return len(manager.running) + (len(elsewhere.summaries()) if elsewhere is not None else 0)
 
 
 async def _startup(app: web.Application) -> None:

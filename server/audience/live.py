@@ -1,14 +1,25 @@
 """The viewers of ``GET /live`` (a WebSocket that pushes the ladder as it moves, for the page
-and for anyone; the handler is in ``ladder_api``).
+and for anyone; the handler is in ``server/http/live.py``).
 
 Every frame a viewer gets is a ``batch`` (``protocol.live.LiveBatch``): what happened since
-its previous frame. Events are encoded once as they are published and gathered for a tick;
-``live_batches_per_second`` times a second (at most) the tick's batch is encoded once and
-written to every viewer that keeps up, in slices that leave the loop to the games between
-them (``server/connections/pacing.py``). A viewer that is behind is skipped, not queued for; when it
-reads again it gets a fresh start — the running and recent games, the standings, the health
-and the latest news of each tournament — in one batch, built once per tick for all such
-viewers. A viewer that reads nothing for ``audience_stall_s`` is dropped.
+its previous frame. A viewer follows one of two streams, chosen when it connects:
+
+- **the default stream**, whose size does not grow with the arena: the top of the standings
+  and what changed in it, a sample of the games (the start and the end of at most
+  ``RUNNING_SHOWN`` running games at a time, and ``SAMPLED_PER_S`` new games a second), and
+  counts (games running, games per minute, bots connected). One batch a second at most.
+- **every game** (``/live?games=all``): the same, plus every game's start and end, in batches
+  ``live_batches_per_second`` times a second at most.
+
+Events are encoded once as they are published (a game's only when someone follows every
+game) and gathered for a tick; each tick's batch of each stream is encoded once and written
+to every viewer of it that keeps up, in slices that leave the loop to the games between them
+(``server/connections/pacing.py``). The top of the standings and the counts are looked at once
+a second, for both streams alike. A viewer that is behind is skipped, not queued for; when it
+reads again it gets a fresh start of its stream — the running games (its sample, or all),
+the recent games, the top, the counts, the health and the latest news of each tournament — in
+one batch, built once for all such viewers. A viewer that reads nothing for
+``audience_stall_s`` is dropped.
 """
 
 from __future__ import annotations
@@ -23,7 +34,7 @@ from typing import Any
 
 import msgspec
 
-from protocol.live import LiveBatch
+from protocol.live import RUNNING_SHOWN, SAMPLED_PER_S, TOP, LiveBatch, LiveCounts, LiveTopChanged
 from protocol.messages import GameSummary, LiveGameEnded, LiveGames, LiveGameStarted, LiveHealth, LiveStandings
 from protocol.tournaments import LiveTournament
 
@@ -40,17 +51,27 @@ RECENT = 20
 """Finished games a fresh start shows."""
 TOURNAMENTS_KEPT = 32
 """Tournaments whose latest news a fresh start repeats (the most recently changed)."""
+SAMPLE_PACE_S = 1.0
+"""The default stream's batches, the top's changes and the counts come at most this often."""
+CANDIDATES_KEPT = 64
+"""Games' starts and ends waiting for the default stream's next batch, newest kept: what
+the sample is drawn from (the ends of the games it follows are kept apart, all of them)."""
 
 Key = str | tuple[str, str] | None
-"""What a later event of the same kind replaces in a batch: ``"standings"``, ``"health"``,
+"""What a later event of the same kind replaces in a batch: ``"health"``,
 ``("tournament", id)``; ``None`` for a game's start or end (all of them are kept)."""
+
+GameEvent = LiveGameStarted | LiveGameEnded
 
 
 @dataclass(eq=False, slots=True)
 class Viewer:
-    """One ``/live`` connection: its outbox, and since when it has been behind."""
+    """One ``/live`` connection: its outbox, whether it follows every game, and since when
+    it has been behind."""
 
     outbox: Outbox
+    every: bool = False
+    """It asked for every game (``/live?games=all``)."""
     behind_since: float | None = None
     fresh: bool = False
     """It was skipped: its next frame is a fresh start."""
@@ -58,23 +79,48 @@ class Viewer:
 
 class LiveHub:
     """The viewers of ``/live``, the events waiting for the next batch, and what a fresh start
-    shows. ``state`` gives the standings and the running games (set by the app)."""
+    shows. Set by the app: ``state`` gives the standings and every running game, ``counting``
+    the number of running games and of connected bots."""
 
     def __init__(self, settings: Settings, recorder: GameRecorder) -> None:
         self.viewers: dict[Outbox, Viewer] = {}
+        self.followers: dict[Outbox, Viewer] = {}
+        """The viewers that follow every game."""
         self.interval = 1.0 / settings.live_batches_per_second
+        self.sample_interval = max(self.interval, SAMPLE_PACE_S)
         self.budget_s = settings.audience_budget_ms / 1000
         self.stall_s = settings.audience_stall_s
         self.recorder = recorder
         self.state: Callable[[], tuple[LiveStandings, list[GameSummary]]] | None = None
+        self.counting: Callable[[], tuple[int, int]] | None = None
         self.recent: deque[GameSummary] = deque(maxlen=RECENT)
         self.recent_loaded = False
         self.tournaments: dict[str, msgspec.Raw] = {}
         self.seq = 0
-        self._events: list[tuple[Key, msgspec.Raw]] = []
+        self.table: LiveStandings | None = None
+        """The standings as last published (the whole table)."""
+        self.top: LiveStandings | None = None
+        """The top of the table as the viewers have it: what ``top_changed`` is relative to."""
+        self.counts: LiveCounts | None = None
+        """The counts as last sent."""
+        self.shown: dict[str, GameSummary] = {}
+        """The running games the default stream follows: their ends are always sent."""
+        self.top_of: LiveStandings | None = None
+        """The table ``top`` was last taken from."""
+        self._order = 0
+        self._every: list[tuple[Key, msgspec.Raw]] = []
+        self._sampled: list[tuple[int, Key, msgspec.Raw]] = []
+        """The default stream's events other than games, numbered in the order they came."""
+        self._candidates: deque[tuple[int, GameEvent]] = deque(maxlen=CANDIDATES_KEPT)
+        self._ends_shown: list[tuple[int, LiveGameEnded]] = []
+        self._finished: deque[list[int]] = deque()
+        """``[second, games finished in it]`` over the last minute."""
+        self._fresh: dict[bool, bytes] = {}
         self._timer: asyncio.TimerHandle | None = None
         self._writing = False
         self._last_tick = 0.0
+        self._last_sample = 0.0
+        self._behind_every = False
         recorder.listeners.append(lambda: self.publish(self.health()))
 
     def health(self) -> LiveHealth:
@@ -85,13 +131,19 @@ class LiveHub:
     # ------------------------------------------------------------------ events
 
     def publish(self, msg: Any) -> None:
-        """An event for the next batch (encoded now, once); see :data:`Key`. What a fresh
-        start repeats (recent games, tournaments) is kept even while nobody watches."""
-        raw: msgspec.Raw | None = None
-        key: Key = None
+        """An event for the next batches; see :data:`Key`. What a fresh start repeats (recent
+        games, tournaments, the standings, the games the sample follows) is kept even while
+        nobody watches."""
+        self._fresh.clear()
         if isinstance(msg, LiveStandings):
-            key = "standings"
-        elif isinstance(msg, LiveHealth):
+            self.table = msg  # its top is looked at once a second
+            return
+        if isinstance(msg, (LiveGameStarted, LiveGameEnded)):
+            self._game(msg)
+            return
+        key: Key = None
+        raw: msgspec.Raw | None = None
+        if isinstance(msg, LiveHealth):
             key = "health"
         elif isinstance(msg, LiveTournament):
             tid = msg.tournament.tournament_id
@@ -101,14 +153,36 @@ class LiveHub:
             self.tournaments[tid] = raw
             while len(self.tournaments) > TOURNAMENTS_KEPT:
                 del self.tournaments[next(iter(self.tournaments))]
-        elif isinstance(msg, LiveGameEnded) and msg.game.status == "finished":
-            self.recent.appendleft(msg.game)
         if not self.viewers:
             return
-        self._events.append((key, raw if raw is not None else msgspec.Raw(encode(msg))))
-        if self._timer is None and not self._writing:
-            loop = asyncio.get_running_loop()
-            self._timer = loop.call_at(max(loop.time(), self._last_tick + self.interval), self._tick)
+        raw = raw if raw is not None else msgspec.Raw(encode(msg))
+        if self.followers:
+            self._every.append((key, raw))
+        if len(self.followers) < len(self.viewers):
+            self._order += 1
+            self._sampled.append((self._order, key, raw))
+        self._schedule(every=bool(self.followers))
+
+    def _game(self, msg: GameEvent) -> None:
+        """A game started or ended: for everyone who follows every game, and as a candidate
+        for the sample (the end of a game the sample follows is always sent)."""
+        ended = isinstance(msg, LiveGameEnded)
+        if ended and msg.game.status == "finished":
+            self.recent.appendleft(msg.game)
+            self._count_finished()
+        shown = ended and self.shown.pop(msg.game.game_id, None) is not None
+        if not self.viewers:
+            return
+        if self.followers:
+            self._every.append((None, msgspec.Raw(encode(msg))))
+        if len(self.followers) < len(self.viewers):
+            self._order += 1
+            if shown:
+                assert isinstance(msg, LiveGameEnded)
+                self._ends_shown.append((self._order, msg))
+            else:
+                self._candidates.append((self._order, msg))
+        self._schedule(every=bool(self.followers))
 
     def game_started(self, room: GameRoom) -> None:
         if self.viewers:
@@ -119,6 +193,104 @@ class LiveHub:
 
     def rated_game_stored(self, room: GameRoom) -> None:
         pass
+
+    def _count_finished(self) -> None:
+        second = int(time.monotonic())
+        if self._finished and self._finished[-1][0] == second:
+            self._finished[-1][1] += 1
+        else:
+            self._finished.append([second, 1])
+            while self._finished[0][0] <= second - 60:
+                self._finished.popleft()
+
+    # ------------------------------------------------------------------ what the default stream shows
+
+    def _pick(self) -> list[tuple[int, GameEvent]]:
+        """This batch's games for the default stream: the ends of the games it follows, and up
+        to ``SAMPLED_PER_S`` others, the top's bots' games first, then the newest. A start is
+        taken while the sample follows fewer than ``RUNNING_SHOWN`` games (and not if the game
+        ended meanwhile); an end only of a finished game."""
+        picked: list[tuple[int, GameEvent]] = list(self._ends_shown)
+        candidates = list(self._candidates)
+        self._ends_shown.clear()
+        self._candidates.clear()
+        over = {m.game.game_id for _, m in candidates if isinstance(m, LiveGameEnded)}
+        top = {s.bot for s in self.top.standings} if self.top is not None else set()
+
+        def wanted(m: GameEvent) -> bool:
+            if isinstance(m, LiveGameEnded):
+                return m.game.status == "finished"
+            return m.game.game_id not in over and m.game.game_id not in self.shown
+
+        choices = [(i, m) for i, m in candidates if wanted(m)]
+        ranked = sorted(choices, key=lambda c: (not (top & set(c[1].game.players)), -c[0]))
+        taken = 0
+        for i, m in ranked:
+            if taken == SAMPLED_PER_S:
+                break
+            if isinstance(m, LiveGameStarted):
+                if len(self.shown) >= RUNNING_SHOWN:
+                    continue
+                self.shown[m.game.game_id] = m.game
+            picked.append((i, m))
+            taken += 1
+        return picked
+
+    def _running_sample(self) -> list[GameSummary]:
+        """The running games the default stream follows, newest first; while it follows fewer
+        than it may and more games run, topped up with the newest of them (and games that no
+        longer run are forgotten)."""
+        count = self.counting()[0] if self.counting is not None else 0
+        if self.state is not None and (len(self.shown) < min(RUNNING_SHOWN, count) or count < len(self.shown)):
+            running = self.state()[1]
+            ids = {g.game_id for g in running}
+            for game_id in [g for g in self.shown if g not in ids]:
+                del self.shown[game_id]
+            for g in running:
+                if len(self.shown) >= RUNNING_SHOWN:
+                    break
+                self.shown.setdefault(g.game_id, g)
+        return sorted(self.shown.values(), key=lambda g: g.started, reverse=True)
+
+    def _table_now(self) -> LiveStandings:
+        if self.table is None:
+            assert self.state is not None
+            self.table = self.state()[0]
+        return self.table
+
+    def _top_now(self) -> LiveStandings:
+        """The top as the viewers have it (at first, the table's top now)."""
+        if self.top is None:
+            table = self._table_now()
+            self.top = LiveStandings(table.paused, table.standings[:TOP], table.total, 0)
+            self.top_of = table
+        return self.top
+
+    def _count_now(self) -> LiveCounts:
+        running, bots = self.counting() if self.counting is not None else (0, 0)
+        horizon = int(time.monotonic()) - 60
+        while self._finished and self._finished[0][0] <= horizon:
+            self._finished.popleft()
+        return LiveCounts(running, sum(n for _, n in self._finished), bots)
+
+    def _shared(self) -> list[msgspec.Raw]:
+        """Once a second, for both streams: what changed in the top since the viewers' top,
+        and the counts if they changed."""
+        out: list[msgspec.Raw] = []
+        old = self._top_now()
+        table = self._table_now()
+        if table is not self.top_of:
+            top = table.standings[:TOP]
+            changed = [row for i, row in enumerate(top) if i >= len(old.standings) or old.standings[i] != row]
+            if changed or len(top) != len(old.standings) or table.paused != old.paused or table.total != old.total:
+                out.append(msgspec.Raw(encode(LiveTopChanged(table.paused, table.total, len(top), changed))))
+            self.top = LiveStandings(table.paused, top, table.total, 0)
+            self.top_of = table
+        counts = self._count_now()
+        if counts != self.counts:
+            out.append(msgspec.Raw(encode(counts)))
+            self.counts = counts
+        return out
 
     # ------------------------------------------------------------------ viewers
 
@@ -132,38 +304,91 @@ class LiveHub:
         merged = list(self.recent) + [g for g in stored if g.game_id not in known]
         merged.sort(key=lambda g: g.ended or g.started, reverse=True)
         self.recent = deque(merged[:RECENT], maxlen=RECENT)
+        self._fresh.clear()
 
-    def fresh_start(self) -> bytes:
-        """A batch that replaces what a viewer knew: games, standings, health, tournaments."""
+    def fresh_start(self, every: bool = False) -> bytes:
+        """A batch that replaces what a viewer of that stream knew: games, the top of the
+        standings, counts, health, tournaments (built once until something changes)."""
+        cached = self._fresh.get(every)
+        if cached is not None:
+            return cached
         assert self.state is not None
-        table, running = self.state()
-        messages: list[Any] = [LiveGames(running, list(self.recent)), table, self.health(),
+        running = self.state()[1] if every else self._running_sample()
+        if self.counts is None:
+            self.counts = self._count_now()
+        messages: list[Any] = [LiveGames(running, list(self.recent)), self._top_now(), self.counts, self.health(),
                                *self.tournaments.values()]
-        return encode(LiveBatch(self.seq, messages))
+        frame = encode(LiveBatch(self.seq, messages))
+        self._fresh[every] = frame
+        return frame
 
-    def join(self, outbox: Outbox) -> None:
-        """A new viewer: its fresh start now, then every batch (nothing awaits in between)."""
-        outbox.send(self.fresh_start())
-        self.viewers[outbox] = Viewer(outbox)
+    def join(self, outbox: Outbox, every: bool = False) -> None:
+        """A new viewer: its fresh start now, then every batch of its stream (nothing awaits in
+        between)."""
+        if not self.viewers:  # nobody holds the top or the counts: start from what they are now
+            self.top = self.counts = None
+            self._fresh.clear()
+        outbox.send(self.fresh_start(every))
+        viewer = Viewer(outbox, every)
+        self.viewers[outbox] = viewer
+        if every:
+            self.followers[outbox] = viewer
+        self._schedule(every=False)
 
     def leave(self, outbox: Outbox) -> None:
         self.viewers.pop(outbox, None)
+        self.followers.pop(outbox, None)
+
+    def _schedule(self, every: bool) -> None:
+        """The next tick: the default stream's within ``sample_interval`` of its last (while
+        anyone watches), sooner if viewers of every game have news or are behind."""
+        if self._writing or not self.viewers:
+            return
+        loop = asyncio.get_running_loop()
+        at = self._last_sample + self.sample_interval
+        if (every and self._every) or self._behind_every:
+            at = min(at, self._last_tick + self.interval)
+        at = max(at, loop.time())
+        if self._timer is not None:
+            if self._timer.when() <= at:
+                return
+            self._timer.cancel()
+        self._timer = loop.call_at(at, self._tick)
 
     def _tick(self) -> None:
         self._timer = None
         loop = asyncio.get_running_loop()
-        self._last_tick = loop.time()
-        events, self._events = self._events, []
+        now_loop = loop.time()
+        self._last_tick = now_loop
+        sampling = now_loop >= self._last_sample + self.sample_interval - 0.001
+        events, self._every = self._every, []
         if not self.viewers:
+            self._sampled.clear()
+            self._candidates.clear()
+            self._ends_shown.clear()
             return
-        batch: bytes | None = None
-        if events:
+        shared: list[msgspec.Raw] = []
+        sample: list[msgspec.Raw] = []
+        if sampling:
+            self._last_sample = now_loop
+            shared = self._shared()
+            if len(self.followers) < len(self.viewers):
+                games: list[tuple[int, Key, msgspec.Raw]] = [(i, None, msgspec.Raw(encode(m))) for i, m in self._pick()]
+                merged = sorted(self._sampled + games, key=lambda e: e[0])
+                sample = _coalesced([(key, raw) for _, key, raw in merged]) + shared
+            self._sampled.clear()
+        every = _coalesced(events) + shared if self.followers else []
+        every_batch = sample_batch = None
+        if every or sample:
             self.seq += 1
-            last = {key: i for i, (key, _) in enumerate(events) if key is not None}
-            kept = [raw for i, (key, raw) in enumerate(events) if key is None or last[key] == i]
-            batch = encode(LiveBatch(self.seq, kept))  # type: ignore[arg-type]  # Raw events, written as they are
-        fresh: list[bytes] = []
+            self._fresh.clear()
+            if every:
+                every_batch = encode(LiveBatch(self.seq, every))  # type: ignore[arg-type]  # Raw events, written as they are
+            if sample:
+                sample_batch = encode(LiveBatch(self.seq, sample))  # type: ignore[arg-type]
+        fresh: dict[bool, list[bytes]] = {}
         behind = 0
+        self._behind_every = False
         now = time.monotonic()
 
         def step(viewer: Viewer) -> None:
@@ -171,6 +396,7 @@ class LiveHub:
             if outbox.closing:
                 return
             nonlocal behind
+            batch = every_batch if viewer.every else sample_batch
             if not outbox.ready():
                 if batch is None and not viewer.fresh:
                     return  # nothing new, nothing missed
@@ -178,26 +404,26 @@ class LiveHub:
                 if viewer.behind_since is None:
                     viewer.behind_since = now
                 if stalled(outbox, viewer.behind_since, now, self.stall_s):
-                    self.viewers.pop(outbox, None)
+                    self.leave(outbox)
                 else:
                     behind += 1
+                    self._behind_every = self._behind_every or viewer.every
                 return
             viewer.behind_since = None
             if viewer.fresh:
-                if not fresh:
-                    fresh.append(self.fresh_start())
+                if viewer.every not in fresh:
+                    fresh[viewer.every] = [self.fresh_start(viewer.every)]
                 viewer.fresh = False
-                outbox.write_now(fresh)
+                outbox.write_now(fresh[viewer.every])
             elif batch is not None:
                 outbox.write_now([batch])
 
         def done() -> None:
             self._writing = False
-            if (self._events or behind) and self._timer is None:  # a viewer behind is looked at again
-                self._timer = loop.call_at(max(loop.time(), self._last_tick + self.interval), self._tick)
+            self._schedule(every=True)
 
         self._writing = True
-        in_slices(list(self.viewers.values()), step, self.budget_s, done)
+        in_slices(list(self.viewers.values() if sampling else self.followers.values()), step, self.budget_s, done)
 
     async def close(self) -> None:
         if self._timer is not None:
@@ -205,7 +431,14 @@ class LiveHub:
             self._timer = None
         viewers = list(self.viewers)
         self.viewers.clear()
+        self.followers.clear()
         for viewer in viewers:
             viewer.close(CLOSE_GOING_AWAY, "server shutting down")
         for viewer in viewers:
             await viewer.shutdown()
+
+
+def _coalesced(events: list[tuple[Key, msgspec.Raw]]) -> list[msgspec.Raw]:
+    """The events of one batch, in order, each keyed one only at its last place."""
+    last = {key: i for i, (key, _) in enumerate(events) if key is not None}
+    return [raw for i, (key, raw) in enumerate(events) if key is None or last[key] == i]

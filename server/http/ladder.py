@@ -1,6 +1,6 @@
 """The ladder over HTTP: standings and bot profiles for everyone, controls for the organizer.
 
-``GET /api/ladder``, ``GET /api/bots/{name}``; with the admin token ``POST /api/ladder/pause``,
+``GET /api/ladder`` (a page at a time), ``GET /api/bots/{name}``; with the admin token ``POST /api/ladder/pause``,
 ``POST /api/ladder/resume``, ``POST /api/ladder/reset``, ``DELETE /api/ladder/bots/{name}``
 and ``POST /api/ladder/bots/{name}/restore``.
 """
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from urllib.parse import urlencode
 
 from aiohttp import web
 
@@ -26,9 +27,54 @@ HISTORY_PAGE = 200
 """Rating changes a profile shows (the older ones a page at a time: ``/api/bots/{name}/history``)."""
 
 
+LADDER_PAGE = 100
+"""Rows ``GET /api/ladder`` answers without ``limit``: a table this long or shorter comes whole."""
+LADDER_PAGE_MAX = 500
+
+
+def _count(request: web.Request, name: str, default: int, low: int, high: int | None) -> int:
+    """A whole-number query parameter within its bounds, or a typed 400."""
+    raw = request.query.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = low - 1
+    if value < low or (high is not None and value > high):
+        bounds = f"between {low} and {high}" if high is not None else f"at least {low}"
+        raise ApiError(400, "invalid_request", f"{name} is a whole number {bounds}, not {raw!r}")
+    return value
+
+
 async def standings(request: web.Request) -> web.Response:
-    """``GET /api/ladder``: ``{"paused", "standings": [...]}``, best first (listed bots only)."""
-    return json_response(request.app[ARENA].ladder.table)
+    """``GET /api/ladder?limit=100&offset=0`` or ``?bot=NAME&limit=100``: a page of the
+    standings, best first (listed bots only), with the table's ``total`` and the page's
+    ``offset``; ``Link`` names the pages before and after it. With ``bot`` the page is the one
+    around that bot (``404`` ``unknown_bot`` or ``not_listed`` when it has no row)."""
+    arena = request.app[ARENA]
+    limit = _count(request, "limit", LADDER_PAGE, 1, LADDER_PAGE_MAX)
+    offset = _count(request, "offset", 0, 0, None)
+    bot = request.query.get("bot")
+    table = arena.ladder.standings
+    total = table.table.total
+    if bot is not None:
+        if "offset" in request.query:
+            raise ApiError(400, "invalid_request", "bot and offset do not go together: bot chooses the page")
+        at = table.position(bot)
+        if at is None:
+            row = await arena.storage.bot_by_name(bot)
+            if row is None:
+                raise ApiError(404, "unknown_bot", f"no bot named {bot!r}")
+            raise ApiError(404, "not_listed", f"{row.name} is not in the standings (it is {arena.ladder.state(row.name)})")
+        offset = max(0, min(at - limit // 2, total - limit))
+    page = table.rows(offset, limit)
+    links = []
+    if offset > 0:
+        links.append(f'<{request.url.path}?{urlencode({"limit": limit, "offset": max(0, offset - limit)})}>; rel="prev"')
+    if offset + len(page.standings) < page.total:
+        links.append(f'<{request.url.path}?{urlencode({"limit": limit, "offset": offset + len(page.standings)})}>; rel="next"')
+    return json_response(page, headers={"Link": ", ".join(links)} if links else None)
 
 
 async def _bot(arena: Arena, name: str) -> BotRow:
@@ -44,7 +90,8 @@ async def profile(request: web.Request) -> web.Response:
     arena = request.app[ARENA]
     row = await _bot(arena, request.match_info["name"])
     ladder = arena.ladder
-    standing = next((s for s in ladder.table.standings if s.bot == row.name), None)
+    at = ladder.standings.position(row.name)
+    standing = ladder.table.standings[at] if at is not None else None
     history, older = await _history_page(arena, row.name, HISTORY_PAGE, None)
     await arena.manager.recorder.settle()
     await arena.manager.hear_out()

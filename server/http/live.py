@@ -16,7 +16,7 @@ from ..connections.outbox import Outbox
 from ..connections.peers import client_address
 from ..connections.ratelimit import TokenBucket
 from ..games.summary import game_summary
-from .api import connection_slot, ended_games
+from .api import ApiError, connection_slot, ended_games
 
 log = logging.getLogger(__name__)
 
@@ -25,11 +25,15 @@ LIVE_FRAME_MAX = 4096
 
 
 async def live_handler(request: web.Request) -> web.WebSocketResponse:
-    """``GET /live``: batches of what changes (``server/audience/live.py``). A viewer sends nothing; what
+    """``GET /live``, or ``/live?games=all`` for every game's start and end: batches of what
+    changes (``server/audience/live.py``). A viewer sends nothing; what
     it sends is read and dropped within the connection's rate limit, and one that keeps
     sending past it is closed with 4008."""
     arena = request.app[ARENA]
     settings = arena.settings
+    games = request.query.get("games", "sample")
+    if games not in ("sample", "all"):
+        raise ApiError(400, "invalid_request", f"games is sample (the default) or all, not {games!r}")
     with connection_slot(request):
         ws = web.WebSocketResponse(heartbeat=settings.heartbeat_s, max_msg_size=LIVE_FRAME_MAX, compress=False)
         await ws.prepare(request)
@@ -41,7 +45,7 @@ async def live_handler(request: web.Request) -> web.WebSocketResponse:
                 arena.manager.recorder.faults.note("listing recent games for /live", e)
         address = client_address(request, settings)
         viewer = Outbox(ws, request.transport, settings.send_queue_max, f"/live viewer {address}")
-        hub.join(viewer)
+        hub.join(viewer, every=games == "all")
         loop = asyncio.get_running_loop()
         bucket = TokenBucket(settings.messages_per_second, settings.burst, loop.time())
         refused = 0

@@ -1,5 +1,5 @@
-"""The ladder's standings: the table of listed bots that ``GET /api/ladder`` and ``/live``
-show, computed and published.
+"""The ladder's standings: the table of listed bots that ``GET /api/ladder`` serves a page
+at a time and ``/live`` shows the top of, computed and published.
 
 Listed bots are ranked by a Bradley–Terry fit over every rated game since the last ratings
 reset (``fitting.py``, over the totals of ``tally.py``), each with its 95% interval (so the
@@ -57,11 +57,34 @@ class Standings:
         self.presence = presence
         self.recorder = recorder
         self.ladder = ladder
-        self.table = LiveStandings(paused=False, standings=[])
+        self._table = LiveStandings(paused=False, standings=[], total=0, offset=0)
+        self._ranks: dict[str, int] | None = None
         self.ratings: dict[str, float] = {}
         """Each bot's stored Elo as last read (pairing prefers close ratings)."""
         self._refresh: asyncio.Task[None] | None = None
         self._dirty = False
+
+    @property
+    def table(self) -> LiveStandings:
+        """The whole table, best first."""
+        return self._table
+
+    @table.setter
+    def table(self, table: LiveStandings) -> None:
+        self._table = table
+        self._ranks = None
+
+    def position(self, bot: str) -> int | None:
+        """The bot's row in the table (0 for the first), ``None`` if it is not listed; the
+        index is built once per table, so finding a bot in ten thousand costs a look-up."""
+        if self._ranks is None:
+            self._ranks = {s.bot: i for i, s in enumerate(self._table.standings)}
+        return self._ranks.get(bot)
+
+    def rows(self, offset: int, limit: int) -> LiveStandings:
+        """The rows ``offset`` to ``offset + limit`` of the table (fewer at its end)."""
+        table = self._table
+        return LiveStandings(table.paused, table.standings[offset:offset + limit], len(table.standings), offset)
 
     def changed(self) -> None:
         """Something the standings show changed: recompute and push them, coalesced."""
@@ -75,7 +98,7 @@ class Standings:
 
     def paused_changed(self) -> None:
         """The ladder was paused or resumed: the same table, said again with its new state."""
-        self.table = LiveStandings(self.ladder.paused, self.table.standings)
+        self.table = LiveStandings(self.ladder.paused, self.table.standings, self.table.total, 0)
         self.ladder.publish(self.table)
 
     async def _refresh_soon(self) -> None:
@@ -127,6 +150,6 @@ class Standings:
             )
             for i, r in enumerate(listed)
         ]
-        self.table = LiveStandings(paused=ladder.paused, standings=table)
+        self.table = LiveStandings(paused=ladder.paused, standings=table, total=len(table), offset=0)
         ladder.publish(self.table)
         return self.table

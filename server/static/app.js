@@ -1,9 +1,12 @@
-// Mandala Arena's page: the ladder live from /live, games live from /ws (as a spectator),
+// Mandala Arena's page: the top of the ladder live from /live (a sample of the games, or every
+// game when asked), the rest of the table a page at a time and a bot found by name from
+// /api/ladder, games live from /ws (as a spectator),
 // finished games step by step from /api/games/{id}/replay (through a spectator's eyes or, with
 // ?seat=, a seat's: its hand, its decisions, its think times and incidents), bot profiles and
 // their health from /api/bots/{name}, tournaments from /api/tournaments and the ``tournament``
 // messages of /live.
-// Plain JavaScript, no build step. Routes are hashes: #/, #/game/ID, #/bot/NAME, #/tournaments,
+// Plain JavaScript, no build step. Routes are hashes: #/ (#/?bot=NAME: the standings around
+// NAME), #/game/ID, #/bot/NAME, #/tournaments,
 // #/tournaments/ID, #/connect. A finished game's route may name the eyes and the position:
 // #/game/ID?seat=0&ply=12 (seat 0's eyes at ply 12), #/game/ID?ply=12 (a spectator's),
 // #/game/ID?bot=NAME&ply=12 (the seat NAME played); #/games/ID is the same as #/game/ID.
@@ -12,6 +15,9 @@
 (() => {
   const COLORS = ["red", "orange", "yellow", "green", "purple", "black"];
   const RECENT_MAX = 20;
+  const AROUND = 10;  // rows above and below a bot found by name
+  const PAGE_ROWS = 50;  // rows of a page below the top
+  const PAGE_REFRESH_MS = 10000;  // a page below the top is read again at most this often, as the ladder moves
   const KIND = { ladder: "ladder", qualification: "qualification", challenge: "challenge", admin: "organizer", tournament: "tournament" };
 
   // ---------------------------------------------------------------- small helpers
@@ -136,13 +142,19 @@
     for (const node of old.values()) node.remove();
   }
 
-  /** ``{status, body, next}``: ``next`` is the path of the next page a ``Link`` header names. */
+  /** ``{status, body, next, prev}``: the paths of the pages a ``Link`` header names. */
   async function getJson(path) {
     const resp = await fetch(path, { headers: { Accept: "application/json" } });
     const body = await resp.json().catch(() => null);
-    const link = /<([^>]+)>;\s*rel="next"/.exec(resp.headers.get("Link") || "");
-    return { status: resp.status, body, next: link ? link[1] : null };
+    const links = resp.headers.get("Link") || "";
+    const link = (rel) => {
+      const m = new RegExp(`<([^>]+)>;\\s*rel="${rel}"`).exec(links);
+      return m ? m[1] : null;
+    };
+    return { status: resp.status, body, next: link("next"), prev: link("prev") };
   }
+
+  const count = (n) => n.toLocaleString("en-US");
 
   // ---------------------------------------------------------------- words
 
@@ -214,7 +226,12 @@
 
   // ---------------------------------------------------------------- the live stream (/live)
 
-  const live = { ws: null, delay: 1000, opened: 0, batches: 0, running: new Map(), recent: [], standings: [] };
+  // ``top``: the top of the standings as /live's ``standings`` and ``top_changed`` made it;
+  // ``every``: this page asked for every game (/live?games=all), not the sample.
+  const live = {
+    ws: null, delay: 1000, opened: 0, batches: 0, running: new Map(), recent: [],
+    top: [], total: 0, paused: false, counts: null, every: false, applied: 0,
+  };
 
   function setLiveStatus(state, label) {
     const el = $("[data-testid=live-status]");
@@ -224,7 +241,7 @@
 
   function connectLive() {
     setLiveStatus("connecting", "connecting…");
-    const ws = new WebSocket(wsUrl("/live"));
+    const ws = new WebSocket(wsUrl(live.every ? "/live?games=all" : "/live"));
     live.ws = ws;
     ws.onopen = () => {
       live.delay = 1000;
@@ -251,42 +268,71 @@
     };
   }
 
-  /** Every /live frame is a batch of events, applied in order; the lists are drawn once per batch. */
+  /** The stream again, now following every game or the sample (its fresh start replaces all). */
+  function restartLive() {
+    const ws = live.ws;
+    live.ws = null;
+    if (ws) ws.close();
+    connectLive();
+  }
+
+  /** Every /live frame is a batch of events, applied in order; the lists are drawn once per
+   *  batch. How many batches came and the time the last one took to apply and draw are kept on
+   *  the live status (``data-batches``, ``data-batch-ms``): what a batch costs the main thread. */
   function onLive(batch) {
     if (batch.type !== "batch") return;
+    const began = performance.now();
     // A fresh start after frames were skipped (this page fell behind): the open view fetches anew.
     const fresh = batch.messages.length > 0 && batch.messages[0].type === "games";
     if (fresh && live.batches++ > 0 && current && current.resync) current.resync();
-    let games = false;
-    for (const msg of batch.messages) games = onLiveEvent(msg) || games;
-    if (games) renderGames();
+    const changed = new Set();
+    for (const msg of batch.messages) changed.add(onLiveEvent(msg));
+    if (changed.has("standings")) renderStandings();
+    if (changed.has("games")) renderGames();
+    live.applied += 1;
+    const status = $("[data-testid=live-status]").dataset;
+    status.batches = String(live.applied);
+    status.batchMs = (performance.now() - began).toFixed(2);
   }
 
-  /** One event of a batch; true if the lists of games changed. */
+  /** One event of a batch; what it changed: "standings", "games" or nothing. */
   function onLiveEvent(msg) {
     if (msg.type === "standings") {
-      live.standings = msg.standings;
-      renderStandings(msg.paused, msg.standings);
+      live.top = msg.standings;
+      live.total = msg.total;
+      live.paused = msg.paused;
+      return "standings";
+    } else if (msg.type === "top_changed") {
+      const top = live.top.slice(0, msg.rows);
+      for (const row of msg.changed) top[row.rank - 1] = row;
+      live.top = top;
+      live.total = msg.total;
+      live.paused = msg.paused;
+      return "standings";
+    } else if (msg.type === "counts") {
+      live.counts = msg;
+      return "games";
     } else if (msg.type === "games") {
       live.running = new Map(msg.running.map((g) => [g.game_id, g]));
       live.recent = msg.recent.slice(0, RECENT_MAX);
-      return true;
+      return "games";
     } else if (msg.type === "game_started") {
       live.running.set(msg.game.game_id, msg.game);
       if (current && current.onGame) current.onGame(msg);
-      return true;
+      return "games";
     } else if (msg.type === "game_ended") {
       live.running.delete(msg.game.game_id);
       if (msg.game.status === "finished") {
         live.recent = [msg.game, ...live.recent.filter((g) => g.game_id !== msg.game.game_id)].slice(0, RECENT_MAX);
       }
       if (current && current.onGame) current.onGame(msg);
-      return true;
+      return "games";
     } else if (msg.type === "tournament") {
       if (current && current.onTournament) current.onTournament(msg.tournament);
     } else if (msg.type === "health") {
       renderHealth(msg);
     }
+    return null;
   }
 
   /** The banner shown while the server cannot record games (sent again on every reconnect). */
@@ -303,13 +349,14 @@
 
   // ---------------------------------------------------------------- home: standings and games
 
-  function makeStandingRow() {
-    const cell = (testid, cls) => h(`td.${cls.split(" ").join(".")}`, { "data-testid": testid });
-    return h("tr", { "data-testid": "standing-row" },
+  /** A row of a standings table: ``standing-row`` in the top, ``page-row`` in a page below it. */
+  const makeStandingRow = (testid) => () => {
+    const cell = (id, cls) => h(`td.${cls.split(" ").join(".")}`, { "data-testid": id });
+    return h("tr", { "data-testid": testid },
       cell("rank", "num rank"), cell("bot", "bot-cell"), cell("rating", "num rating"),
       cell("interval", "num interval hide-narrow"), cell("elo", "num elo"), cell("games", "num hide-narrow"),
       cell("opponents", "num hide-narrow"), cell("wdl", "num wdl"));
-  }
+  };
 
   /** "1480–1544": a rating's 95% interval, rounded as the rating beside it is. */
   const interval = (low, high) => `${round(low)}–${round(high)}`;
@@ -356,10 +403,131 @@
     + "a games-per-hour limit counts these. Not its rated games, which count only finished games since the last ratings reset.";
   const recentWords = (n) => `${plural(n, "ladder game")} paired in the last hour`;
 
-  function renderStandings(paused, standings) {
-    $("[data-testid=paused]").hidden = !paused;
-    reconcile($("[data-testid=standings] tbody"), standings, (s) => s.bot, makeStandingRow, updateStandingRow);
-    $("[data-testid=standings-empty]").hidden = standings.length > 0;
+  /** The top of the table as /live keeps it (its ``TOP`` rows, whatever the number of bots). */
+  function renderStandings() {
+    $("[data-testid=paused]").hidden = !live.paused;
+    reconcile($("[data-testid=standings] tbody"), live.top, (s) => s.bot, makeStandingRow("standing-row"), updateStandingRow);
+    $("[data-testid=standings-empty]").hidden = live.total > 0;
+    $("[data-testid=standings-total]").textContent = count(live.total);
+    const partial = live.total > live.top.length;
+    const caption = $("[data-testid=top-caption]");
+    caption.hidden = !partial;
+    caption.textContent = `Top ${live.top.length} of ${count(live.total)}`;
+    $("[data-testid=standings-more-line]").hidden = !partial || browse.query !== null;
+    browse.stale();
+  }
+
+  // ---------------------------------------------------------------- home: the table below the top
+
+  /** A page of the standings below the top, or around a bot found by name, from
+   *  GET /api/ladder: at most ``PAGE_ROWS`` rows, read again as the ladder moves. */
+  const browse = {
+    query: null,  // the query of the page on show ("?limit=50&offset=20", "?bot=NAME&limit=21"), null: none
+    bot: null,  // the bot found by name (its row stands out)
+    fetched: 0,
+    loading: false,
+    again: false,
+
+    open(query, bot) {
+      this.query = query;
+      this.bot = bot;
+      this.load();
+    },
+
+    close() {
+      this.query = null;
+      this.bot = null;
+      $("[data-testid=ladder-page]").hidden = true;
+      $("[data-testid=page-standings] tbody").replaceChildren();
+      $("[data-testid=standings-more-line]").hidden = !(live.total > live.top.length);
+    },
+
+    /** The ladder moved: the page on show is read again, at most every ``PAGE_REFRESH_MS``. */
+    stale() {
+      if (this.query !== null && !this.loading && Date.now() - this.fetched > PAGE_REFRESH_MS) this.load();
+    },
+
+    async load() {
+      if (this.loading) {
+        this.again = true;
+        return;
+      }
+      this.loading = true;
+      const asked = this.query;
+      const { status, body, next, prev } = await getJson(`/api/ladder${asked}`);
+      this.loading = false;
+      this.fetched = Date.now();
+      if (this.again || this.query !== asked) {
+        this.again = false;
+        if (this.query !== null) this.load();
+        return;
+      }
+      const error = $("[data-testid=standings-search-error]");
+      if (status !== 200) {
+        error.textContent = body && body.error ? body.error.message : `the standings could not be read (${status})`;
+        error.hidden = false;
+        this.close();
+        return;
+      }
+      error.hidden = true;
+      this.render(body, prev, next);
+    },
+
+    render(body, prev, next) {
+      const rows = body.standings;
+      const mine = rows.find((s) => s.bot === this.bot);
+      const first = body.offset + 1;
+      $("[data-testid=page-caption]").textContent = mine
+        ? `Around ${mine.bot}: rank ${count(mine.rank)} of ${count(body.total)}`
+        : rows.length ? `Ranks ${count(first)}–${count(first + rows.length - 1)} of ${count(body.total)}`
+        : `No rank from ${count(first)} on: ${count(body.total)} bots are listed`;
+      reconcile($("[data-testid=page-standings] tbody"), rows, (s) => s.bot, makeStandingRow("page-row"), (tr, s) => {
+        updateStandingRow(tr, s);
+        tr.dataset.me = String(s.bot === this.bot);
+      });
+      const pager = (testid, path) => {
+        const button = $(`[data-testid=${testid}]`);
+        button.disabled = !path;
+        button.dataset.path = path || "";
+      };
+      pager("page-prev", prev);
+      pager("page-next", next);
+      $("[data-testid=ladder-page]").hidden = false;
+      $("[data-testid=standings-more-line]").hidden = true;
+    },
+  };
+
+  /** The standings around ``name``: its rank and ``AROUND`` rows on either side. */
+  function findBot(name) {
+    $("[data-testid=standings-search-input]").value = name;
+    browse.open(`?bot=${enc(name)}&limit=${2 * AROUND + 1}`, name);
+  }
+
+  function setupStandings() {
+    $("[data-testid=standings-search]").addEventListener("submit", (e) => {
+      e.preventDefault();
+      const name = $("[data-testid=standings-search-input]").value.trim();
+      if (!name) return;
+      const hash = `#/?bot=${enc(name)}`;
+      if (location.hash === hash) findBot(name);
+      else location.hash = hash;  // the route finds it (and Back goes back)
+    });
+    $("[data-testid=standings-more]").addEventListener("click", () => browse.open(`?limit=${PAGE_ROWS}&offset=${live.top.length}`, null));
+    for (const testid of ["page-prev", "page-next"]) {
+      $(`[data-testid=${testid}]`).addEventListener("click", (e) => {
+        const path = e.currentTarget.dataset.path;
+        if (path) browse.open(path.slice(path.indexOf("?")), browse.bot);
+      });
+    }
+    $("[data-testid=page-close]").addEventListener("click", () => {
+      browse.close();
+      if (location.hash.startsWith("#/?")) history.replaceState(null, "", "#/");
+    });
+    $("[data-testid=every-game]").addEventListener("click", () => {
+      live.every = !live.every;
+      restartLive();
+      renderGames();
+    });
   }
 
   function gameItem(testid) {
@@ -390,13 +558,24 @@
     );
   }
 
+  /** The running games /live follows (a sample of at most 20, or every one when asked), the
+   *  recent results, and the counts of the whole arena. */
   function renderGames() {
     const running = [...live.running.values()].sort((a, b) => (a.started < b.started ? 1 : -1));
     reconcile($("[data-testid=running-games]"), running, (g) => g.game_id, gameItem("running-game"), updateGameItem);
     reconcile($("[data-testid=recent-games]"), live.recent, (g) => g.game_id, gameItem("recent-game"), updateGameItem);
-    $("[data-testid=running-count]").textContent = String(running.length);
-    $("[data-testid=running-empty]").hidden = running.length > 0;
+    const c = live.counts;
+    const total = c ? c.running : running.length;
+    $("[data-testid=running-count]").textContent = count(total);
+    $("[data-testid=arena-counts]").textContent = c
+      ? `${plural(c.games_per_minute, "game")} finished in the last minute · ${plural(c.bots_connected, "bot")} connected`
+        + (!live.every && total > running.length ? ` · ${running.length} of the running games shown` : "")
+      : "";
+    $("[data-testid=running-empty]").hidden = total > 0 || running.length > 0;
     $("[data-testid=recent-empty]").hidden = live.recent.length > 0;
+    const every = $("[data-testid=every-game]");
+    every.textContent = live.every ? "Show a sample of the games" : "Show every game";
+    every.setAttribute("aria-pressed", String(live.every));
   }
 
   // ---------------------------------------------------------------- the board
@@ -1100,7 +1279,8 @@
           h("div.big-rating", { "data-testid": "bot-rating", title: s ? RATING_NOTE : null, text: s ? round(s.rating) : "—" }),
           h("div.empty", { text: s ? "Bradley–Terry rating, which ranks the ladder" : "not in the standings" }),
           h("dl.table-info", {}, facts.map(([k, v, id, title]) => [h("dt", { title, text: k }), h("dd", { "data-testid": `bot-${id}`, title, text: v })]),
-            h("dt", { text: "Registered" }), h("dd", {}, timeEl(body.created)))),
+            h("dt", { text: "Registered" }), h("dd", {}, timeEl(body.created))),
+          s ? h("a.around", { "data-testid": "bot-around", href: `#/?bot=${enc(body.name)}`, text: "Its place in the standings →" }) : null),
         h("section.panel", {},
           h("div.panel-head", {}, h("h2", { text: "Elo (live)" }),
             h("span.hint", { text: `after each of ${body.history_before === null ? "" : "its last "}${plural(body.history.length, "rated game")}; it depends on their order` })),
@@ -1633,6 +1813,8 @@
       document.title = "Mandala Arena";
       $("#home").hidden = false;
       nav = "home";
+      const bot = hash.startsWith("#/?") ? new URLSearchParams(hash.slice(3)).get("bot") : null;
+      if (bot) findBot(bot);
     }
     for (const a of document.querySelectorAll(".top nav a")) {
       if (a.dataset.nav === nav) a.setAttribute("aria-current", "page");
@@ -1646,6 +1828,7 @@
     for (const el of document.querySelectorAll(".base-url")) el.textContent = base;
     for (const el of document.querySelectorAll(".ws-url")) el.textContent = wsUrl("/ws");
     window.addEventListener("hashchange", route);
+    setupStandings();
     route();
     connectLive();
     setInterval(refreshTimes, 30000);

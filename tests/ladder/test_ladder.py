@@ -191,16 +191,17 @@ async def test_organizer_pauses_resumes_removes_and_resets(make_arena: Any) -> N
 
 async def test_the_live_stream_pushes_standings_and_games(make_arena: Any) -> None:
     arena: Harness = await make_arena(**FAST)
-    live = LiveStream(await arena.client.ws_connect("/live"))
+    live = LiveStream(await arena.client.ws_connect("/live?games=all"))
     receive = live.event
     assert await receive() == LiveGames(running=[], recent=[])
-    assert await receive() == LiveStandings(paused=False, standings=[])
+    assert await receive() == LiveStandings(paused=False, standings=[], total=0, offset=0)
     alice, bob = await gather(qualify(arena, "alice", 9), qualify(arena, "bob", 10))
     await gather(play_out(alice, random_policy(11), games=2), play_out(bob, random_policy(12), games=2))
     seen: list[Any] = []
-    while not (isinstance(seen[-1:] and seen[-1], LiveStandings)
-               and [(s.bot, s.games) for s in seen[-1].standings] in ([("alice", 2), ("bob", 2)], [("bob", 2), ("alice", 2)])):
+    # The top as the stream's top_changed events made it, until both show their two games.
+    while sorted((s.bot, s.games) for s in live.top) != [("alice", 2), ("bob", 2)]:
         seen.append(await receive())
+    assert live.total == 2 and [s.rank for s in live.top] == [1, 2]
     played = {f.game_id: f for c in (alice, bob) for f in c.frames if isinstance(f, GameStart)}
     over = {f.game_id for c in (alice, bob) for f in c.frames if isinstance(f, GameOver)}
     started = {m.game.game_id: m.game for m in seen if isinstance(m, LiveGameStarted)}

@@ -75,7 +75,8 @@ def over(client: WsClient, game_id: str) -> bool:
 async def test_every_frame_the_server_sends_matches_the_schema_with_every_field_required(make_arena: Any) -> None:
     arena: Harness = await make_arena(pairing_interval_s=0.05)
     live = LiveStream(await arena.client.ws_connect("/live"))
-    reading = asyncio.create_task(read_all(live))
+    every = LiveStream(await arena.client.ws_connect("/live?games=all"))
+    reading = [asyncio.create_task(read_all(live)), asyncio.create_task(read_all(every))]
     alice = await arena.bot("alice", max_games=2)
     bob = await arena.bot("bob", max_games=2)
     rng = random.Random(4)
@@ -122,9 +123,11 @@ async def test_every_frame_the_server_sends_matches_the_schema_with_every_field_
 
     await gather(play(alice_again, tournament_over, rng), play(bob, tournament_over, rng), timeout=120)
     await alice_again.ping()
-    await wait_until(lambda: live_events(live) >= {"standings", "game_started", "game_ended", "tournament", "health"},
+    kinds = {"games", "standings", "top_changed", "counts", "game_started", "game_ended", "tournament", "health"}
+    await wait_until(lambda: live_events(live) >= kinds and live_events(every) >= kinds,
                      10, "/live did not tell of every kind of event")
-    reading.cancel()
+    for task in reading:
+        task.cancel()
 
     sent = check("server-message.json", alice.raw + alice_again.raw + bob.raw + spectator.raw)
     seen = {f["type"] for f in sent}
@@ -136,7 +139,7 @@ async def test_every_frame_the_server_sends_matches_the_schema_with_every_field_
     assert any(f["kind"] == "tournament" and f["tournament_id"] == tid for f in game_starts)
     assert any(isinstance(f, LadderStatus) for f in bob.frames)
 
-    check("live-message.json", live.raw)
+    check("live-message.json", live.raw + every.raw)
 
     # The stored records, as GET /api/games/{id}/record serves them.
     records = validator("record.json")

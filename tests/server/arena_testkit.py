@@ -31,15 +31,17 @@ from aiohttp import WSMsgType, web
 from aiohttp.test_utils import TestClient
 
 from mandala.moves import MOVES
-from protocol.live import LiveBatch
+from protocol.live import TOP, LiveBatch, LiveTopChanged
 from protocol.messages import (
     PROTOCOL_VERSION,
     Decision,
     Error,
     GameOver,
     GameStart,
+    LiveStandings,
     Pong,
     ServerMessage,
+    Standing,
     Update,
     Welcome,
 )
@@ -115,7 +117,9 @@ async def slow_websocket(host: str, port: int, path: str, limit: int = 1 << 16) 
 
 
 class LiveStream:
-    """A viewer of ``/live``: the batches it got, and their events one at a time."""
+    """A viewer of ``/live``: the batches it got, their events one at a time, and the top of
+    the standings as a viewer following them has it (``standings`` replaces it, each
+    ``top_changed`` changes it, as PROTOCOL.md §18.7 says)."""
 
     _decode = msgspec.json.Decoder(LiveBatch).decode
 
@@ -124,6 +128,9 @@ class LiveStream:
         self.batches: list[LiveBatch] = []
         self.raw: list[str] = []
         """Each batch's frame as sent."""
+        self.top: list[Standing] = []
+        self.total = 0
+        self.paused = False
         self._events: list[Any] = []
 
     async def batch(self, timeout: float = RECV_TIMEOUT) -> LiveBatch:
@@ -133,6 +140,16 @@ class LiveStream:
         batch = self._decode(msg.data)
         self.raw.append(msg.data)
         self.batches.append(batch)
+        for event in batch.messages:
+            if isinstance(event, LiveStandings):
+                assert event.offset == 0 and len(event.standings) == min(TOP, event.total)
+                self.top, self.total, self.paused = list(event.standings), event.total, event.paused
+            elif isinstance(event, LiveTopChanged):
+                top = self.top[:event.rows] + [None] * (event.rows - len(self.top))
+                for row in event.changed:
+                    top[row.rank - 1] = row
+                assert None not in top, f"a top_changed left rows unknown: {event}"
+                self.top, self.total, self.paused = top, event.total, event.paused  # type: ignore[assignment]
         return batch
 
     async def event(self, timeout: float = RECV_TIMEOUT) -> Any:
@@ -277,6 +294,19 @@ class Harness:
 
 
 Policy = Callable[[Decision], Any]
+
+
+def standings_of(count: int, paused: bool = False, step: float = 0.5) -> LiveStandings:
+    """A whole standings table of ``count`` listed bots (``bot-00000`` first), as a cluster's
+    leader sends it to the other nodes: for the tests of what is served of a table whatever
+    its size (the fit that computes one is tested in ``tests/ladder``)."""
+    rows = []
+    for i in range(count):
+        rating = 2500.0 - i * step
+        rows.append(Standing(rank=i + 1, bot=f"bot-{i:05d}", rating=rating, low=rating - 40.0, high=rating + 40.0,
+                             elo=rating, games=40, wins=20, draws=0, losses=20, provisional=False, connected=False,
+                             seeking=False, opponents=20, recent_games=0))
+    return LiveStandings(paused=paused, standings=rows, total=count, offset=0)
 
 
 def random_policy(seed: int) -> Policy:

@@ -1,7 +1,9 @@
 """The audience never slows the games (``server/audience/live.py``, ``server/connections/pacing.py``): ``/live``
-in batches at a human pace, encoded once for every viewer; spectators' updates encoded once
-per ply; viewers that fall behind skipped forward, never queued for; viewers that send
-garbage or flood closed; connections per address capped."""
+in batches at a human pace, encoded once for every viewer; by default a stream whose size does
+not grow with the arena (the top of the standings and what changed in it, a sample of the
+games, counts), every game for those who ask; spectators' updates encoded once per ply;
+viewers that fall behind skipped forward, never queued for; viewers that send garbage or
+flood closed; connections per address capped."""
 
 from __future__ import annotations
 
@@ -21,9 +23,9 @@ from aiohttp import WSMsgType
 
 import server.connections.outbox
 import server.games.room
-from arena_testkit import Harness, LiveStream, gather, play_out, random_policy, slow_websocket, wait_until
-from protocol.live import LiveBatch
-from protocol.messages import GameOver, LiveGameEnded, LiveGames, LiveGameStarted, Update
+from arena_testkit import Harness, LiveStream, gather, play_out, random_policy, slow_websocket, standings_of, wait_until
+from protocol.live import RUNNING_SHOWN, SAMPLED_PER_S, TOP, LiveBatch, LiveCounts, LiveTopChanged
+from protocol.messages import GameOver, LiveGameEnded, LiveGames, LiveGameStarted, LiveStandings, Update
 
 GAMES = 12
 MANY = 160
@@ -37,8 +39,8 @@ class RawViewer:
         self.reader, self.writer = reader, writer
 
     @classmethod
-    async def connect(cls, host: str, port: int) -> RawViewer:
-        return cls(*await slow_websocket(host, port, "/live", limit=4096))  # stops reading past 8 KB
+    async def connect(cls, host: str, port: int, path: str = "/live") -> RawViewer:
+        return cls(*await slow_websocket(host, port, path, limit=4096))  # stops reading past 8 KB
 
     async def batch(self) -> LiveBatch:
         """The next frame (a server's frames are unmasked text frames)."""
@@ -58,13 +60,13 @@ def server_side(arena: Harness, before: set[Any]) -> Any:
     return new[0] if len(new) == 1 else None
 
 
-async def test_live_sends_batches_at_its_pace_encoded_once_with_every_start_and_end(make_arena: Any) -> None:
+async def test_live_sends_every_game_to_who_asks_at_its_pace_encoded_once(make_arena: Any) -> None:
     rate = 4.0
     arena: Harness = await make_arena(live_batches_per_second=rate, messages_per_second=1000.0, burst=1000)
-    viewers = [LiveStream(await arena.client.ws_connect("/live")) for _ in range(5)]
+    viewers = [LiveStream(await arena.client.ws_connect("/live?games=all")) for _ in range(5)]
     for viewer in viewers:
         first = await viewer.batch()
-        assert [type(m).__name__ for m in first.messages] == ["LiveGames", "LiveStandings", "LiveHealth"]
+        assert [type(m).__name__ for m in first.messages] == ["LiveGames", "LiveStandings", "LiveCounts", "LiveHealth"]
     alice, bob = await arena.bot("alice", max_games=GAMES), await arena.bot("bob", max_games=GAMES)
     began = time.monotonic()
     games = [await arena.start_game(["alice", "bob"]) for _ in range(GAMES)]
@@ -109,7 +111,7 @@ async def test_a_viewer_that_falls_behind_is_skipped_then_starts_afresh_and_one_
     viewers = []
     for _ in range(2):
         known = set(hub.viewers)
-        viewers.append(await RawViewer.connect(host, port))
+        viewers.append(await RawViewer.connect(host, port, "/live?games=all"))
         outbox = await wait_until(lambda known=known: server_side(arena, known), 5, "the viewer did not join")
         outbox.transport.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
         outboxes.append(outbox)
@@ -150,6 +152,133 @@ async def test_a_viewer_that_falls_behind_is_skipped_then_starts_afresh_and_one_
     for viewer in viewers:
         viewer.writer.close()
     await gather(play_out(alice, random_policy(5)), play_out(bob, random_policy(6)), timeout=30)
+
+
+def followed(stream: LiveStream, running: dict[str, Any], batch: LiveBatch) -> int:
+    """Apply a batch's games to what the viewer knows runs; the games it tells of anew (a
+    start, or the end of a game the viewer did not know ran)."""
+    new = 0
+    for event in batch.messages:
+        if isinstance(event, LiveGames):
+            running.clear()
+            running.update((g.game_id, g) for g in event.running)
+        elif isinstance(event, LiveGameStarted):
+            running[event.game.game_id] = event.game
+            new += 1
+        elif isinstance(event, LiveGameEnded):
+            new += running.pop(event.game.game_id, None) is None
+    return new
+
+
+async def test_by_default_a_viewer_gets_a_sample_of_the_games_and_counts_whatever_their_number(make_arena: Any) -> None:
+    arena: Harness = await make_arena(live_batches_per_second=20.0, messages_per_second=1000.0, burst=1000)
+    live = LiveStream(await arena.client.ws_connect("/live"))
+    every = LiveStream(await arena.client.ws_connect("/live?games=all"))
+    first = await live.batch()
+    assert [type(m).__name__ for m in first.messages] == ["LiveGames", "LiveStandings", "LiveCounts", "LiveHealth"]
+    assert first.messages[2] == LiveCounts(running=0, games_per_minute=0, bots_connected=0)
+    await every.batch()
+    games = 48
+    alice, bob = await arena.bot("alice", max_games=games), await arena.bot("bob", max_games=games)
+    began = time.monotonic()
+    ids = [await arena.start_game(["alice", "bob"]) for _ in range(games)]
+    await gather(play_out(alice, random_policy(21), games), play_out(bob, random_policy(22), games), timeout=60)
+
+    running: dict[str, Any] = {}
+    started: set[str] = set()
+    while live.batches[-1].messages[-1:] != [LiveCounts(running=0, games_per_minute=games, bots_connected=2)]:
+        batch = await live.batch(10)
+        # At most SAMPLED_PER_S games told of anew a batch, besides the ends of those it follows,
+        # and never more than RUNNING_SHOWN followed at once.
+        assert followed(live, running, batch) <= SAMPLED_PER_S, batch
+        assert len(running) <= RUNNING_SHOWN
+        started |= {e.game.game_id for e in batch.messages if isinstance(e, LiveGameStarted)}
+    elapsed = time.monotonic() - began
+    assert running == {}  # every game it was told started, it was told ended
+    assert started and started < set(ids)  # a sample: some, not all
+    assert len(live.batches) <= 2 + elapsed  # at most one batch a second, plus the fresh start
+    # The viewer of every game was told of each start and end, in more batches.
+    while {e.game.game_id for b in every.batches for e in b.messages if isinstance(e, LiveGameEnded)} != set(ids):
+        await every.batch(10)
+    assert {e.game.game_id for b in every.batches for e in b.messages if isinstance(e, LiveGameStarted)} == set(ids)
+    # Both streams' news of a tick is one batch with one number; the counts are the same.
+    counts = {b.seq: b.messages[-1] for b in live.batches[1:]}
+    assert all(counts[b.seq] == b.messages[-1] for b in every.batches[1:] if b.seq in counts)
+    # A viewer that joins now sees the games of the sample that run (none) and the recent results.
+    late = LiveStream(await arena.client.ws_connect("/live"))
+    fresh = (await late.batch()).messages[0]
+    assert isinstance(fresh, LiveGames) and fresh.running == [] and len(fresh.recent) == 20
+    for stream in (live, every, late):
+        await stream.close()
+
+
+def moved(table: LiveStandings, changes: dict[int, dict[str, Any]], paused: bool = False) -> LiveStandings:
+    """The table with the rows at these indexes changed (a refresh)."""
+    rows = list(table.standings)
+    for i, fields in changes.items():
+        rows[i] = msgspec.structs.replace(rows[i], **fields)
+    return LiveStandings(paused=paused, standings=rows, total=len(rows), offset=0)
+
+
+async def test_a_viewer_is_sent_the_top_of_the_standings_and_only_what_changed_in_it(make_arena: Any) -> None:
+    arena: Harness = await make_arena(live_batches_per_second=20.0)
+    hub = arena.arena.live
+
+    def refresh(table: LiveStandings) -> None:  # what the ladder does once it computed a table
+        arena.arena.ladder.table = table
+        hub.publish(table)
+
+    table = standings_of(10_000)
+    refresh(table)
+    live = LiveStream(await arena.client.ws_connect("/live"))
+    await live.batch()
+    # Ten thousand bots: the fresh start holds the top 20 and the total, a few kilobytes.
+    assert live.top == table.standings[:TOP] and live.total == 10_000
+    assert len(live.raw[0]) < 12_000
+
+    # Two bots of the top swap places, and a bot far below plays: only the two rows are sent.
+    fifth, sixth = table.standings[4], table.standings[5]
+    swapped = moved(table, {4: {"bot": sixth.bot, "games": 41}, 5: {"bot": fifth.bot, "games": 41},
+                            500: {"games": 41}})
+    refresh(swapped)
+    change = await live.next_of(LiveTopChanged, 5)
+    assert [r.rank for r in change.changed] == [5, 6] and (change.rows, change.total) == (TOP, 10_000)
+    assert live.top == swapped.standings[:TOP]
+    mark = len(live.batches)
+
+    # A change below the top alone sends nothing of the standings; pausing sends no row.
+    below = moved(swapped, {700: {"games": 42}})
+    refresh(below)
+    await wait_until(lambda: hub.top_of is below, 5, "the hub never looked at the table")
+    paused = moved(below, {}, paused=True)
+    refresh(paused)
+    change = await live.next_of(LiveTopChanged, 5)
+    assert change.changed == [] and change.paused and live.paused
+    assert not [e for b in live.batches[mark:-1] for e in b.messages if isinstance(e, LiveTopChanged)]
+
+    # The table shrinks below the top's size: the rows beyond it go.
+    short = LiveStandings(paused=True, standings=paused.standings[:3], total=3, offset=0)
+    refresh(short)
+    change = await live.next_of(LiveTopChanged, 5)
+    assert (change.rows, change.changed, live.top) == (3, [], short.standings)
+    # ... and grows again: the new rows are sent.
+    refresh(table)
+    change = await live.next_of(LiveTopChanged, 5)
+    assert [r.rank for r in change.changed] == list(range(4, TOP + 1)) and not change.paused
+    assert live.top == table.standings[:TOP]
+    await live.close()
+
+
+async def test_a_bad_choice_of_stream_is_refused_before_the_upgrade(make_arena: Any) -> None:
+    arena: Harness = await make_arena()
+    for query in ("games=some", "games=", "games=ALL"):
+        resp = await arena.client.get(f"/live?{query}", headers={
+            "Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Key": base64.b64encode(os.urandom(16)).decode(),
+            "Sec-WebSocket-Version": "13"})
+        assert resp.status == 400
+        error = (await resp.json())["error"]
+        assert error["code"] == "invalid_request" and "games is sample (the default) or all" in error["message"]
+    assert not arena.arena.live.viewers and not arena.arena.addresses.open
 
 
 async def test_spectators_get_every_update_encoded_once_per_ply(make_arena: Any, monkeypatch: pytest.MonkeyPatch) -> None:

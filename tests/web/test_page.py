@@ -19,6 +19,12 @@ Without ``/usr/bin/chromium`` (or ``$MANDALA_CHROMIUM``) the tests are skipped l
 (``make test`` installs it with ``scripts/install-package.sh``), and fail when ``CI=true``.
 Set ``MANDALA_WEB_SCREENSHOTS`` to a directory to keep screenshots of the standings, of a
 board and of the storage banner.
+
+A ladder of ten thousand bots is given to the server as a cluster's leader gives its table to
+the other nodes (``arena_testkit.standings_of``): the page must show its top, find a bot and
+page through the rest with a bounded number of rows, and apply each ``/live`` batch as the
+ladder moves within a long task's 50 ms (the page measures the time each takes with
+``performance.now()``; the first, which lays the page out once, is not what is bounded).
 """
 
 from __future__ import annotations
@@ -36,12 +42,25 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from tournament_kit import create, play, post, records
 
-from arena_testkit import ADMIN, Harness, WsClient, gather, misbehave, play_out, random_policy, settings_for, wait_until
+from arena_testkit import (
+    ADMIN,
+    Harness,
+    WsClient,
+    gather,
+    misbehave,
+    play_out,
+    random_policy,
+    settings_for,
+    standings_of,
+    wait_until,
+)
 from mandala_client.bots import RandomBot
-from protocol.messages import Decision, Error, GameOver, GameStart, LadderStatus
+from protocol.live import TOP
+from protocol.messages import Decision, Error, GameOver, GameStart, LadderStatus, LiveStandings
 from server.app import create_app
 from server.storage import GameRow
 
@@ -361,6 +380,100 @@ async def test_standings_live_games_board_and_replay(make_arena: Any, browser: A
         for bot in bots:
             bot.task.cancel()
         await asyncio.gather(*(b.task for b in bots), return_exceptions=True)
+
+
+LONG_TASK_MS = 50.0
+"""What a batch may take the page's main thread, applied and drawn: the browser's own measure of
+a task long enough to delay what the user does (the Long Tasks API's 50 ms)."""
+
+
+def swapped(table: LiveStandings, i: int) -> LiveStandings:
+    """The table after a refresh in which the bots at rows ``i`` and ``i + 1`` changed places."""
+    rows = list(table.standings)
+    rows[i], rows[i + 1] = (msgspec.structs.replace(rows[i + 1], rank=i + 1, rating=rows[i].rating),
+                            msgspec.structs.replace(rows[i], rank=i + 2, rating=rows[i + 1].rating))
+    return LiveStandings(paused=table.paused, standings=rows, total=table.total, offset=0)
+
+
+async def test_ten_thousand_bots_the_top_a_bot_found_by_name_and_pages_in_bounded_rows(make_arena: Any, browser: Any) -> None:
+    from playwright.async_api import expect
+
+    arena: Harness = await make_arena()
+
+    def refresh(table: LiveStandings) -> None:  # what the ladder does with a table it computed
+        arena.arena.ladder.table = table
+        arena.arena.live.publish(table)
+
+    table = standings_of(10_000)
+    refresh(table)
+    page = await browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    await page.goto(str(arena.client.make_url("/")))
+    status = page.get_by_test_id("live-status")
+    await expect(status).to_have_attribute("data-state", "open", timeout=WAIT_MS)
+
+    # The top of the table, live, and how many bots there are.
+    top = page.get_by_test_id("standing-row")
+    await expect(top).to_have_count(TOP)
+    await expect(top.first).to_have_attribute("data-bot", "bot-00000")
+    await expect(page.get_by_test_id("standings-total")).to_have_text("10,000")
+    await expect(page.get_by_test_id("top-caption")).to_have_text(f"Top {TOP} of 10,000")
+
+    # A bot found by name: its rank and ten rows on either side.
+    await page.get_by_test_id("standings-search-input").fill("bot-04321")
+    await page.get_by_test_id("standings-search-go").click()
+    await expect(page).to_have_url(re.compile(r"#/\?bot=bot-04321$"))
+    rows = page.get_by_test_id("page-row")
+    await expect(rows).to_have_count(21, timeout=WAIT_MS)
+    await expect(page.get_by_test_id("page-caption")).to_have_text("Around bot-04321: rank 4,322 of 10,000")
+    me = page.locator('[data-testid="page-row"][data-me="true"]')
+    await expect(me).to_have_attribute("data-bot", "bot-04321")
+    await expect(me.get_by_test_id("rank")).to_have_text("4322")
+    await expect(rows.first.get_by_test_id("rank")).to_have_text("4312")
+    await expect(rows.last.get_by_test_id("rank")).to_have_text("4332")
+    # The rows below it, a page at a time, and back.
+    await page.get_by_test_id("page-next").click()
+    await expect(page.get_by_test_id("page-caption")).to_have_text("Ranks 4,333–4,353 of 10,000")
+    await expect(rows.first.get_by_test_id("rank")).to_have_text("4333")
+    await page.get_by_test_id("page-prev").click()
+    await expect(me.get_by_test_id("rank")).to_have_text("4322")
+    # A name no bot has: said so, and no page shown.
+    await page.get_by_test_id("standings-search-input").fill("nobody")
+    await page.get_by_test_id("standings-search-go").click()
+    await expect(page.get_by_test_id("standings-search-error")).to_have_text("no bot named 'nobody'")
+    await expect(page.get_by_test_id("ladder-page")).to_be_hidden()
+    # The ranks just below the top.
+    await page.get_by_test_id("standings-more").click()
+    await expect(rows).to_have_count(50, timeout=WAIT_MS)
+    await expect(page.get_by_test_id("page-caption")).to_have_text("Ranks 21–70 of 10,000")
+    # Ten thousand bots, a bounded number of rows in the document.
+    assert await page.evaluate("document.querySelectorAll('tr[data-bot]').length") == TOP + 50
+
+    # The ladder moves: each refresh that reorders the top reaches the page as one batch (no
+    # game runs: nothing else changes), applied and drawn well within a long task.
+    took = []
+    for i in range(3):
+        batches = int(await status.get_attribute("data-batches") or 0)
+        table = swapped(table, i)
+        refresh(table)
+        await expect(status).to_have_attribute("data-batches", str(batches + 1), timeout=WAIT_MS)
+        took.append(float(await status.get_attribute("data-batch-ms") or "inf"))
+        await expect(top.nth(i)).to_have_attribute("data-bot", table.standings[i].bot)
+        await expect(top.nth(i + 1)).to_have_attribute("data-bot", table.standings[i + 1].bot)
+        await expect(top.nth(i).get_by_test_id("rank")).to_have_text(str(i + 1))
+    assert max(took) < LONG_TASK_MS, f"/live batches took the page {took} ms"
+    assert await page.evaluate("document.querySelectorAll('tr[data-bot]').length") == TOP + 50
+
+    # Every game only when asked for: until then the server sends this page the sample.
+    hub = arena.arena.live
+    assert hub.viewers and not hub.followers
+    await page.get_by_test_id("every-game").click()
+    await expect(page.get_by_test_id("every-game")).to_have_attribute("aria-pressed", "true")
+    await wait_until(lambda: len(hub.followers) == 1 and len(hub.viewers) == 1, 10, "the page never asked for every game")
+    await expect(page.get_by_test_id("arena-counts")).to_have_text(
+        "0 games finished in the last minute · 0 bots connected", timeout=WAIT_MS)
+    assert errors == []
 
 
 async def shown_cup(page: Any, seat: int) -> dict[str, int]:
