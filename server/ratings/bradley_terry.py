@@ -46,13 +46,12 @@ from dataclasses import dataclass
 from functools import partial
 from itertools import chain
 from operator import itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.linalg
-import scipy.sparse
-from scipy.sparse.csgraph import connected_components, reverse_cuthill_mckee
-from scipy.special import expit
+
+if TYPE_CHECKING:
+    import scipy.sparse
 
 LN10_400 = math.log(10.0) / 400.0
 Z95 = 1.959963984540054
@@ -256,28 +255,35 @@ def _solve(size: int, i: _Ints, j: _Ints, games: _Array, points: _Array, center:
 
 
 class _Pairs:
-    """The pairs that played, one entry each: ``(lo[k], hi[k])``, ``lo < hi``, played
-    ``games[k]`` games in which ``lo`` took ``points[k]``; and the structure of their symmetric
-    sparse matrix (``indices``, ``indptr``), whose entry ``e`` is pair ``entry_pair[e]``."""
+    """The pairs that played, one entry each, in order: ``(lo[k], hi[k])``, ``lo < hi``, played
+    ``games[k]`` games in which ``lo`` took ``points[k]`` (a pair that came more than once is
+    summed)."""
 
     def __init__(self, size: int, lo: _Ints, hi: _Ints, games: _Array, points: _Array) -> None:
-        # The sparse matrix sums a pair that comes more than once, and orders the pairs.
-        upper = scipy.sparse.csr_array((games, (lo, hi)), shape=(size, size))
-        taken = scipy.sparse.csr_array((points, (lo, hi)), shape=(size, size))
+        key, at = np.unique(lo * size + hi, return_inverse=True)
         self.size = size
-        self.games = upper.data.copy()
-        self.points = taken.data.copy()
-        self.lo = np.repeat(np.arange(size), np.diff(upper.indptr))
-        self.hi = upper.indices.astype(np.int64)
-        count = len(self.lo)
-        both = scipy.sparse.csr_array((np.arange(1.0, 2 * count + 1), (np.r_[self.lo, self.hi], np.r_[self.hi, self.lo])),
-                                      shape=(size, size))
-        self.indices, self.indptr = both.indices, both.indptr
-        self.entry_pair = (both.data.astype(np.int64) - 1) % max(count, 1)
+        self.lo, self.hi = key // size, key % size
+        self.games = np.bincount(at, games, len(key))
+        self.points = np.bincount(at, points, len(key))
+        self._structure: tuple[_Ints, _Ints, _Ints] | None = None
 
     def matrix(self, values: _Array) -> scipy.sparse.csr_array:
-        """The symmetric matrix with ``values[k]`` at pair ``k``'s two entries."""
-        return scipy.sparse.csr_array((values[self.entry_pair], self.indices, self.indptr), shape=(self.size, self.size))
+        """The symmetric sparse matrix with ``values[k]`` at pair ``k``'s two entries."""
+        import scipy.sparse
+
+        if self._structure is None:  # once: where each pair's two entries go
+            count = len(self.lo)
+            both = scipy.sparse.csr_array(
+                (np.arange(1.0, 2 * count + 1), (np.r_[self.lo, self.hi], np.r_[self.hi, self.lo])),
+                shape=(self.size, self.size))
+            self._structure = both.indices, both.indptr, (both.data.astype(np.int64) - 1) % max(count, 1)
+        indices, indptr, entry_pair = self._structure
+        return scipy.sparse.csr_array((values[entry_pair], indices, indptr), shape=(self.size, self.size))
+
+
+def _logistic(x: _Array) -> _Array:
+    """1 / (1 + e⁻ˣ), without overflow for any x."""
+    return np.exp(-np.logaddexp(0.0, -x))
 
 
 @dataclass(frozen=True)
@@ -300,9 +306,9 @@ def _newton(pairs: _Pairs, prior_draws: float, iterations: int) -> _Solution:
     levels: _TwoLevel | None = None
     moved = 1.0
     for _ in range(iterations):
-        p = expit(s[lo] - s[hi])  # lo's expected score against hi
+        p = _logistic(s[lo] - s[hi])  # lo's expected score against hi
         g = points - games * p
-        q = expit(s)  # against the phantom, at strength 0
+        q = _logistic(s)  # against the phantom, at strength 0
         grad = np.bincount(lo, g, size) - np.bincount(hi, g, size) + prior_draws * (0.5 - q)
         h = games * p * (1.0 - p)
         diagonal = np.bincount(lo, h, size) + np.bincount(hi, h, size) + prior_draws * q * (1.0 - q)
@@ -339,7 +345,7 @@ def _relative(diag: _Array, m: _Array) -> _Array:
 
 
 class _Dense:
-    """The information matrix as a dense array, solved by Cholesky (LAPACK)."""
+    """The information matrix as a dense array, solved by LAPACK (numpy's)."""
 
     def __init__(self, pairs: _Pairs, h: _Array, diagonal: _Array) -> None:
         n = pairs.size
@@ -347,13 +353,13 @@ class _Dense:
         a[pairs.lo, pairs.hi] = -h  # one entry per pair
         a[pairs.hi, pairs.lo] = -h
         a[np.diag_indices(n)] = diagonal
-        self.factor = scipy.linalg.cho_factor(a, lower=True, check_finite=False)
+        self.a = a
 
     def solve(self, b: _Array, rtol: float = 0.0) -> _Array:
-        return np.asarray(scipy.linalg.cho_solve(self.factor, b, check_finite=False))
+        return np.asarray(np.linalg.solve(self.a, b), dtype=np.float64)
 
     def covariance(self) -> _Array:
-        return self.solve(np.eye(len(self.factor[0])))
+        return np.asarray(np.linalg.inv(self.a), dtype=np.float64)
 
 
 class _TwoLevel:
@@ -374,6 +380,8 @@ class _TwoLevel:
     def __init__(self, aggregate: _Ints, count: int) -> None:
         self.aggregate = aggregate
         self.count = count
+        import scipy.sparse
+
         self.rows = np.flatnonzero(aggregate >= 0)
         size = len(aggregate)
         self.z = scipy.sparse.csr_array((np.ones(len(self.rows)), (self.rows, aggregate[self.rows])),
@@ -382,6 +390,8 @@ class _TwoLevel:
 
     @classmethod
     def of(cls, pairs: _Pairs) -> _TwoLevel:
+        from scipy.sparse.csgraph import connected_components, reverse_cuthill_mckee
+
         size = pairs.size
         graph = pairs.matrix(np.ones(len(pairs.lo)))
         _, label = connected_components(graph, directed=False)
@@ -419,8 +429,7 @@ class _Sparse:
             al, ah = a[pairs.lo], a[pairs.hi]  # a pair's two bots have games: both in aggregates
             e = np.diag(np.bincount(a[levels.rows], diagonal[levels.rows], r))
             e -= np.bincount(al * r + ah, h, r * r).reshape(r, r) + np.bincount(ah * r + al, h, r * r).reshape(r, r)
-            factor = scipy.linalg.cho_factor(e, lower=True, check_finite=False)
-            self.coarse_inverse = scipy.linalg.cho_solve(factor, np.eye(r), check_finite=False)
+            self.coarse_inverse = np.linalg.inv(e)
 
     def scale(self, v: _Array, x: _Array) -> _Array:
         return v[:, None] * x if x.ndim == 2 else v * x
@@ -495,6 +504,8 @@ class _Sparse:
         diag = inv + around * inv**2
         if self.coarse_inverse is None:
             return diag
+        import scipy.sparse
+
         levels = self.levels
         w = self.weights
         z = levels.z
