@@ -8,33 +8,45 @@ makes the information matrix invertible. Draws count as half a win for each side
 
 **How it is computed.** The fit reads per-pair totals, so its cost follows the pairs, not the
 games. Newton's method on the log-likelihood, from every bot at ``center``: the gradient and the
-information matrix are assembled from arrays of the pairs (numpy), the matrix being the graph
-Laplacian of the pair counts weighted by p(1−p) plus the prior's diagonal. Each step solves
-that matrix, and how depends on the pool's size:
+information matrix ``A`` are assembled from arrays of the pairs (numpy), ``A`` being the graph
+Laplacian of the pair counts weighted by p(1−p) plus the prior's diagonal. Each step solves ``A``;
+the steps stop when no strength moves by more than 1e-10 (natural-log units). How ``A`` is
+solved depends on the pool's size:
 
-- up to :data:`DENSE_MAX` bots: a dense Cholesky factorization (LAPACK), and the intervals
-  from the exact covariance, its inverse. Exact to rounding.
-- above: the matrix stays sparse (scipy.sparse) and each step is a conjugate-gradient solve
-  with a two-level preconditioner (:class:`_TwoLevel`: Jacobi, plus an exact solve on
-  aggregates of bots that are neighbours in the graph, which carries the slow, pool-wide
-  modes that Jacobi alone converges on slowly). Ratings are as exact as the dense path's: the
-  steps run until they move no strength by more than 1e-10.
+- up to :data:`DENSE_MAX` bots (1,000): dense, by LAPACK (numpy's), and the intervals from the
+  exact covariance ``C = A⁻¹``. Exact to rounding; at most 0.3 s of CPU at 1,000 bots, but
+  cubic: 1 s at 1,500 bots, where the sparse path takes 0.1–0.25 s (``bench/standings_fit.py``).
+- above: ``A`` stays sparse (scipy.sparse) and each step is a conjugate-gradient solve with a
+  two-level preconditioner (:class:`_TwoLevel`: Jacobi, plus an exact solve on aggregates of
+  bots that are neighbours in the graph, which carries the slow, pool-wide modes that Jacobi
+  alone converges on slowly). The ratings are the dense path's (1e-12 apart, measured; the
+  tests hold them to 1e-6). A sparse factorization was measured too: 0.3 s for a ladder whose bots meet
+  opponents near in strength, but 88 s for random opponents (its fill is the whole matrix).
 
-**The intervals.** A bot's interval is ±Z95 σ, where σ² is the variance of its strength
-relative to the pool's mean: ``C[i,i] − 2·m[i] + mean(m)`` with ``C`` the covariance (the
-information matrix's inverse) and ``m = C·1/n`` its row means. ``m`` is one solve, exact at
-every size. ``C[i,i]`` is exact up to :data:`DENSE_MAX` bots; above, inverting the matrix
-(cubic: minutes at 10,000 bots) or one sparse solve per bot (10,000 solves) would not fit a
-refresh, so the diagonal is *estimated* (:func:`_estimated_diagonal`): a known approximate
-inverse ``M`` (the preconditioner's two-level form with a three-term Neumann series, whose
-diagonal is computed exactly) plus Hutchinson's unbiased estimate of the diagonal of ``C − M``
-from :data:`PROBES` random ±1 vectors, solved as one block. ``M`` is close to ``C``, so the
-estimate's spread is small: on ladders of 3,000 and 10,000 bots meeting ~100 opponents each
-(random opponents, or opponents near in the order of strength) the largest error of any bot's
-variance against the exact one was under 1 % (under 0.5 % on the interval's half-width, a
-fraction of an Elo point); ``tests/ladder/test_ratings.py`` forces the estimate on small
-ladders and holds it to that. The probes are seeded, so the same totals give the same
-intervals.
+**The intervals.** A bot's interval is ±Z95 σ, where σ² is the variance of its strength relative
+to the pool's mean: ``C[i,i] − 2·m[i] + mean(m)``, ``m = C·1/n`` the covariance's row means. ``m``
+is one solve, exact at every size. ``C[i,i]`` is exact up to :data:`DENSE_MAX` bots. Above,
+inverting ``A`` (cubic: about a minute at 10,000 bots) or one solve per bot (10,000 solves)
+would not fit a refresh, so the diagonal is *estimated* (:func:`_estimated_diagonal`):
+``diag(C) = diag(M) + E[z ∘ (C − M)z]``, where ``M`` is a known approximate inverse (the
+preconditioner's aggregates, exact, plus three terms of ``A``'s Neumann series on what they
+leave) whose diagonal is computed exactly, and the expectation is Hutchinson's unbiased
+estimate over random ±1 vectors ``z``, solved :data:`PROBES` at a time as one block. ``M`` is
+close to ``C``, so the estimate's spread is small. Probes are added until each bot's relative
+variance has a standard error within :data:`PROBE_TARGET` of it, or a budget of work is spent
+(16 probes at 10,000 bots and 500,000 pairs; more on sparser or smaller ladders, whose probes
+cost less). Measured against exact variances (``tests/ladder/test_ratings.py`` forces the
+estimate on ladders that the dense path can solve and holds it to these bounds; the figures at
+10,000 bots are ``bench/standings_fit.py --accuracy``, exact solves of sampled bots):
+
+- bots meeting 20 opponents or more (random ones, or the nearest in strength): every bot's
+  interval half-width within 0.5 % of the exact one (tests: bound 1 %), a fraction of an Elo
+  point on intervals of ±45–120;
+- bots meeting about 5 opponents: within 3 % (tests: bound 5 %), a few Elo points on intervals
+  of ±230.
+
+The probes are seeded, so the same totals give the same intervals. A bot without games gets
+its exact interval at every size (to the solves' tolerance).
 """
 
 from __future__ import annotations
@@ -57,9 +69,9 @@ LN10_400 = math.log(10.0) / 400.0
 Z95 = 1.959963984540054
 
 DENSE_MAX = 1000
-"""Above this many bots, sparse solves and estimated variances (see the module's docstring):
-there the dense Cholesky factorizations and the inverse cost more CPU than the sparse path
-(``bench/standings_fit.py``)."""
+"""Up to this many bots the exact dense path, above it sparse solves and estimated variances
+(the module's docstring): the dense path costs at most 0.3 s of CPU here and grows with the
+cube of the bots beyond, where the sparse one costs 0.1–0.3 s (``bench/standings_fit.py``)."""
 
 PROBES = 16
 """Random vectors per block of the diagonal's estimate above :data:`DENSE_MAX` bots."""
@@ -69,9 +81,10 @@ PROBE_TARGET = 0.002
 error (relative)…"""
 
 PROBE_WORK = 19_200_000
-"""…or once its probes' conjugate-gradient iterations would have cost this much: one probe's
-iteration reads the matrix (two entries a pair) and a score of vectors (20 entries a bot), so
-16 probes at 10,000 bots and 500,000 pairs, 64 at 10,000 bots and 25,000 pairs…"""
+"""…or once it has as many probes as this budget pays for, a probe's conjugate-gradient
+iteration costing a read of the matrix (two entries a pair) and of a score of vectors (20
+entries a bot): 16 probes at 10,000 bots and 500,000 pairs, 80 at 10,000 bots and 25,000
+pairs…"""
 
 MOST_PROBES = 1024
 """…and at most this many probes (a small ladder's are cheap)."""
@@ -531,7 +544,7 @@ class _Sparse:
                 y = (scipy.sparse.diags_array(inv) @ (w @ y)).tocsr()
                 nfs = nfs + y  # N·A·Z
             coo = nfs.tocoo()
-            naq = np.bincount(coo.row, coo.data * e_inv[coo.col, a[coo.row]], pairs.size)
+            naq = np.bincount(coo.row, coo.data * e_inv[coo.col, a[coo.row]], pairs.size).astype(np.float64)
             ztanaz = (f.T @ nfs.tocsr()).toarray()
         qanaq = e_inv @ ztanaz @ e_inv
         rows = levels.rows
