@@ -78,10 +78,13 @@ class ClusterBots:
     """Where every bot of the cluster is connected, for this node. ``leading()`` says whether
     this node leads the ladder (a bot's new capacity may let it pair), ``unseek(bot)`` drops a
     bot here that is gone from the seeks sent to the leader, ``asked(bot, game_id,
-    request_id)`` records a decision another node's game asks of a bot here."""
+    request_id)`` records a decision another node's game asks of a bot here, ``refused(bot,
+    refusal)`` tells the leader of an error a bot drew here about a game hosted here (it fails
+    a qualifying bot)."""
 
     def __init__(self, node: str, bus: ClusterBus[Any], parts: ServerParts, *, leading: Callable[[], bool],
                  unseek: Callable[[str], None], asked: Callable[[str, str, int], None],
+                 refused: Callable[[str, Refusal], None],
                  spawn: Callable[[Coroutine[Any, Any, Any], str], None]) -> None:
         self.node = node
         self.bus = bus
@@ -94,6 +97,7 @@ class ClusterBots:
         self._leading = leading
         self._unseek = unseek
         self._asked = asked
+        self._refused = refused
         self._spawn = spawn
 
     def handlers(self) -> dict[type, Callable[[str, Any], None]]:
@@ -231,3 +235,4 @@ class ClusterBots:
             if seat is not None:
                 seat.send(r.to_error())
             parts.ladder.refused(bot, r)
+            self._refused(bot, r)

@@ -12,6 +12,7 @@ import msgspec
 from protocol.messages import ClientMessage, GameSummary, LiveStandings
 from protocol.tournaments import LiveTournament
 
+from ..games.seams import GameSetup
 from ..ladder.controls import LadderOp
 from .presence import Attached, Detached
 
@@ -75,13 +76,44 @@ class GameBegan(msgspec.Struct, tag="game_began", frozen=True):
 
 
 class GameEnded(msgspec.Struct, tag="game_ended", frozen=True):
-    """A game of ``host`` is over and announced (``game`` as it ended), or, ``lost``, it
-    cannot go on (its host died and it could not be taken over): each node closes its seats
-    there with 4010."""
+    """A game of ``host`` is over and announced (``game`` as it ended; a finished rated one is
+    stored with its ratings), or, ``lost``, it cannot go on (its host died and it could not be
+    taken over): each node closes its seats there with 4010. ``slot`` (a tournament game's)
+    and ``first_player`` are what the leader's director and ladder read of a game's end
+    besides its summary."""
 
     host: str
     game: GameSummary
     lost: bool = False
+    slot: int | None = None
+    first_player: int = 0
+
+
+class StartGame(msgspec.Struct, tag="start_game", frozen=True):
+    """The ladder's leader decided a game (a ladder, qualification or tournament game) and
+    the receiving node is to host it: start it as ``setup`` says, under its id. The start is
+    heard as any game's (:class:`GameBegan`); a node that cannot start it answers
+    :class:`GameNotStarted`."""
+
+    setup: GameSetup
+
+
+class GameNotStarted(msgspec.Struct, tag="game_not_started", frozen=True):
+    """The answer to the sender's :class:`StartGame` when the game could not start here (a
+    seat gone, storage failing, the order not from the leader): the leader frees its slots
+    and pairs again later."""
+
+    game_id: str
+    code: str
+    message: str
+
+
+class AbortGame(msgspec.Struct, tag="abort_game", frozen=True):
+    """Abort game ``game_id`` hosted by the receiving node (the leader cancelled its
+    tournament, or gave up waiting for the game's start)."""
+
+    game_id: str
+    why: str
 
 
 class PliesAsked(msgspec.Struct, tag="plies_asked", frozen=True):
@@ -173,5 +205,5 @@ class LadderAnswer(msgspec.Struct, tag="ladder_answer", frozen=True):
 ClusterMessage = (
     Attached | Detached | Capacity | ToBot | ToConn | FromBot | Watching | GameBegan | GameEnded | LeaderIs
     | Standings | Refused | LadderCall | LadderAnswer | TournamentNews | PliesAsked | PliesTold
-    | GameAsked | GameTold
+    | GameAsked | GameTold | StartGame | GameNotStarted | AbortGame
 )

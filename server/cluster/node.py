@@ -17,7 +17,9 @@ from ``game_began`` and ``game_ended`` broadcasts (and the hash ``mandala:games`
 start), every bot's node from presence, and the pairing leader from ``leader_is``. The ladder
 runs on the node holding the pairing lease; the others pass it their bots' seeks and the
 organizer's controls, and answer ``GET /api/ladder`` and ``/live`` with the standings it
-broadcasts.
+broadcasts. The leader only decides the ladder's and the tournaments' games: each is hosted by
+the node of one of its seats (the rule is in :mod:`.remote_games`), so their work spreads over
+the nodes and a node's death moves only the games it hosted.
 
 Faults: Redis lost — games whose seats this node holds both go on; a game with a seat on
 another node is aborted by its host, and a bot here whose game another node hosts is closed
@@ -92,7 +94,7 @@ class ClusterNode:
         leading = leadership.lease.valid
         self.remote_games = games = RemoteGames(self.node, self.bus, parts, leading)
         self.bots = bots = ClusterBots(self.node, self.bus, parts, leading=leading, unseek=leadership.seeking.discard,
-                                       asked=games.asked, spawn=self._spawn)
+                                       asked=games.asked, refused=leadership.refused, spawn=self._spawn)
         self._handlers = bots.handlers() | games.handlers() | leadership.handlers()
         self.bus.subscribe(self._heard)
         self.bus.health_listeners.append(self._health_changed)

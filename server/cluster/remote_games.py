@@ -2,27 +2,60 @@
 ``GamesElsewhere``: where each runs, moves and watching forwarded to its host, how it stands
 asked of its host), and the games hosted here as the other nodes hear of them (their
 ``GameEvents``: starts and ends on Redis and the bus, spectators on other nodes). A game whose
-host is gone and that nobody takes over is lost here too: its seats here are closed (4010)."""
+host is gone and that nobody takes over is lost here too: its seats here are closed (4010).
+
+**Where the leader's games run.** The ladder's leader only decides games (ladder pairs,
+qualification, tournaments); each is hosted by a node that holds one of its seats: of the
+nodes its seats are connected to, the one hosting fewer running games as the leader knows
+them (its starts still on their way included), and on a tie seat 0's node (a duplicate pair's
+two games swap seats, so a tie splits the pair between the two nodes); the house bot has no
+node, so a qualification game runs on its bot's node. The leader asks that node with
+:class:`~.messages.StartGame` (:meth:`RemoteGames.place`); the node starts it through its own
+manager (its row, move log, clock and frames are there) and the cluster hears its start and
+end as any game's. On the leader, the end of every game hosted elsewhere reaches the ladder
+and the director as a :class:`~server.games.room.PlayedElsewhere` (a finished rated one as
+stored first), as a game here reaches them. A game not started within
+:data:`PLACE_TIMEOUT_S` (its node died or cannot be reached), or refused by its node (a seat
+gone meanwhile), reaches them aborted: the pairing is not made, its slots are free again, and
+the ladder pairs anew. A node's death takes over only its own games.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
 import logging
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 from redis.exceptions import RedisError
 
+import mandala
 from protocol.messages import CLOSE_GAME_HOST_LOST, ClientMessage, GameSummary, LiveGameEnded, LiveGameStarted
 
+from ..common.clock import utc_now
 from ..common.refusal import Refusal
 from ..connections.connection import Connection, encode
-from .bots import RemoteSpectator
+from ..games.room import PlayedElsewhere
+from ..games.seams import GameSetup
+from .bots import RemoteBot, RemoteSpectator
 from .bus import PREFIX, ClusterBus, ClusterUnavailable
-from .messages import NO_VIEW, FromBot, GameAsked, GameBegan, GameEnded, GameTold, PliesAsked, PliesTold, Watching
+from .messages import (
+    NO_VIEW,
+    AbortGame,
+    FromBot,
+    GameAsked,
+    GameBegan,
+    GameEnded,
+    GameNotStarted,
+    GameTold,
+    PliesAsked,
+    PliesTold,
+    StartGame,
+    Watching,
+)
 from .parts import ServerParts
 
 if TYPE_CHECKING:
@@ -43,6 +76,12 @@ ORPHAN_GRACE_S = 10.0
 and this long (no leader all that time) is given up here: its seats on this node are closed
 with 4010."""
 
+PLACE_TIMEOUT_S = 5.0
+"""How long the leader waits to hear that a node it asked to start a game did (or could not):
+then the game is given up (aborted there, should it start after all) and its pairing is not
+made. Longer than a dead node takes to be found and its stored games taken over (about 3 s),
+so a game its node stored before dying runs on after a takeover rather than being given up."""
+
 _began = msgspec.json.Decoder(GameBegan)
 _encoder = msgspec.json.Encoder()
 
@@ -58,10 +97,22 @@ class Asking:
         self.waiting = waiting
 
 
+class Placing:
+    """A game the leader asked another node to start, until it hears it began (or not)."""
+
+    __slots__ = ("setup", "host", "since")
+
+    def __init__(self, setup: GameSetup, host: str, since: float) -> None:
+        self.setup = setup
+        self.host = host
+        self.since = since
+
+
 class RemoteGames:
     """The cluster's games for this node: ``GamesElsewhere`` for the manager, and one of its
     listeners (``GameEvents``) for the games hosted here. ``leading()`` says whether this node
-    leads the ladder (a game's end may free its bots to pair)."""
+    leads the ladder (a game's end may free its bots to pair, and the ladder and the director
+    hear the ends of games hosted elsewhere)."""
 
     def __init__(self, node: str, bus: ClusterBus[Any], parts: ServerParts, leading: Callable[[], bool]) -> None:
         self.node = node
@@ -70,7 +121,14 @@ class RemoteGames:
         self._leading = leading
         self.games: dict[str, GameBegan] = {}
         """Running games hosted by other nodes, at the ply their hosts last told
-        (:meth:`hear_out`)."""
+        (:meth:`hear_out`); changed only through :meth:`_put` and :meth:`_pop`, which keep the
+        counts below."""
+        self.placing: dict[str, Placing] = {}
+        """Games this node (leading) asked another node to start, not yet heard of."""
+        self.hosted: Counter[str] = Counter()
+        """Games each other node runs or was asked to start (the placement rule's measure)."""
+        self._playing: Counter[str] = Counter()
+        """Games each bot plays on other nodes, or was placed in there."""
         self.ended: OrderedDict[str, GameEnded] = OrderedDict()
         self._learned: set[str] = set()
         """Games of other nodes found before their ``game_began`` was heard here."""
@@ -91,7 +149,40 @@ class RemoteGames:
         """What this part hears on the bus, by the message's type."""
         return {Watching: self._on_watching, GameBegan: self._on_game_began, GameEnded: self._on_game_ended,
                 PliesAsked: self._on_plies_asked, PliesTold: self._on_plies_told,
-                GameAsked: self._on_game_asked, GameTold: self._on_game_told}
+                GameAsked: self._on_game_asked, GameTold: self._on_game_told,
+                StartGame: self._on_start_game, GameNotStarted: self._on_game_not_started,
+                AbortGame: self._on_abort_game}
+
+    # ------------------------------------------------------------------ the games known, counted
+
+    def _put(self, began: GameBegan) -> None:
+        """Know ``began``'s game runs on its host (replacing what was known of it)."""
+        game_id = began.game.game_id
+        self._pop(game_id)
+        self.games[game_id] = began
+        self._count(began.host, began.game.players, 1)
+
+    def _pop(self, game_id: str) -> GameBegan | None:
+        began = self.games.pop(game_id, None)
+        if began is not None:
+            self._count(began.host, began.game.players, -1)
+        return began
+
+    def _placed(self, game_id: str) -> Placing | None:
+        """Forget a game asked of another node (it began, was refused or given up)."""
+        placing = self.placing.pop(game_id, None)
+        if placing is not None:
+            self._count(placing.host, placing.setup.players, -1)
+        return placing
+
+    def _count(self, host: str, players: Any, n: int) -> None:
+        self.hosted[host] += n
+        for bot in players:
+            self._playing[bot] += n
+            if not self._playing[bot]:
+                del self._playing[bot]
+        if not self.hosted[host]:
+            del self.hosted[host]
 
     async def load(self) -> list[GameBegan]:
         """Read the cluster's running games (at start, and when Redis is back): those of the
@@ -99,6 +190,10 @@ class RemoteGames:
         a previous life if it just started."""
         alive = set(await self.bus.nodes())
         self.games = {}
+        self.hosted = Counter()
+        self._playing = Counter()
+        for placing in self.placing.values():
+            self._count(placing.host, placing.setup.players, 1)
         self._learned = set()
         own: list[GameBegan] = []
         for key, value in (await self.bus.redis.hgetall(GAMES)).items():
@@ -110,13 +205,18 @@ class RemoteGames:
             if began.host == self.node:
                 own.append(began)
             elif began.host in alive:
-                self.games[began.game.game_id] = began
+                self._put(began)
         return own
 
     def sweep(self, alive: set[str]) -> None:
         """Each tick: a game whose host is not alive waits to be taken over; one that nobody
         took over nor gave up in time is lost here."""
         now = asyncio.get_running_loop().time()
+        for game_id in [g for g, p in self.placing.items() if now - p.since > PLACE_TIMEOUT_S]:
+            placing = self.placing[game_id]
+            if placing.host in alive:
+                self.bus.post(placing.host, AbortGame(game_id, "its start was not heard of in time"))
+            self._not_started(game_id, f"{placing.host} did not start it within {PLACE_TIMEOUT_S:g} s")
         give_up = self.parts.settings.takeover_budget_s + ORPHAN_GRACE_S
         for game_id in [g for g in self._orphaned if g not in self.games]:
             del self._orphaned[game_id]
@@ -150,10 +250,46 @@ class RemoteGames:
         return self._awaited.get((bot, game_id)) == request_id
 
     def running_count(self, bot: str) -> int:
-        return sum(1 for g in self.games.values() if bot in g.game.players)
+        """The bot's games on other nodes, those asked of a node and not yet begun included."""
+        return self._playing.get(bot, 0)
 
     def game_ids(self, bot: str) -> list[str]:
-        return [game_id for game_id, g in self.games.items() if bot in g.game.players]
+        return ([game_id for game_id, g in self.games.items() if bot in g.game.players]
+                + [game_id for game_id, p in self.placing.items() if bot in p.setup.players])
+
+    def place(self, setup: GameSetup) -> bool:
+        host = self.host_for(setup.players)
+        if host == self.node:
+            return False
+        if not self.healthy:
+            raise Refusal("cluster_unavailable", f"node {host}, which is to host the game, cannot be reached now")
+        self.placing[setup.game_id] = Placing(setup, host, asyncio.get_running_loop().time())
+        self._count(host, setup.players, 1)
+        self.bus.post(host, StartGame(setup))
+        log.debug("node %s: game %s (%s) placed on %s: %s vs %s", self.node, setup.game_id, setup.kind, host,
+                  *setup.players)
+        return True
+
+    def host_for(self, players: tuple[str, str]) -> str:
+        """The placement rule (see the module's docstring): of the nodes holding the seats,
+        the one hosting fewer games; on a tie, seat 0's; this node if no seat has a node."""
+        nodes = [n for n in (self._node_of(bot) for bot in players) if n is not None]
+        return min(nodes, key=self._hosting) if nodes else self.node
+
+    def _hosting(self, node: str) -> int:
+        return len(self.parts.manager.running) if node == self.node else self.hosted.get(node, 0)
+
+    def _node_of(self, bot: str) -> str | None:
+        """The node ``bot`` is connected to (``None``: none, or an in-process seat)."""
+        presence = self.parts.presence
+        if presence.get_local(bot) is not None:
+            return self.node
+        seat = presence.get(bot)
+        return seat.node if isinstance(seat, RemoteBot) else None
+
+    def abort(self, host: str, game_id: str, why: str) -> None:
+        if self.healthy:
+            self.bus.post(host, AbortGame(game_id, why))
 
     def summaries(self) -> list[GameSummary]:
         return [g.game for g in self.games.values()]
@@ -209,7 +345,7 @@ class RemoteGames:
     def _learn(self, began: GameBegan) -> None:
         game_id = began.game.game_id
         if game_id not in self.games and game_id not in self.ended:
-            self.games[game_id] = began
+            self._put(began)
             self._learned.add(game_id)
 
     async def game_as_it_stands(self, game_id: str) -> tuple[GameSummary, msgspec.Raw] | None:
@@ -276,7 +412,8 @@ class RemoteGames:
             log.warning("node %s: what it posted is not on Redis yet (%s)", self.node, e or "timed out")
 
     def adopting(self, room: GameRoom) -> None:
-        self.games.pop(room.id, None)
+        self._pop(room.id)
+        self._placed(room.id)  # its node stored it, then died before the start was heard
         self._learned.discard(room.id)
         self._orphaned.pop(room.id, None)
         for conn in self.parts.presence.connections:
@@ -306,7 +443,7 @@ class RemoteGames:
 
     def game_ended(self, room: GameRoom) -> None:
         self.bus.post_command(lambda pipe: pipe.hdel(GAMES, room.id))
-        self.bus.post(None, GameEnded(self.node, room.summary()))
+        self.bus.post(None, GameEnded(self.node, room.summary(), slot=room.slot, first_player=room.game.first_player))
         for spectator in room.spectators:
             if isinstance(spectator, RemoteSpectator):
                 self._spectators.pop((spectator.node, spectator.conn), None)
@@ -328,7 +465,7 @@ class RemoteGames:
         """A game hosted elsewhere cannot go on: its host died or cannot be reached. Its
         seats here are closed (4010): on reconnecting, ``welcome`` lists what still runs."""
         game = began.game
-        self.games.pop(game.game_id, None)
+        self._pop(game.game_id)
         self._forget_game(game)
         for bot in game.players:
             conn = self.parts.presence.get_local(bot)
@@ -374,7 +511,8 @@ class RemoteGames:
         if game_id in self._learned:
             self._learned.discard(game_id)
             known = None  # found a moment before its start was heard: /live hears it now
-        self.games[game_id] = m
+        self._placed(game_id)
+        self._put(m)
         self._orphaned.pop(game_id, None)
         if room is not None:
             room.lose()  # taken over while this node was paused: it runs there now (spectators follow)
@@ -387,18 +525,90 @@ class RemoteGames:
         if m.host == self.node:
             return
         game_id = m.game.game_id
-        began = self.games.pop(game_id, None)
+        began = self._pop(game_id)
+        placed = self._placed(game_id)
         self._learned.discard(game_id)
-        if began is None:
+        if began is None and placed is None:
             return
-        self._ended(m)
-        if m.lost:
-            self.host_lost(began, f"game {game_id} was lost with its node")
-        else:
-            self._forget_game(m.game)
-        self.parts.live.publish(LiveGameEnded(m.game))
+        if began is not None:
+            self._ended(m)
+            if m.lost:
+                self.host_lost(began, f"game {game_id} was lost with its node")
+            else:
+                self._forget_game(m.game)
+            self.parts.live.publish(LiveGameEnded(m.game))
         if self._leading():
+            self._decided_game_ended(PlayedElsewhere(m.game, slot=m.slot, first_player=m.first_player, host=m.host,
+                                                     decision_ms=self.parts.settings.decision_ms))
             self.parts.ladder.wake()
+
+    def _decided_game_ended(self, room: PlayedElsewhere) -> None:
+        """The leader's ladder and director hear a game hosted elsewhere end as they hear one
+        here: a finished rated game as stored (its host stored it, ratings and pair totals,
+        before it said it ended), then its end."""
+        parts = self.parts
+        deciders = (parts.ladder, parts.tournaments)
+        if room.rated and room.status == "finished":
+            for decider in deciders:
+                try:
+                    decider.rated_game_stored(room)
+                except Exception:
+                    log.exception("node %s: a listener failed on the stored rated game %s", self.node, room.id)
+        for decider in deciders:
+            try:
+                decider.game_ended(room)
+            except Exception:
+                log.exception("node %s: a listener failed on the end of game %s", self.node, room.id)
+
+    # ------------------------------------------------------------------ games the leader decided
+
+    def _on_start_game(self, sender: str, m: StartGame) -> None:
+        """The leader asks this node to host a game: start it, or say why not."""
+        setup = m.setup
+        manager = self.parts.manager
+        gone = [bot for bot in setup.players if not manager.can_play(bot)]
+        try:
+            if gone:
+                raise Refusal("bot_offline", f"{' and '.join(gone)} left before the game started")
+            manager.start_game(setup.players, setup.deal, rated=setup.rated, kind=setup.kind, pair_id=setup.pair_id,
+                               decision_ms=setup.decision_ms, tournament=setup.tournament, game_id=setup.game_id)
+        except Refusal as r:
+            self._refuse_start(sender, setup, r.code, r.message)
+        except (ValueError, mandala.SetupError) as e:
+            self._refuse_start(sender, setup, "bad_setup", str(e))
+
+    def _refuse_start(self, leader: str, setup: GameSetup, code: str, message: str) -> None:
+        log.info("node %s: game %s for %s not started: %s", self.node, setup.game_id, leader, message)
+        self.bus.post(leader, GameNotStarted(setup.game_id, code, message))
+
+    def _on_game_not_started(self, sender: str, m: GameNotStarted) -> None:
+        placing = self.placing.get(m.game_id)
+        if placing is not None and placing.host == sender:
+            self._not_started(m.game_id, f"{sender} did not start it: {m.message}")
+
+    def _not_started(self, game_id: str, why: str) -> None:
+        """A game asked of another node will not run: the ladder and the director (if this
+        node leads) hear it ended aborted, and its bots' slots are free again."""
+        placing = self._placed(game_id)
+        if placing is None:
+            return
+        log.warning("node %s: game %s (%s, %s vs %s) not started: %s", self.node, game_id, placing.setup.kind,
+                    *placing.setup.players, why)
+        if not self._leading():
+            return
+        setup = placing.setup
+        game = GameSummary(game_id=game_id, players=list(setup.players), kind=setup.kind, rated=setup.rated,
+                           pair_id=setup.pair_id, status="aborted", started=utc_now(), ended=utc_now(), ply=0,
+                           result=None, tournament_id=setup.tournament_id)
+        self._decided_game_ended(PlayedElsewhere(game, slot=setup.slot, first_player=setup.deal.first_player,
+                                                 host=placing.host, decision_ms=setup.decision_ms or 0))
+        self.parts.ladder.wake()
+
+    def _on_abort_game(self, sender: str, m: AbortGame) -> None:
+        room = self.parts.manager.running.get(m.game_id)
+        if room is not None:
+            log.warning("node %s: game %s aborted for %s: %s", self.node, m.game_id, sender, m.why)
+            room.abort()
 
     def _ended(self, m: GameEnded) -> None:
         self.ended[m.game.game_id] = m

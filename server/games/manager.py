@@ -3,8 +3,10 @@
 It hands each game's row to the recorder at its start and its end; a finished game's
 ``game_over`` is sent once its row is durable (stored, or spooled while the database fails),
 so a game announced as finished is never lost, and while storage fails no game starts. In a
-cluster it forwards what concerns a game another node hosts (:class:`GamesElsewhere`), and it
-knows where each running game stands (:meth:`GameManager.as_it_stands`).
+cluster it forwards what concerns a game another node hosts (:class:`GamesElsewhere`), has the
+games the ladder and the tournaments decide started on a node of their seats
+(:meth:`GameManager.place_game`), and knows where each running game stands
+(:meth:`GameManager.as_it_stands`).
 """
 
 from __future__ import annotations
@@ -32,14 +34,16 @@ from ..storage import GameRow
 from ..storage.base import Claim
 from .deals import Deal, build_game
 from .room import GameRoom, Journal, Spectator
-from .seams import GameEvents, GamesElsewhere
+from .seams import GameEvents, GamesElsewhere, GameSetup
 from .summary import game_summary
 
 log = logging.getLogger(__name__)
 
 
 class GameManager:
-    """Starts every game (challenges, the admin API, the ladder), finds games by id, and hands
+    """Starts every game (challenges and the admin API here with :meth:`start_game`; the
+    ladder's and the tournaments' with :meth:`place_game`, which in a cluster may have the node
+    of one of its seats start it), finds games by id, and hands
     them to the recorder at their start and their end. ``house`` holds in-process seats
     (:class:`~server.games.house.HouseBot`) that get their messages like a connection would."""
 
@@ -70,25 +74,20 @@ class GameManager:
         pair_id: str | None = None,
         decision_ms: int | None = None,
         tournament: tuple[str, int] | None = None,
+        game_id: str | None = None,
     ) -> GameRoom:
-        """Deal and begin a game; seat 0 is ``players[0]``. ``decision_ms`` overrides the
-        server's clock (a tournament's); ``tournament`` is its id and the game's slot. Raises
-        ``SetupError`` for a bad deal, :class:`Refusal` ``storage_unavailable`` while games
-        cannot be recorded."""
-        if players[0] == players[1]:
-            raise ValueError("a bot cannot play itself")
-        self.recorder.check()
-        for name in players:
-            seat = self.presence.get(name)
-            if seat is not None and not seat.reachable:
-                raise Refusal("cluster_unavailable", f"{name} is connected to another node, which cannot be reached now")
-        deal = deal or Deal()
-        if deal.reshuffle_seed is None:  # fixed now, so the game can be dealt again (a takeover)
-            deal = msgspec.structs.replace(deal, reshuffle_seed=secrets.randbits(63))
+        """Deal and begin a game here; seat 0 is ``players[0]``. ``decision_ms`` overrides the
+        server's clock (a tournament's); ``tournament`` is its id and the game's slot;
+        ``game_id`` one chosen by the node that decided the game (:meth:`place_game`). Raises
+        ``SetupError`` for a bad deal, ``ValueError`` for a bot playing itself or a game id
+        taken, :class:`Refusal` ``storage_unavailable`` while games cannot be recorded."""
+        self._check(players)
+        deal = self._fixed(deal)
         game = build_game(deal)
-        game_id = secrets.token_urlsafe(6)
-        while game_id in self.running or game_id in self.finished:
-            game_id = secrets.token_urlsafe(6)
+        if game_id is None:
+            game_id = self._new_id()
+        elif game_id in self.running or game_id in self.finished:
+            raise ValueError(f"game {game_id} exists already")
         room = self._room(game_id, players, game, deal, rated=rated, kind=kind, pair_id=pair_id,
                           decision_ms=decision_ms or self.settings.decision_ms, tournament=tournament)
         self.recorder.save(room.to_row())
@@ -97,6 +96,67 @@ class GameManager:
             listener.game_started(room)
         room.begin()
         return room
+
+    def place_game(
+        self,
+        players: tuple[str, str],
+        deal: Deal,
+        *,
+        rated: bool = False,
+        kind: GameKind,
+        pair_id: str | None = None,
+        decision_ms: int | None = None,
+        tournament: tuple[str, int] | None = None,
+    ) -> str:
+        """Start a game the ladder or a tournament decided where it is to run, and return its
+        id at once. On one node that is here (:meth:`start_game`). In a cluster it is the node
+        of one of its seats, by the cluster's rule (``GamesElsewhere.place``): started here,
+        or asked of that node, whose start and end every node hears as any game's there (and
+        which the ladder and the director hear ended aborted if it never starts). Raises as
+        :meth:`start_game` does, and :class:`Refusal` ``cluster_unavailable`` if the chosen
+        node cannot be reached."""
+        self._check(players)
+        setup = GameSetup(game_id=self._new_id(), players=players, deal=self._fixed(deal), kind=kind, rated=rated,
+                          pair_id=pair_id, decision_ms=decision_ms,
+                          tournament_id=tournament[0] if tournament is not None else None,
+                          slot=tournament[1] if tournament is not None else None)
+        if self.elsewhere is not None and self.elsewhere.place(setup):
+            return setup.game_id
+        return self.start_game(players, setup.deal, rated=rated, kind=kind, pair_id=pair_id, decision_ms=decision_ms,
+                               tournament=tournament, game_id=setup.game_id).id
+
+    def _check(self, players: tuple[str, str]) -> None:
+        """What every start checks first: two bots, storage taking games, seats reachable."""
+        if players[0] == players[1]:
+            raise ValueError("a bot cannot play itself")
+        self.recorder.check()
+        for name in players:
+            seat = self.presence.get(name)
+            if seat is not None and not seat.reachable:
+                raise Refusal("cluster_unavailable", f"{name} is connected to another node, which cannot be reached now")
+
+    @staticmethod
+    def _fixed(deal: Deal | None) -> Deal:
+        """``deal`` with its reshuffle seed fixed, so the game can be dealt again (a takeover)."""
+        deal = deal or Deal()
+        if deal.reshuffle_seed is None:
+            deal = msgspec.structs.replace(deal, reshuffle_seed=secrets.randbits(63))
+        return deal
+
+    def _new_id(self) -> str:
+        """A game id not used here (48 random bits: one shared across a cluster is as unlikely)."""
+        game_id = secrets.token_urlsafe(6)
+        while game_id in self.running or game_id in self.finished:
+            game_id = secrets.token_urlsafe(6)
+        return game_id
+
+    def abort(self, game_id: str, why: str) -> None:
+        """Abort a running game, here or on the node that hosts it (a cancelled tournament's)."""
+        room = self.running.get(game_id)
+        if room is not None:
+            room.abort()
+        elif self.elsewhere is not None and (host := self.elsewhere.host_of(game_id)) is not None:
+            self.elsewhere.abort(host, game_id, why)
 
     def _room(self, game_id: str, players: tuple[str, str], game: Game, deal: Deal, **fields: Any) -> GameRoom:
         """A room for ``game``, registered as running here."""
@@ -159,7 +219,8 @@ class GameManager:
             self.recorder.finish(row)
             self._announce(room)
             return
-        stored = (lambda: self._rated_game_stored(room)) if room.rated else None
+        # Only a finished rated game changes the ratings and the pairs' totals as stored.
+        stored = (lambda: self._rated_game_stored(room)) if room.rated and room.status == "finished" else None
         self.recorder.finish(row, durable=lambda: self._announce(room), stored=stored, lost=room.lose)
 
     def _lost(self, room: GameRoom) -> None:
@@ -211,6 +272,15 @@ class GameManager:
 
     def lookup(self, game_id: str) -> GameRoom | None:
         return self.running.get(game_id) or self.finished.get(game_id)
+
+    def running_summary(self, game_id: str) -> GameSummary | None:
+        """A running game as it stands, wherever it runs (another node's as its host last
+        told); ``None`` if it is not known to run."""
+        room = self.running.get(game_id)
+        if room is not None:
+            return room.summary()
+        known = self.elsewhere.summary_of(game_id) if self.elsewhere is not None else None
+        return known if known is not None and known.status == "running" else None
 
     def as_it_stands(self, row: GameRow) -> GameSummary:
         """A stored game as it stands now. Storage keeps a running game as it started (ply 0):

@@ -41,7 +41,7 @@ from ..common.refusal import Refusal
 from ..connections.connection import encode
 from ..storage import GameRow, GameStatus
 from ..storage.base import LoggedMove, MoveWrite
-from .deals import Deal
+from .deals import Deal, build_game
 from .summary import game_summary
 from .telemetry import Telemetry, clipped, ms
 
@@ -558,3 +558,33 @@ class GameRoom:
     def unwatch(self, conn: Spectator) -> None:
         self.spectators.discard(conn)
         conn.watching.discard(self.id)
+
+
+def _nowhere(*_: Any) -> None:
+    """Where a game that runs elsewhere sends its frames and its end: nowhere."""
+
+
+class PlayedElsewhere(GameRoom):
+    """A game another node of a cluster ran, as this node heard it end: what the ladder and the
+    tournament director read of a room when a game ends (its seats, kind, pair, tournament
+    slot, status and result, and :meth:`to_row` without its record), so that they hear the
+    ends of the games they placed on other nodes as they hear those run here. It never runs:
+    it has no clock, no seats to write to, and its ply is the one its host told."""
+
+    def __init__(self, game: GameSummary, *, slot: int | None, first_player: int, host: str | None,
+                 decision_ms: int, epoch: int = 0) -> None:
+        deal = Deal(first_player=1 if first_player else 0, reshuffle_seed=0)
+        tournament = (game.tournament_id, slot) if game.tournament_id is not None and slot is not None else None
+        super().__init__(game.game_id, (game.players[0], game.players[1]), build_game(deal), rated=game.rated,
+                         kind=game.kind, pair_id=game.pair_id, decision_ms=decision_ms, deal=deal,
+                         tournament=tournament, deliver=_nowhere, on_end=_nowhere, epoch=epoch, host=host,
+                         started=game.started)
+        self.lost = True
+        self.status = game.status
+        self.outcome = game.result
+        self.ended = game.ended
+        self._ply = game.ply
+
+    @property
+    def ply(self) -> int:
+        return self._ply

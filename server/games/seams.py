@@ -1,17 +1,41 @@
 """The seams between the game manager and the rest of the server: :class:`GameEvents`, which
 the ladder, the tournaments, ``/live`` and the cluster hear games start and end through, and
 :class:`GamesElsewhere`, the games other nodes of a cluster host (the cluster node implements
-it; on one node there is none). The manager only calls through these, so nothing below the
-cluster imports it."""
+it; on one node there is none), with :class:`GameSetup`, a game the ladder or a tournament
+decided, which the cluster may have another node start. The manager only calls through these,
+so nothing below the cluster imports it."""
 
 from __future__ import annotations
 
 from typing import Protocol
 
-from protocol.messages import ClientMessage, GameSummary
+import msgspec
+
+from protocol.messages import ClientMessage, GameKind, GameSummary
 
 from ..connections.connection import Connection
+from .deals import Deal
 from .room import GameRoom
+
+
+class GameSetup(msgspec.Struct, frozen=True, kw_only=True):
+    """Everything a game needs to start, wherever it is to run: its id (chosen where it was
+    decided, so the ladder and the director can count it at once), its seats (seat 0 first),
+    its deal (the reshuffle seed fixed), and what it is played for."""
+
+    game_id: str
+    players: tuple[str, str]
+    deal: Deal
+    kind: GameKind
+    rated: bool = False
+    pair_id: str | None = None
+    decision_ms: int | None = None
+    tournament_id: str | None = None
+    slot: int | None = None
+
+    @property
+    def tournament(self) -> tuple[str, int] | None:
+        return (self.tournament_id, self.slot) if self.tournament_id is not None and self.slot is not None else None
 
 
 class GamesElsewhere(Protocol):
@@ -21,6 +45,16 @@ class GamesElsewhere(Protocol):
     def healthy(self) -> bool: ...
 
     def host_of(self, game_id: str) -> str | None: ...
+
+    def place(self, setup: GameSetup) -> bool:
+        """Have the node the cluster's rule picks among the game's seats start it: true if
+        another node is to (asked now; its start and its end are heard as any game's there,
+        and the ladder's and the director's ``game_ended`` hear it aborted if it never
+        starts), false if this node is. Raises :class:`~server.common.refusal.Refusal`
+        ``cluster_unavailable`` when the chosen node cannot be reached."""
+
+    def abort(self, host: str, game_id: str, why: str) -> None:
+        """Abort a game another node hosts (a cancelled tournament's)."""
 
     def forward(self, host: str, bot: str, message: ClientMessage) -> None: ...
 

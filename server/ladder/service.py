@@ -21,11 +21,11 @@ inside another game's step. Its parts: qualification against the house bot
   the last hour is not paired until the oldest is an hour old; pairing prefers the pair whose
   busier bot started fewer games lately.
 - **Leading.** On one node the ladder always leads. In a cluster only the node holding the
-  pairing lease does (:meth:`Ladder.lead`): it loads the ladder from storage, pairs, hosts the
-  ladder's games and computes the standings; the others (:meth:`Ladder.follow`) keep the
-  standings it broadcasts. A new leader starts from what is stored: pairs whose return game
-  was still to come are not continued, and qualification starts again for a bot in the middle
-  of it.
+  pairing lease does (:meth:`Ladder.lead`): it loads the ladder from storage, pairs, has each
+  game started on the node of one of its seats (``GameManager.place_game``) and computes the
+  standings; the others (:meth:`Ladder.follow`) keep the standings it broadcasts. A new leader
+  starts from what is stored: pairs whose return game was still to come are not continued,
+  and qualification starts again for a bot in the middle of it.
 """
 
 from __future__ import annotations
@@ -332,7 +332,9 @@ class Ladder:
             self.recent.add(b, at)
 
     def _running(self, pair: Pair) -> int:
-        return sum(1 for game_id in pair.games if game_id in self.manager.running)
+        """The pair's games running now, on any node."""
+        running = set(self.manager.game_ids_of(pair.players[0]))
+        return sum(1 for game_id in pair.games if game_id in running)
 
     # ------------------------------------------------------------------ games (GameEvents)
 
@@ -506,11 +508,25 @@ class Ladder:
         return pair
 
     def _start(self, pair: Pair, players: tuple[str, str]) -> None:
-        room = self.manager.start_game(players, pair.deal, rated=pair.kind == "ladder", kind=pair.kind, pair_id=pair.id)
-        pair.games.append(room.id)
+        """Start the pair's next game where it is to run (in a cluster, on a node of its seats:
+        its end comes back here as any game's, aborted if it never started there). A game
+        that cannot start ends the pair, as an aborted one would."""
+        try:
+            game_id = self.manager.place_game(players, pair.deal, rated=pair.kind == "ladder", kind=pair.kind,
+                                              pair_id=pair.id)
+        except Refusal as r:
+            log.info("pair %s: game not started (%s)", pair.id, r.message)
+            if pair.kind == "ladder":
+                self.meetings.add(*pair.players, games=len(pair.games) - 2)  # the games it will not play
+            self.pairs.pop(pair.id, None)
+            q = self.qualification.of(pair)
+            if q is not None:
+                q.pair = None
+            return
+        pair.games.append(game_id)
         q = self.qualification.of(pair)
         if q is not None:
-            q.games.add(room.id)
+            q.games.add(game_id)
 
     # ------------------------------------------------------------------ standings
 

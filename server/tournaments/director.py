@@ -6,7 +6,8 @@ games that name it are the whole truth: an organizer's control changes the row, 
 director, woken at once or within ``TICK_S``, follows it. So a server killed mid-tournament
 resumes it on restart from storage — finished games kept, a game cut off (aborted) replayed
 in its slot on the same deal — and in a cluster the ladder's leader runs the tournaments
-wherever the organizer's request arrived.
+wherever the organizer's request arrived, each game hosted by the node of one of its seats
+(``GameManager.place_game``), whose end the leader hears as it hears any game's.
 
 - **Due.** A slot is due when no game of it is running or over. Due slots start in schedule
   order while the tournament has fewer than ``max_concurrent`` games running and each bot
@@ -47,7 +48,6 @@ from ..common.refusal import Refusal
 from ..games.deals import Deal, build_game
 from ..games.manager import GameManager
 from ..games.room import GameRoom
-from ..games.summary import game_summary
 from ..storage import GameRow, Storage, TournamentRow
 from . import schedule as plan
 from .results import scored
@@ -73,9 +73,9 @@ class Run:
     games: dict[int, GameRow] = field(default_factory=dict)
     """Each slot's finished game (summary rows, without records)."""
     running: dict[int, str] = field(default_factory=dict)
-    """Slot -> id of its game running here."""
+    """Slot -> id of its game this director started (running here or on another node)."""
     elsewhere: dict[int, str] = field(default_factory=dict)
-    """Slot -> id of its game left running by a node that lost the lead (followed in storage)."""
+    """Slot -> id of its game started by a node that lost the lead since (followed in storage)."""
     forfeiting: set[int] = field(default_factory=set)
     """Slots whose forfeit is on its way to storage."""
     away: dict[str, tuple[float, str]] = field(default_factory=dict)
@@ -199,7 +199,10 @@ class Director:
         other game wakes the director to start the game waiting for it."""
         run = self.runs.get(room.tournament_id or "")
         if run is not None and room.slot is not None:
-            run.running.pop(room.slot, None)
+            if run.running.get(room.slot) == room.id:  # not a game given up whose slot was played again
+                del run.running[room.slot]
+            if run.elsewhere.get(room.slot) == room.id:
+                del run.elsewhere[room.slot]
             if room.status == "finished":
                 run.games[room.slot] = room.to_row(record=False)
             self._changed(run)
@@ -266,10 +269,8 @@ class Director:
 
     def _cancelled(self, run: Run, row: TournamentRow) -> None:
         run.row = row
-        for game_id in list(run.running.values()):
-            room = self.manager.running.get(game_id)
-            if room is not None:
-                room.abort()
+        for game_id in [*run.running.values(), *run.elsewhere.values()]:
+            self.manager.abort(game_id, f"tournament {run.id} was cancelled")
         log.info("tournament %s cancelled", run.id)
         self._publish(run)
 
@@ -303,12 +304,12 @@ class Director:
             if any(run.busy(p) >= d.max_games_per_bot or self.manager.open_slots(p) < 1 for p in (a, b)):
                 continue
             try:
-                room = self.manager.start_game((a, b), run.deals[deal], kind="tournament", decision_ms=d.decision_ms,
-                                               tournament=(run.id, slot))
+                game_id = self.manager.place_game((a, b), run.deals[deal], kind="tournament",
+                                                  decision_ms=d.decision_ms, tournament=(run.id, slot))
             except Refusal as r:
                 log.info("tournament %s: game not started (%s)", run.id, r.message)
                 return
-            run.running[slot] = room.id
+            run.running[slot] = game_id
             self._changed(run)
 
     def _rounds(self, run: Run) -> int:
@@ -476,8 +477,8 @@ class Director:
 
     def _publish(self, run: Run) -> None:
         run.dirty = False
-        running = [game_summary(self.manager.running[g].to_row(record=False))
-                   for g in run.running.values() if g in self.manager.running]
+        found = (self.manager.running_summary(g) for g in run.running.values())
+        running = [g for g in found if g is not None]
         self.publish(LiveTournament(tournament_view(run.row, list(run.games.values()), running,
                                                     self.waiting(run.id))))
 
