@@ -35,15 +35,18 @@ estimate over random ±1 vectors ``z``, solved :data:`PROBES` at a time as one b
 close to ``C``, so the estimate's spread is small. Probes are added until each bot's relative
 variance has a standard error within :data:`PROBE_TARGET` of it, or a budget of work is spent
 (16 probes at 10,000 bots and 500,000 pairs; more on sparser or smaller ladders, whose probes
-cost less). Measured against exact variances (``tests/ladder/test_ratings.py`` forces the
-estimate on ladders that the dense path can solve and holds it to these bounds; the figures at
-10,000 bots are ``bench/standings_fit.py --accuracy``, exact solves of sampled bots):
+cost less). Measured against exact variances (the figures: ``bench/standings_fit.py --accuracy
+300``, an exact solve for each of 300 bots of a ladder, the two extremes of strength among
+them; ``tests/ladder/test_ratings.py`` forces the estimate on 400-bot ladders, which the dense
+path solves exactly, and holds it to the bounds below):
 
-- bots meeting 20 opponents or more (random ones, or the nearest in strength): every bot's
-  interval half-width within 0.5 % of the exact one (tests: bound 1 %), a fraction of an Elo
-  point on intervals of ±45–120;
-- bots meeting about 5 opponents: within 3 % (tests: bound 5 %), a few Elo points on intervals
-  of ±230.
+- bots meeting about 100 opponents (random ones, or the nearest in strength): every sampled
+  bot's interval half-width within 0.3 % of the exact one, a tenth of an Elo point on
+  intervals of ±45;
+- about 20 opponents: within 0.6 % at 3,000 bots, 1.4 % at 10,000 (fewer probes for the same
+  budget), 1–2 Elo points on intervals of ±110 (tests, 400 bots: bound 1 %);
+- about 5 opponents: within 3 % at 3,000 bots, 7 % at 10,000, up to 15 Elo points on
+  intervals of ±230 (tests, 400 bots: bound 5 %).
 
 The probes are seeded, so the same totals give the same intervals. A bot without games gets
 its exact interval at every size (to the solves' tolerance).
@@ -388,9 +391,11 @@ class _TwoLevel:
     The Laplacian's slow modes (the pool's mean, each connected part's, and differences between
     distant parts of a long graph) are what Jacobi's conjugate gradients converge on slowly and
     what makes the diagonal's random estimate noisy; an exact solve on the aggregates carries
-    them. The aggregates are consecutive in the graph's reverse Cuthill–McKee order (breadth
-    first from a peripheral bot) within each connected part, and as long as three quarters of a
-    pair's typical distance in that order: a graph of opponents near in strength, long and thin,
+    them. The aggregates are consecutive in a breadth-first order of each connected part from
+    a peripheral bot (the order of reverse Cuthill–McKee, whose start scipy takes at the least
+    degree instead, which can be the middle of a long graph: aggregates then joined its two
+    far ends, and some bots' variances were 30 % off), as long as three quarters of a pair's
+    typical distance in that order: a graph of opponents near in strength, long and thin,
     gets small aggregates along its length; a graph of random opponents, whose slow mode is
     little more than the mean, a few large ones.
     """
@@ -408,18 +413,26 @@ class _TwoLevel:
 
     @classmethod
     def of(cls, pairs: _Pairs) -> _TwoLevel:
-        from scipy.sparse.csgraph import connected_components, reverse_cuthill_mckee
+        from scipy.sparse.csgraph import breadth_first_order, connected_components
 
         size = pairs.size
         graph = pairs.matrix(np.ones(len(pairs.lo)))
-        _, label = connected_components(graph, directed=False)
-        order = reverse_cuthill_mckee(graph, symmetric_mode=True)
-        rank = np.empty(size, np.int64)
-        rank[order] = np.arange(size)
+        parts, label = connected_components(graph, directed=False)
+        has_games = np.diff(graph.indptr) > 0
+        bots = np.bincount(label, has_games, parts)
+        rank = np.zeros(size, np.int64)
+        for part in np.flatnonzero(bots > MIN_AGGREGATE):  # a smaller part is one aggregate
+            # Breadth first from a peripheral bot (the last one reached, twice over): consecutive
+            # bots are then close in the graph, and a long graph is walked along its length.
+            start = int(np.argmax(label == part))
+            for _ in range(2):
+                start = int(breadth_first_order(graph, start, directed=False, return_predecessors=False)[-1])
+            order = breadth_first_order(graph, start, directed=False, return_predecessors=False)
+            rank[order] = np.arange(len(order))
         spread = float(np.abs(rank[pairs.lo] - rank[pairs.hi]).mean()) if len(pairs.lo) else 0.0
         width = max(MIN_AGGREGATE, round(0.75 * spread), -(-size // MOST_AGGREGATES))
         by = np.lexsort((rank, label))
-        by = by[np.diff(graph.indptr)[by] > 0]  # a bot without games stays out
+        by = by[has_games[by]]  # a bot without games stays out
         # Consecutive blocks of ``width`` within each connected part.
         parts = label[by]
         first = np.r_[True, parts[1:] != parts[:-1]]
