@@ -98,6 +98,11 @@ MIN_AGGREGATE = 16
 MOST_AGGREGATES = 512
 """…and its largest number of aggregates (its coarse matrix is dense)."""
 
+SWEEPS = 2
+"""Breadth-first walks to the farthest bot before the one that orders the aggregates: with one,
+the near-in-strength ladders' variances were four times as far off (1.3–1.5 % of the
+half-width at 400 bots, 0.2–0.3 % with two)."""
+
 DENSE_COARSE = 64
 """Up to this many aggregates, the diagonal's exact part takes dense products with them."""
 
@@ -291,13 +296,15 @@ class _Pairs:
         import scipy.sparse
 
         if self._structure is None:  # once: where each pair's two entries go
-            count = len(self.lo)
-            both = scipy.sparse.csr_array(
-                (np.arange(1.0, 2 * count + 1), (np.r_[self.lo, self.hi], np.r_[self.hi, self.lo])),
-                shape=(self.size, self.size))
+            count, n = len(self.lo), self.size
             index = np.int32 if 2 * count < 2**31 else np.int64  # 32 bits: the products read half as much
+            # The upper triangle is the pairs in their order (+k + 1), the lower its transpose (−k − 1).
+            upper = scipy.sparse.csr_array(
+                (np.arange(1.0, count + 1), self.hi.astype(index),
+                 np.r_[0, np.cumsum(np.bincount(self.lo, minlength=n))].astype(index)), shape=(n, n))
+            both = (upper - upper.T.tocsr()).tocsr()
             self._structure = (both.indices.astype(index), both.indptr.astype(index),
-                               (both.data.astype(np.int64) - 1) % max(count, 1))
+                               np.abs(both.data).astype(np.int64) - 1)
         indices, indptr, entry_pair = self._structure
         return scipy.sparse.csr_array((values[entry_pair], indices, indptr), shape=(self.size, self.size))
 
@@ -417,18 +424,28 @@ class _TwoLevel:
 
         size = pairs.size
         graph = pairs.matrix(np.ones(len(pairs.lo)))
-        parts, label = connected_components(graph, directed=False)
         has_games = np.diff(graph.indptr) > 0
-        bots = np.bincount(label, has_games, parts)
         rank = np.zeros(size, np.int64)
-        for part in np.flatnonzero(bots > MIN_AGGREGATE):  # a smaller part is one aggregate
-            # Breadth first from a peripheral bot (the last one reached, twice over): consecutive
-            # bots are then close in the graph, and a long graph is walked along its length.
-            start = int(np.argmax(label == part))
-            for _ in range(2):
+
+        def walk(start: int) -> _Ints:
+            """Breadth first from a peripheral bot (the last one reached from ``start``, and so
+            on :data:`SWEEPS` times): consecutive bots are then close in the graph, and a long
+            graph is walked along its length."""
+            for _ in range(SWEEPS):
                 start = int(breadth_first_order(graph, start, directed=False, return_predecessors=False)[-1])
-            order = breadth_first_order(graph, start, directed=False, return_predecessors=False)
+            order: _Ints = breadth_first_order(graph, start, directed=False, return_predecessors=False)
             rank[order] = np.arange(len(order))
+            return order
+
+        order = walk(int(np.argmax(has_games))) if has_games.any() else np.zeros(0, np.int64)
+        if len(order) == has_games.sum():  # one connected part (and bots without games)
+            label = np.zeros(size, np.int64)
+        else:
+            parts, label = connected_components(graph, directed=False)
+            bots = np.bincount(label, has_games, parts)
+            for part in np.flatnonzero(bots > MIN_AGGREGATE):  # a smaller part is one aggregate
+                if part != label[order[0]]:
+                    walk(int(np.argmax(label == part)))
         spread = float(np.abs(rank[pairs.lo] - rank[pairs.hi]).mean()) if len(pairs.lo) else 0.0
         width = max(MIN_AGGREGATE, round(0.75 * spread), -(-size // MOST_AGGREGATES))
         by = np.lexsort((rank, label))
