@@ -9,8 +9,10 @@ opponents (all of them when there are fewer) 1 to 4 times, one game in ten a dra
 totals as ``Tally.rows()`` gives them. ``random`` draws the opponents from the whole pool;
 ``near`` from the bots nearest in strength (as a ladder that pairs by rating does, whose
 comparison graph is long and thin and so harder to solve). For each it prints the fit's CPU
-time (``time.process_time``, every thread of the process) and wall time, the best of
-``--repeat`` runs; the reference fit (``tests/ladder/bt_reference.py``) at the sizes in
+time (``time.process_time``, every thread of the process) and wall time from the rows
+(``fit_tally``), the best of ``--repeat`` runs; the CPU time of the server's fitting worker's
+part alone (the totals already packed into arrays, as ``server/ladder/fitting.py`` hands them
+over from a thread of the server); the reference fit (``tests/ladder/bt_reference.py``) at the sizes in
 ``--reference``; the largest difference between the two; and with ``--accuracy K``, for
 ladders past ``DENSE_MAX``, the estimated intervals against exact ones for K bots (each an
 exact sparse solve).
@@ -39,6 +41,7 @@ sys.path.insert(0, str(ROOT / "tests" / "ladder"))
 
 import bt_reference  # noqa: E402
 
+from server.ladder import fitting  # noqa: E402
 from server.ratings import bradley_terry  # noqa: E402
 
 Rows = list[tuple[str, str, int, int, int]]
@@ -122,14 +125,16 @@ def main() -> int:
     print(f"# OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')};"
           f" DENSE_MAX={bradley_terry.DENSE_MAX}")
     reference = {int(x) for x in args.reference.split(",") if x}
-    print(f"{'bots':>6} {'kind':>6} {'pairs':>8} {'path':>6} {'CPU s':>7} {'wall s':>7}"
+    print(f"{'bots':>6} {'kind':>6} {'pairs':>8} {'path':>6} {'CPU s':>7} {'wall s':>7} {'worker CPU':>10}"
           f" {'ref CPU s':>9} {'ref wall s':>10} {'max diff':>9}  accuracy")
     for size in (int(x) for x in args.sizes.split(",")):
         for kind in args.kinds.split(","):
             rows, names = ladder(size, args.opponents, kind, seed=size)
             fits, cpu, wall = timed(lambda rows=rows, names=names: bradley_terry.fit_tally(rows, names, 1500.0), args.repeat)
+            packed = fitting._pack(rows, names)
+            _, worker_cpu, _ = timed(lambda packed=packed: fitting._fit_packed(packed, 1500.0), args.repeat)
             line = (f"{size:>6} {kind:>6} {len(rows):>8} {'dense' if size <= bradley_terry.DENSE_MAX else 'sparse':>6}"
-                    f" {cpu:>7.3f} {wall:>7.3f}")
+                    f" {cpu:>7.3f} {wall:>7.3f} {worker_cpu:>10.3f}")
             if size in reference:
                 ref, rcpu, rwall = timed(lambda rows=rows, names=names: bt_reference.fit_tally(rows, names, 1500.0), 1)
                 diff = max(max(abs(ref[b].rating - f.rating), abs(ref[b].low - f.low), abs(ref[b].high - f.high))
