@@ -4,6 +4,7 @@ histories; and the ladder reads the totals storage keeps, not the games."""
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 from typing import Any
 
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 from test_ladder import FAST, qualify
 
 from arena_testkit import Harness, gather, play_out, random_policy
+from server.ladder import fitting
 from server.ladder.tally import Tally
 from server.ratings import bradley_terry
 
@@ -70,3 +72,22 @@ async def test_the_ladder_starts_from_the_stored_totals_and_keeps_them(make_aren
     assert {p: tuple(c) for p, c in ladder.tally.counts.items()} == stored
     table = await ladder.refresh_standings()
     assert sum(s.wins + s.draws + s.losses for s in table.standings) == 8
+
+
+async def test_the_fitting_worker_gives_the_fit_of_the_totals() -> None:
+    """``fit_standings`` packs the totals into arrays in a thread, fits them in the worker
+    process and unpacks the ratings: the same fits, in the same order, as ``fit_tally`` here,
+    with bots listed without games and bots that turn up only in the totals."""
+    rng = random.Random(5)
+    names = [f"bot{k}" for k in range(40)]
+    results = [(*rng.sample(names, 2), rng.choice([1.0, 0.5, 0.0])) for _ in range(600)]
+    rows = Tally.of(results).rows()
+    players = ["idle", *names[::2]]
+    got = await fitting.fit_standings(rows, players, 1487.5)
+    want = bradley_terry.fit_tally(rows, players, 1487.5)
+    assert list(got) == list(want)
+    for bot, fit in want.items():  # the worker's BLAS runs on one thread: sums in another order
+        other = got[bot]
+        assert other.games == fit.games, bot
+        assert max(abs(other.rating - fit.rating), abs(other.low - fit.low), abs(other.high - fit.high)) < 1e-9, bot
+    assert got["idle"].games == 0
