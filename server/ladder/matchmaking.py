@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
@@ -54,26 +54,38 @@ class Seeker:
 
 
 class Meetings:
-    """Ladder games between each two bots (a duplicate pair counts two)."""
+    """Ladder games between each two bots (a duplicate pair counts two), kept per bot so that
+    a look-up is two dictionary reads and a bot's opponents are at hand."""
 
     def __init__(self) -> None:
-        self._pair: Counter[frozenset[str]] = Counter()
-        self._total: Counter[str] = Counter()
+        self._of: dict[str, dict[str, int]] = {}
+        self._total: dict[str, int] = {}
 
     def add(self, a: str, b: str, games: int = 1) -> None:
-        self._pair[frozenset((a, b))] += games
-        self._total[a] += games
-        self._total[b] += games
+        for x, y in ((a, b), (b, a)):
+            row = self._of.get(x)
+            if row is None:
+                row = self._of[x] = {}
+            row[y] = row.get(y, 0) + games
+            self._total[x] = self._total.get(x, 0) + games
 
     def met(self, a: str, b: str) -> int:
-        return self._pair[frozenset((a, b))]
+        row = self._of.get(a)
+        return 0 if row is None else row.get(b, 0)
+
+    def of(self, a: str) -> dict[str, int]:
+        """``a``'s games against each opponent it has met (do not change it)."""
+        return self._of.get(a, _NONE)
 
     def total(self, a: str) -> int:
-        return self._total[a]
+        return self._total.get(a, 0)
 
     def clear(self) -> None:
-        self._pair.clear()
+        self._of.clear()
         self._total.clear()
+
+
+_NONE: dict[str, int] = {}
 
 
 def weight(a: Seeker, b: Seeker, spread: float) -> float:
@@ -96,19 +108,32 @@ LEAD = 4
 def pair_round(free: Sequence[Seeker], busy: Collection[str], meetings: Meetings, rng: random.Random,
                spread: float = 200.0, wait_s: float = 5.0, lead: int = LEAD) -> list[tuple[str, str]]:
     """The pairs to start now among the ``free`` seekers, each in at most one; ``busy`` are
-    the active bots without a free slot (they count for rules 1 to 3)."""
+    the active bots without a free slot (they count for rules 1 to 3).
+
+    Quadratic in the seekers (every two free bots are weighed), which is what the switch to
+    the large ladder's policy bounds (``server/ladder/large.py``)."""
     active = {s.name for s in free} | set(busy)
-    least = {a.name: _least_met(meetings, a.name, active) for a in free}
-    floor = {a.name: min((meetings.met(a.name, c) for c in active if c != a.name), default=0) for a in free}
+    others = len(active) > 2  # within_cap's "another active opponent", for a and b both active
+    rows = {a.name: meetings.of(a.name) for a in free}
+    total = {a.name: meetings.total(a.name) for a in free}
+    least: dict[str, int] = {}
+    floor: dict[str, int] = {}
+    for a in free:
+        row, t = rows[a.name], total[a.name]
+        counts = [row.get(c, 0) for c in active if c != a.name]
+        floor[a.name] = min(counts, default=0)
+        least[a.name] = min((m for m in counts if not others or m <= t - m), default=0)  # rule 1's opponents
     candidates = []
     for i, a in enumerate(free):
+        row_a, total_a, least_a, floor_a = rows[a.name], total[a.name], least[a.name], floor[a.name]
+        a_out = _waited_out(a, wait_s)
         for b in free[i + 1:]:
-            if not (within_cap(meetings, a.name, b.name, active) and within_cap(meetings, b.name, a.name, active)):
+            met = row_a.get(b.name, 0)
+            if others and (met > total_a - met or met > total[b.name] - met):
+                continue  # rule 1, from either side
+            if met >= floor_a + lead or met >= floor[b.name] + lead:
                 continue
-            met = meetings.met(a.name, b.name)
-            if met >= floor[a.name] + lead or met >= floor[b.name] + lead:
-                continue
-            if not all(met <= least[x.name] or _waited_out(x, wait_s) for x in (a, b)):
+            if not ((met <= least_a or a_out) and (met <= least[b.name] or _waited_out(b, wait_s))):
                 continue
             rematch = a.last_opponent == b.name or b.last_opponent == a.name
             # An exponential race: the smallest of E/w, E ~ Exp(1), is b with probability ∝ w.
@@ -122,12 +147,6 @@ def pair_round(free: Sequence[Seeker], busy: Collection[str], meetings: Meetings
             taken |= {a_name, b_name}
             pairs.append((a_name, b_name))
     return pairs
-
-
-def _least_met(meetings: Meetings, a: str, active: Collection[str]) -> int:
-    """Games against the active opponent ``a`` has met least (that the cap allows)."""
-    counts = [meetings.met(a, c) for c in active if c != a and within_cap(meetings, a, c, active)]
-    return min(counts, default=0)
 
 
 def _waited_out(s: Seeker, wait_s: float) -> bool:
