@@ -3,8 +3,8 @@ killed with ``kill -9`` every 10 s (and restarted, at once or a few seconds late
 
 Every bot connects through HAProxy, as a bot of a competition would, and comes back through it
 whenever its connection drops; it keeps every frame it receives. Odd rounds kill the node
-that leads the ladder (which hosts its games: they are taken over), even ones another node
-(its bots reconnect elsewhere). Afterwards:
+that leads the ladder, even ones another node; each hosts the games the leader placed on it
+(those of its bots), which are taken over, and its bots reconnect elsewhere. Afterwards:
 
 - every game ended in storage, finished or aborted; none is left running;
 - no finished game is lost: each ``game_over`` a bot received is stored with that result;

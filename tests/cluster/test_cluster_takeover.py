@@ -1,7 +1,7 @@
 """Nodes as processes, over a real Redis and PostgreSQL: ``kill -9`` of the node that leads the
-ladder stops pairing for less than 5 s (another node takes the lease, the bots whose games died
-with it are closed with 4010 and come back), no game a bot saw finish is lost, and the ratings
-equal a replay of the stored games. Also: a node whose Redis or PostgreSQL cannot be reached
+ladder stops pairing for less than 5 s (another node takes the lease; the games, hosted by the
+bots' node, play on), no game a bot saw finish is lost, and the ratings equal a replay of the
+stored games. Also: a node whose Redis or PostgreSQL cannot be reached
 does not start (exit status 1, naming what)."""
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ async def test_kill_9_of_the_pairing_leader_stops_pairing_for_less_than_5_s(
             await n2.ready(http)
             await wait_until(lambda: _is(leader(http, n2), "n1"), 5, "n2 did not learn that n1 leads")
             tokens = await n2.create_bots(http, BOTS)
-            # The bots are connected to n2; the ladder (and its games) runs on n1.
+            # The bots are connected to n2: n1 leads the ladder, n2 hosts its games.
             bots = [asyncio.create_task(ladder_bot(http, n2.url, tokens[b], i, seen, reconnect=True))
                     for i, b in enumerate(BOTS)]
             await wait_until(lambda: n2.rated_games(http), 60, "no rated game was played")

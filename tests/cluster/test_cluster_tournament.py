@@ -1,6 +1,7 @@
 """A tournament in a cluster: the organizer creates and starts it on a node that does not lead,
-bots connected to different nodes play it, the leader hosts its games, and every node answers
-its progress and pushes it to ``/live``."""
+bots connected to different nodes play it, the leader runs it and each of its games is hosted
+by the node of one of its seats, and every node answers its progress and pushes it to
+``/live``."""
 
 from __future__ import annotations
 
@@ -11,12 +12,14 @@ import aiohttp
 
 from arena_testkit import ADMIN, Seen, ladder_bot, wait_until
 from conftest import MakeCluster
+from server.storage.postgres import PostgresStorage
 
 AUTH = {"Authorization": f"Bearer {ADMIN}"}
 BOTS = {"alpha": 0, "bravo": 1, "charlie": 2}
 
 
-async def test_a_tournament_created_on_a_follower_runs_on_the_leader(make_cluster: MakeCluster) -> None:
+async def test_a_tournament_created_on_a_follower_runs_on_the_nodes_of_its_bots(
+        make_cluster: MakeCluster, pg_url: str, pg_schema: str) -> None:
     nodes = await make_cluster(3)
     leader = nodes[0].arena.cluster
     assert leader is not None
@@ -53,7 +56,19 @@ async def test_a_tournament_created_on_a_follower_runs_on_the_leader(make_cluste
             await live.close()
     tournament_games = [g for g, start in seen.started.items() if start.tournament_id == tid]
     assert len(tournament_games) == 6
-    assert all(g in nodes[0].arena.manager.finished for g in tournament_games)  # hosted by the leader
+    store = PostgresStorage(pg_url, schema=pg_schema, max_size=2)
+    await store.open()
+    try:
+        rows = await store.tournament_games(tid)
+    finally:
+        await store.close()
+    assert sorted(g.game_id for g in rows) == sorted(tournament_games)
+    # Each game ran on the node of one of its seats: bravo's and charlie's (n2, n3) never on
+    # the leader n1, which hosted only games of alpha, connected to it.
+    node_of = {name: f"n{i + 1}" for name, i in BOTS.items()}
+    for g in rows:
+        assert g.status == "finished" and g.host in {node_of[p] for p in g.players}, (g.players, g.host)
+    assert {g.host for g in rows if set(g.players) == {"bravo", "charlie"}} <= {"n2", "n3"}
     for node in nodes:
         results = await node.get_json(f"/api/tournaments/{tid}/results")
         assert results["played"] == 6 and sum(r["games"] for r in results["ranking"]) == 12
