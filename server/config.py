@@ -125,6 +125,11 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     pairing_max_lead: Annotated[int, Meta(ge=1, le=50)] = 2
     """Pairs a bot may play against one opponent beyond its least-met active opponent before it
     must wait for that one (so every two bots meet, whatever their speeds)."""
+    seeks_per_minute: Annotated[int, Meta(ge=1, le=10_000)] = 30
+    """``seek`` and ``unseek`` messages one bot may send in any minute; more are refused
+    (``rate_limited``, limit ``seeks``) and change nothing. Counted per bot, so reconnecting
+    does not start the count again: a bot that seeks and leaves in a loop wakes the pairing
+    at most this often."""
     return_wait_s: Annotated[float, Meta(ge=0, le=3600)] = 30.0
     """How long the return game of a duplicate pair waits for a bot that left; then it is dropped."""
     ladder_games_per_hour: Annotated[int, Meta(ge=2, le=100_000)] | None = None

@@ -34,17 +34,22 @@ class TokenBucket:
 class WindowLimiter:
     """At most ``limit`` events per ``window`` seconds for each key."""
 
-    __slots__ = ("limit", "window", "_events")
+    __slots__ = ("limit", "window", "_events", "_prune_above")
 
     def __init__(self, limit: int, window: float) -> None:
         self.limit = limit
         self.window = window
         self._events: dict[str, deque[float]] = {}
+        self._prune_above = 10_000
 
     def hit(self, key: str, now: float) -> float | None:
         """Count one event for ``key``: ``None`` if allowed, else seconds until one is allowed."""
-        if len(self._events) > 10_000:
+        if len(self._events) > self._prune_above:
             self._prune(now)
+            # Pruned again only once the table has doubled: with more keys active in the
+            # window than that (ten thousand bots seeking after a restart), a prune at every
+            # hit would make each hit cost them all.
+            self._prune_above = max(10_000, 2 * len(self._events))
         events = self._events.setdefault(key, deque())
         while events and events[0] <= now - self.window:
             events.popleft()

@@ -205,8 +205,10 @@ class Session:
             raise Refusal("unknown_type", f"unhandled message {m!r}")
 
     def seek(self, bot: str, seeking: bool) -> None:
-        """The ladder hears a seek where it runs: here, or on the cluster's pairing leader."""
+        """The ladder hears a seek where it runs: here, or on the cluster's pairing leader,
+        once the seek limit has let it through."""
         arena = self.arena
+        arena.ladder.admit_seek(bot)
         if arena.cluster is not None:
             arena.cluster.seek(bot, seeking)
         elif seeking:

@@ -45,6 +45,7 @@ from ..common.clock import seconds_since, utc_now
 from ..common.refusal import Refusal
 from ..config import Settings
 from ..connections.presence import Presence
+from ..connections.ratelimit import WindowLimiter
 from ..games.deals import Deal
 from ..games.house import HouseBot
 from ..games.manager import GameManager
@@ -105,6 +106,8 @@ class Ladder:
         """Wins, draws and losses of each pair of bots since the last ratings reset (from
         storage at the start, then each rated game as it is stored)."""
         self.rng = random.Random()
+        self.seek_limit = WindowLimiter(settings.seeks_per_minute, 60.0)
+        """Seeks and unseeks of each bot in the last minute (``admit_seek``)."""
         self.house = HouseBot(settings.house_bot, manager.play)
         self.qualification = Qualifier(settings, self.house.name, self._tell, self._stop_seeking, self._passed)
         self.standings = Standings(settings, storage, presence, manager.recorder, self)
@@ -219,6 +222,14 @@ class Ladder:
         conn = self.presence.get(bot)
         if conn is not None:
             conn.send(self.status(bot, message))
+
+    def admit_seek(self, bot: str) -> None:
+        """Refuse a ``seek`` or ``unseek`` beyond ``seeks_per_minute`` (a bot that flaps): the
+        refused message changes nothing and wakes nothing. Per bot, whatever its connection."""
+        retry = self.seek_limit.hit(bot, asyncio.get_running_loop().time())
+        if retry is not None:
+            raise Refusal("rate_limited", f"more than {self.settings.seeks_per_minute} seek and unseek messages a minute",
+                          limit="seeks", retry_after=round(retry, 3))
 
     def seek(self, bot: str) -> None:
         if bot == self.house.name:
