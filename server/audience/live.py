@@ -116,7 +116,8 @@ class LiveHub:
         self._finished: deque[list[int]] = deque()
         """``[second, games finished in it]`` over the last minute."""
         self._fresh: dict[bool, bytes] = {}
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: asyncio.Handle | None = None
+        self._timer_at = 0.0
         self._writing = False
         self._last_tick = 0.0
         self._last_sample = 0.0
@@ -350,9 +351,11 @@ class LiveHub:
             at = min(at, self._last_tick + self.interval)
         at = max(at, loop.time())
         if self._timer is not None:
-            if self._timer.when() <= at:
+            if self._timer_at <= at:
                 return
             self._timer.cancel()
+        # (uvloop answers a time already past with a plain Handle, which has no when())
+        self._timer_at = at
         self._timer = loop.call_at(at, self._tick)
 
     def _tick(self) -> None:
