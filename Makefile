@@ -84,11 +84,14 @@ load: $(STAMP)
 	$(PY) bench/load.py --pairs $(PAIRS) --seconds $(SECONDS) --think $(THINK) --viewers $(VIEWERS) --spectators $(SPECTATORS)
 
 # The same load on cluster nodes (PostgreSQL and Redis started for it): one node, two nodes with
-# each pair on one node, two nodes with each pair across them (bench/cluster_load.py).
-# DURABLE=1 runs its PostgreSQL with fsync on: make load-cluster DURABLE=1
+# each pair on one node, two nodes with each pair across them; then the ladder on three nodes,
+# BOTS bots spread over them (bench/cluster_load.py). RUNS picks some: make load-cluster
+# RUNS=ladder BOTS=60 SECONDS=30. DURABLE=1 runs its PostgreSQL with fsync on.
 DURABLE ?=
+BOTS ?= 60
+RUNS ?= one,pairs,across,ladder
 load-cluster: $(STAMP)
-	$(PY) bench/cluster_load.py --pairs $(PAIRS) --seconds $(SECONDS) --think $(THINK) $(if $(DURABLE),--durable)
+	$(PY) bench/cluster_load.py --runs $(RUNS) --pairs $(PAIRS) --bots $(BOTS) --seconds $(SECONDS) --think $(THINK) $(if $(DURABLE),--durable)
 
 schema: $(STAMP)
 	$(PY) -m protocol.schema
