@@ -20,8 +20,10 @@ TOP = 20
 RUNNING_SHOWN = 20
 """Running games the default stream follows at a time (their starts and their ends)."""
 SAMPLED_PER_S = 2
-"""Games the default stream tells of a second besides the ends of those it follows: a start
-(while it follows fewer than :data:`RUNNING_SHOWN`) or a finished game's end."""
+"""Games the default stream tells of anew a second, besides the ends of those it follows: a
+start (while it follows fewer than :data:`RUNNING_SHOWN`), a finished game's end, or a running
+game a fresh start adds to those it follows (what is not used is saved up, to at most
+:data:`RUNNING_SHOWN`)."""
 
 GamesFollowed = Literal["sample", "all"]
 """``/live?games=``: ``sample`` (the default) or ``all``."""

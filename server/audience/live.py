@@ -105,6 +105,12 @@ class LiveHub:
         """The counts as last sent."""
         self.shown: dict[str, GameSummary] = {}
         """The running games the default stream follows: their ends are always sent."""
+        self._tokens = float(RUNNING_SHOWN)
+        """Games the default stream may still tell of anew (a start, an end it did not follow,
+        a running game a fresh start adds to those it follows): ``SAMPLED_PER_S`` more each
+        second, at most ``RUNNING_SHOWN`` saved up. So the ends of the games it follows come no
+        faster than it took them on."""
+        self._tokens_at = time.monotonic()
         self.top_of: LiveStandings | None = None
         """The table ``top`` was last taken from."""
         self._order = 0
@@ -206,11 +212,19 @@ class LiveHub:
 
     # ------------------------------------------------------------------ what the default stream shows
 
+    def _allowance(self, most: float) -> int:
+        """How many games the default stream may tell of anew now, at most ``most``."""
+        now = time.monotonic()
+        self._tokens = min(float(RUNNING_SHOWN), self._tokens + (now - self._tokens_at) * SAMPLED_PER_S)
+        self._tokens_at = now
+        return int(min(most, self._tokens))
+
     def _pick(self) -> list[tuple[int, GameEvent]]:
         """This batch's games for the default stream: the ends of the games it follows, and up
-        to ``SAMPLED_PER_S`` others, the top's bots' games first, then the newest. A start is
-        taken while the sample follows fewer than ``RUNNING_SHOWN`` games (and not if the game
-        ended meanwhile); an end only of a finished game."""
+        to ``SAMPLED_PER_S`` others (as the allowance has them), the top's bots' games first,
+        then the newest. A start is taken while the sample follows fewer than
+        ``RUNNING_SHOWN`` games (and not if the game ended meanwhile); an end only of a
+        finished game."""
         picked: list[tuple[int, GameEvent]] = list(self._ends_shown)
         candidates = list(self._candidates)
         self._ends_shown.clear()
@@ -225,9 +239,10 @@ class LiveHub:
 
         choices = [(i, m) for i, m in candidates if wanted(m)]
         ranked = sorted(choices, key=lambda c: (not (top & set(c[1].game.players)), -c[0]))
+        allowed = self._allowance(SAMPLED_PER_S) if ranked else 0
         taken = 0
         for i, m in ranked:
-            if taken == SAMPLED_PER_S:
+            if taken == allowed:
                 break
             if isinstance(m, LiveGameStarted):
                 if len(self.shown) >= RUNNING_SHOWN:
@@ -235,22 +250,27 @@ class LiveHub:
                 self.shown[m.game.game_id] = m.game
             picked.append((i, m))
             taken += 1
+        self._tokens -= taken
         return picked
 
     def _running_sample(self) -> list[GameSummary]:
         """The running games the default stream follows, newest first; while it follows fewer
-        than it may and more games run, topped up with the newest of them (and games that no
-        longer run are forgotten)."""
+        than it may and more games run, topped up with the newest of them as the allowance
+        permits (and games that no longer run are forgotten)."""
         count = self.counting()[0] if self.counting is not None else 0
         if self.state is not None and (len(self.shown) < min(RUNNING_SHOWN, count) or count < len(self.shown)):
             running = self.state()[1]
             ids = {g.game_id for g in running}
             for game_id in [g for g in self.shown if g not in ids]:
                 del self.shown[game_id]
+            more = self._allowance(RUNNING_SHOWN - len(self.shown))
             for g in running:
-                if len(self.shown) >= RUNNING_SHOWN:
+                if more <= 0:
                     break
-                self.shown.setdefault(g.game_id, g)
+                if g.game_id not in self.shown:
+                    self.shown[g.game_id] = g
+                    self._tokens -= 1
+                    more -= 1
         return sorted(self.shown.values(), key=lambda g: g.started, reverse=True)
 
     def _table_now(self) -> LiveStandings:
