@@ -79,6 +79,7 @@ async def test_a_game_its_node_never_starts_frees_the_pairing_after_the_timeout(
     start = await alpha.until(GameStart, 5)
     assert start.game_id != dropped.game_id and start.kind == "qualification"
     assert n2.arena.manager.lookup(start.game_id) is not None
+    await n2.arena.manager.flush()  # its start row is stored
     store = PostgresStorage(pg_url, schema=pg_schema, max_size=2)
     await store.open()
     try:
