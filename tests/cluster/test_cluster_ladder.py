@@ -89,3 +89,6 @@ async def test_bots_on_three_nodes_share_one_ladder(make_cluster: MakeCluster, p
     assert all(g.host == "n2" for g in games if set(g.players) == {"bravo", "delta"})
     for s in reference["standings"]:
         assert (s["elo"], s["games"]) == (round(state[s["bot"]][0], 1), state[s["bot"]][1])
+        # The leader's totals, kept as it hears each rated game stored on whichever node
+        # hosted it, count every stored rated game once.
+        assert s["wins"] + s["draws"] + s["losses"] == s["games"], s
