@@ -601,7 +601,8 @@ class RemoteGames:
                            pair_id=setup.pair_id, status="aborted", started=utc_now(), ended=utc_now(), ply=0,
                            result=None, tournament_id=setup.tournament_id)
         self._decided_game_ended(PlayedElsewhere(game, slot=setup.slot, first_player=setup.deal.first_player,
-                                                 host=placing.host, decision_ms=setup.decision_ms or 0))
+                                                 host=placing.host,
+                                                 decision_ms=setup.decision_ms or self.parts.settings.decision_ms))
         self.parts.ladder.wake()
 
     def _on_abort_game(self, sender: str, m: AbortGame) -> None:
