@@ -125,6 +125,15 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     pairing_max_lead: Annotated[int, Meta(ge=1, le=50)] = 2
     """Pairs a bot may play against one opponent beyond its least-met active opponent before it
     must wait for that one (so every two bots meet, whatever their speeds)."""
+    pairing_large_from: Annotated[int, Meta(ge=16, le=64)] = 32
+    """Active bots (listed, connected, seeking; and those qualifying) from which the ladder pairs
+    by the large ladder's policy (near opponents, the most telling games, every fourth pair
+    across the ladder: ``server/ladder/large.py``) instead of letting everyone meet everyone
+    (``server/ladder/matchmaking.py``). With 32, every two bots are sure to meet within 93
+    pairs each (``(pairing_max_lead + 1)·(k − 1)``) and a pass that weighs every two free bots
+    takes about half a millisecond; with 64, 189 pairs and 2 ms, and it grows with the square
+    of the bots. Below 16 the large policy's share cap (no opponent more than an
+    eighth of a bot's games: eight opponents at least) would often leave a free bot waiting."""
     seeks_per_minute: Annotated[int, Meta(ge=1, le=10_000)] = 30
     """``seek`` and ``unseek`` messages one bot may send in any minute; more are refused
     (``rate_limited``, limit ``seeks``) and change nothing. Counted per bot, so reconnecting

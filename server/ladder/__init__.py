@@ -5,7 +5,9 @@
 - ``qualification.py``: who is qualifying against the house bot, and the rules that pass or
   fail them.
 - ``pairs.py``: a duplicate pair, two games on one deal with the seats swapped.
-- ``matchmaking.py``: who plays whom next (pure: no I/O, no clock).
+- ``matchmaking.py``: who plays whom next (pure: no I/O, no clock), everyone meeting everyone.
+- ``large.py``: who plays whom on a ladder of ``pairing_large_from`` active bots or more: near
+  opponents, the most telling games, newcomers placed by binary search (pure).
 - ``standings.py``: the standings table, computed (coalesced) and published to ``/live``.
 - ``tally.py``: wins, draws and losses of each pair of bots, what the standings are fit on.
 - ``fitting.py``: the standings' Bradley–Terry fit, in a worker process.

@@ -1,10 +1,14 @@
 """The ladder as it runs: who seeks, where each bot stands, and the pairing of games.
 
-Everything here runs on the event loop. The pairing loop wakes at once after a seek, a game's
-end or a bot's return, and at least every ``pairing_interval_s``; it never starts a game from
-inside another game's step. Its parts: qualification against the house bot
+Everything here runs on the event loop. The pairing loop wakes at once after a game's end or
+a bot's return, and at least every ``pairing_interval_s``; it never starts a game from inside
+another game's step. A pass runs in slices of about ``PAIRING_SLICE_S`` (``run_in_slices``),
+checking each game again before it starts, so ten thousand bots seeking at once after a restart
+never hold the games' clocks and frames for more than a few milliseconds; and the next pass
+waits nine times as long as the last held the loop, so pairing takes at most a tenth of it
+however often bots seek or leave. Its parts: qualification against the house bot
 (``qualification.py``), the standings table (``standings.py``), who plays whom
-(``matchmaking.py``).
+(``matchmaking.py`` below ``pairing_large_from`` active bots, ``large.py`` from there).
 
 - **Qualification.** A bot not yet listed qualifies first (``qualification.py``); when it
   passes, it is listed here, stored so it survives restarts.
@@ -35,7 +39,8 @@ import itertools
 import logging
 import random
 import secrets
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from protocol.messages import Error, GameKind, LadderState, LadderStatus, LiveStandings
@@ -50,8 +55,10 @@ from ..games.deals import Deal
 from ..games.house import HouseBot
 from ..games.manager import GameManager
 from ..games.room import GameRoom
+from ..ratings.bradley_terry import Z95
 from ..storage import NameTaken, Storage
 from ..storage.base import LadderStanding, score_of_seat0
+from .large import WAIT_SLACK, Field
 from .matchmaking import Meetings, RecentGames, Seeker, next_wait_end, pair_round
 from .pairs import Pair
 from .qualification import Qualifier
@@ -59,6 +66,37 @@ from .standings import Standings
 from .tally import Tally
 
 log = logging.getLogger(__name__)
+
+PAIRING_SLICE_S = 0.002
+"""The pairing gives the event loop its turn after this long (plus one step of its work), so
+that a pass over thousands of seekers never holds the games' clocks and frames for more than a
+few milliseconds (``run_in_slices``)."""
+
+
+PASS_GAP = 9.0
+"""After a pass that held the loop for ``t``, the next waits ``PASS_GAP·t``: pairing takes at
+most a tenth of the loop's time, however often it is woken."""
+GATHER = 512
+"""Bots looked at between two yields of a pass."""
+
+
+async def run_in_slices(steps: Iterable[object], budget_s: float) -> float:
+    """Run ``steps`` (a generator that yields after each bounded piece of work), letting the
+    loop run other tasks whenever ``budget_s`` has passed since it last did, so no stretch is
+    longer than ``budget_s`` and one piece. Returns the time the steps held the loop."""
+    clock = time.perf_counter
+    start = clock()
+    until = start + budget_s
+    away = 0.0
+    for _ in steps:
+        now = clock()
+        if now >= until:
+            await asyncio.sleep(0)
+            back = clock()
+            away += back - now
+            until = back + budget_s
+    return clock() - start - away
+
 
 HOUSE_TOKEN_HASH = "house:no-token"
 """The house bot's stored token hash: no token hashes to it, so nobody can connect as the house."""
@@ -108,6 +146,10 @@ class Ladder:
         self.rng = random.Random()
         self.seek_limit = WindowLimiter(settings.seeks_per_minute, 60.0)
         """Seeks and unseeks of each bot in the last minute (``admit_seek``)."""
+        self.field = Field(settings.elo_initial)
+        """What the large ladder's policy knows of each bot (``large.py``)."""
+        self._fed: LiveStandings | None = None
+        """The standings table last given to the field."""
         self.house = HouseBot(settings.house_bot, manager.play)
         self.qualification = Qualifier(settings, self.house.name, self._tell, self._stop_seeking, self._passed)
         self.standings = Standings(settings, storage, presence, manager.recorder, self)
@@ -327,8 +369,11 @@ class Ladder:
     def _count_meetings(self) -> None:
         """Meetings from the stored rated games since the last reset, plus the pairs under way."""
         self.meetings.clear()
+        self.field.reset()
+        self._fed = None
         for a, b, games in self.tally.games():
             self.meetings.add(a, b, games=games)
+            self.field.played_before(a, b, games)
         for pair in self.pairs.values():
             if pair.kind == "ladder":
                 self.meetings.add(*pair.players, games=2 - len(pair.games) + self._running(pair))
@@ -365,6 +410,8 @@ class Ladder:
             else:
                 if len(pair.games) == 1 and pair.kind == "ladder":
                     self.meetings.add(*pair.players, games=-1)  # the return game will not be played
+                if pair.kind == "ladder":
+                    self.field.ended(*pair.players)
                 del self.pairs[pair.id]
                 q = self.qualification.of(pair)
                 if q is not None:
@@ -399,21 +446,30 @@ class Ladder:
     def rated_game_stored(self, room: GameRoom) -> None:
         row = room.to_row(record=False)
         self.tally.add(row.players[0], row.players[1], score_of_seat0(row.result))
+        self.field.result(row.players[0], row.players[1], score_of_seat0(row.result))
         self.changed()
 
     # ------------------------------------------------------------------ pairing
 
     async def _pairing_loop(self) -> None:
+        """Pass after pass, each in slices (``run_in_slices``); after a pass that held the loop
+        for ``t``, the next waits at least ``PASS_GAP·t`` (at most ``pairing_interval_s``), so
+        pairing never takes more than a tenth of the loop, however often bots seek or leave."""
+        rest = 0.0
         while True:
             try:
                 await asyncio.wait_for(self._wake.wait(), self.settings.pairing_interval_s)
             except TimeoutError:
                 pass
+            if rest > 0.0:
+                await asyncio.sleep(rest)
             self._wake.clear()
+            held = 0.0
             try:
-                self.pair_now()
+                held = await run_in_slices(self._pass(), PAIRING_SLICE_S)
             except Exception:
                 log.exception("ladder pairing failed")
+            rest = min(PASS_GAP * held, self.settings.pairing_interval_s)
 
     def wake(self) -> None:
         self._wake.set()
@@ -423,6 +479,15 @@ class Ladder:
         tournament games and those kept for return games whose other bot is connected."""
         reserved = sum(1 for p in self.returns if bot in p.players and self._others_here(p, bot))
         return self.manager.open_slots(bot) - self.held(bot) - reserved
+
+    def _reserved(self) -> dict[str, int]:
+        """Each bot's slots kept for return games (``free``'s, for every bot in one go)."""
+        reserved: dict[str, int] = {}
+        for pair in self.returns:
+            for bot in pair.players:
+                if self._others_here(pair, bot):
+                    reserved[bot] = reserved.get(bot, 0) + 1
+        return reserved
 
     def _others_here(self, pair: Pair, bot: str) -> bool:
         """Whether the pair's other bot is here (only then is ``bot``'s slot kept for it)."""
@@ -435,18 +500,30 @@ class Ladder:
         del self.pairs[pair.id]
         if pair.kind == "ladder":
             self.meetings.add(*pair.players, games=-1)
+            self.field.ended(*pair.players)
 
     def pair_now(self) -> None:
+        """Start what can start now, in one go (the pairing loop runs the same pass in slices)."""
+        for _ in self._pass():
+            pass
+
+    def _may_start(self) -> bool:
+        return self.manager.recorder.failing is None and self.leading and self.may_act()
+
+    def _pass(self) -> Iterator[None]:
         """Start what can start: return games first, then (unless paused) qualification
         games and new ladder pairs, each in slots no tournament game holds. Nothing starts
-        while storage fails."""
-        if self.manager.recorder.failing is not None or not self.leading or not self.may_act():
+        while storage fails. Yields between bounded pieces of work; whatever the loop did
+        meanwhile, each game is checked again before it starts."""
+        if not self._may_start():
             return
         now = asyncio.get_running_loop().time()
         left: dict[str, int] = {}
         """Slots not yet given to an earlier return game in this pass (returns go first come,
         first served, each keeping its slots until it can start)."""
         for pair in list(self.returns):
+            if self.pairs.get(pair.id) is not pair or len(pair.games) != 1:
+                continue  # started or dropped while this pass gave the loop its turn
             if not self._pair_goes_on(pair):
                 self._drop_return(pair, "a bot left the ladder")
             elif all(self.manager.can_play(b) for b in pair.players):
@@ -458,26 +535,50 @@ class Ladder:
                 if ready:
                     self.returns.remove(pair)
                     self._start(pair, pair.return_players)
+                    yield
+                    if not self._may_start():
+                        return
             elif now - pair.first_ended > self.settings.return_wait_s:
                 self._drop_return(pair, f"a bot was away for {self.settings.return_wait_s:g} s")
         if self.paused:
             return
-        for bot, q in self.qualification.due(self.seeking):
-            if self.free(bot) > 0:
+        for bot, q in list(self.qualification.due(self.seeking)):
+            if self.qualification.bots.get(bot) is q and q.pair is None and bot in self.seeking and self.free(bot) > 0:
                 q.pair = self._new_pair((bot, self.house.name), "qualification")
                 self._start(q.pair, q.pair.players)
-        self._pair_ladder(now)
+                yield
+                if not self._may_start() or self.paused:
+                    return
+        yield from self._pair_ladder(now)
 
-    def _pair_ladder(self, now: float) -> None:
-        """New ladder pairs among the listed seeking bots (``matchmaking.pair_round``), as many
-        rounds as bots have free slots; wake again when a waiting bot's wait runs out. Seeking
-        bots still in qualification count as active opponents that are busy; a bot at its
-        games-per-hour limit is not active (nobody waits for it)."""
+    def _pair_ladder(self, now: float) -> Iterator[None]:
+        """New ladder pairs among the listed seeking bots: by ``matchmaking.pair_round`` while
+        fewer than ``pairing_large_from`` bots are active, as many rounds as bots have free
+        slots; from there by the large ladder's policy (``large.py``), one pair per free bot
+        per pass. Wake again when a waiting bot's wait runs out. Seeking bots still in
+        qualification count as active opponents that are busy; a bot at its games-per-hour
+        limit is not active (nobody waits for it)."""
         limit = self.settings.ladder_games_per_hour
-        active = [b for b in sorted(self.seeking) if self.place(b) == "listed" and self.presence.is_connected(b)
-                  and self.recent.may_start(b, now, limit)]
+        active: list[str] = []
+        for n, b in enumerate(list(self.seeking)):
+            if self.place(b) == "listed" and self.presence.is_connected(b) and self.recent.may_start(b, now, limit):
+                active.append(b)
+            if n % GATHER == GATHER - 1:
+                yield
+        if not self._may_start() or self.paused:
+            return
+        qualifying = [b for b in self.qualification.bots if b in self.seeking]
+        if len(active) + len(qualifying) < self.settings.pairing_large_from:
+            yield from self._pair_small(sorted(active), qualifying, now)
+        else:
+            yield from self._pair_large(active, now)
+
+    def _pair_small(self, active: list[str], qualifying: list[str], now: float) -> Iterator[None]:
+        """Everyone meets everyone (``matchmaking.pair_round``), round after round."""
+        limit = self.settings.ladder_games_per_hour
         seekers: list[Seeker] = []
         for _ in range(self.settings.max_games):
+            active = [b for b in active if b in self.seeking and self.presence.is_connected(b)]
             free = [b for b in active if self.free(b) > 0 and self.recent.may_start(b, now, limit)]
             for b in [b for b in self.free_since if b not in free]:
                 del self.free_since[b]
@@ -488,24 +589,82 @@ class Ladder:
             ]
             # Bots still qualifying count as busy: they are about to join, and the fast ones
             # must not pile up games against each other meanwhile.
-            busy = [b for b in active if b not in free] + [b for b in self.qualification.bots if b in self.seeking]
+            busy = [b for b in active if b not in free] + qualifying
             pairs = pair_round(seekers, busy, self.meetings, self.rng, self.settings.pairing_spread,
                                self.settings.pairing_wait_s, 2 * self.settings.pairing_max_lead)
             if not pairs:
                 break
             for a, b in pairs:
-                self.last_opponent[a], self.last_opponent[b] = b, a
-                self.free_since.pop(a, None)
-                self.free_since.pop(b, None)
-                self.meetings.add(a, b, games=2)
-                self.recent.add(a, now, 2)
-                self.recent.add(b, now, 2)
-                pair = self._new_pair((a, b), "ladder")
-                self._start(pair, pair.players)
+                self._begin(a, b, now)
+                yield
+                if not self._may_start() or self.paused:
+                    return
+        self._wait_for(next_wait_end([s for s in seekers if s.name in self.free_since], self.settings.pairing_wait_s))
+
+    def _pair_large(self, active: list[str], now: float) -> Iterator[None]:
+        """The large ladder's policy over the free active bots (``large.Field.pairing``)."""
+        yield from self._feed_field()
+        reserved = self._reserved()
+        free: list[str] = []
+        for n, b in enumerate(active):
+            if self.manager.open_slots(b) - self.held(b) - reserved.get(b, 0) > 0:
+                free.append(b)
+            if n % GATHER == GATHER - 1:
+                yield
+        chosen = set(free)
+        for b in [b for b in self.free_since if b not in chosen]:
+            del self.free_since[b]
+        waited = [now - self.free_since.setdefault(b, now) for b in free]
+        started = 0
+        for batch in self.field.pairing(free, waited, self.meetings, self.rng, self.settings.pairing_wait_s):
+            for p in batch:
+                if not (self._may_start() and not self.paused):
+                    return
+                if all(self._still_free(b, now, reserved) for b in (p.a, p.b)):
+                    self.field.started(p)
+                    self._begin(p.a, p.b, now)
+                    started += 1
+                    yield
+            yield
+        wait_s = self.settings.pairing_wait_s
+        self._wait_for(min((wait_s - w for b, w in zip(free, waited, strict=True)
+                            if w < wait_s - WAIT_SLACK and b in self.free_since), default=None))
+        if started:
+            self.wake()  # bots with more free slots play another pair in the next pass
+
+    def _still_free(self, bot: str, now: float, reserved: dict[str, int]) -> bool:
+        """Whether ``bot`` may still start a pair this pass (the loop may have run since it was chosen)."""
+        return (bot in self.seeking and self.place(bot) == "listed" and self.presence.is_connected(bot)
+                and self.manager.open_slots(bot) - self.held(bot) - reserved.get(bot, 0) > 0
+                and self.recent.may_start(bot, now, self.settings.ladder_games_per_hour))
+
+    def _feed_field(self) -> Iterator[None]:
+        """The standings' fit, as last computed, to the large policy (when it changed)."""
+        table = self.standings.table
+        if table is self._fed:
+            return
+        self._fed = table
+        rows = table.standings
+        for start in range(0, len(rows), GATHER):
+            self.field.update((s.bot, s.rating, (s.high - s.low) / (2 * Z95), s.games) for s in rows[start:start + GATHER])
+            yield
+
+    def _begin(self, a: str, b: str, now: float) -> None:
+        """Start a new ladder pair of ``a`` and ``b``."""
+        self.last_opponent[a], self.last_opponent[b] = b, a
+        self.free_since.pop(a, None)
+        self.free_since.pop(b, None)
+        self.meetings.add(a, b, games=2)
+        self.recent.add(a, now, 2)
+        self.recent.add(b, now, 2)
+        pair = self._new_pair((a, b), "ladder")
+        self._start(pair, pair.players)
+
+    def _wait_for(self, left: float | None) -> None:
+        """Pair again when the first waiting bot's wait runs out (``left`` seconds from now)."""
         if self._wait_timer is not None:
             self._wait_timer.cancel()
             self._wait_timer = None
-        left = next_wait_end([s for s in seekers if s.name in self.free_since], self.settings.pairing_wait_s)
         if left is not None:
             self._wait_timer = asyncio.get_running_loop().call_later(left, self.wake)
 
