@@ -11,7 +11,7 @@
 set -uo pipefail
 
 DIR=${MANDALA_PG_DIR:-/tmp/mandala-test-pg}
-PORT=${MANDALA_PG_PORT:-55432}
+PORT=${MANDALA_PG_PORT:-15432}  # below the ephemeral range (32768-60999): no client socket can hold it
 RUN_AS=postgres
 
 find_bin() {

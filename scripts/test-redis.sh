@@ -9,7 +9,7 @@
 set -uo pipefail
 
 DIR=${MANDALA_REDIS_DIR:-/tmp/mandala-test-redis}
-PORT=${MANDALA_REDIS_PORT:-56379}
+PORT=${MANDALA_REDIS_PORT:-16379}  # below the ephemeral range (32768-60999): no client socket can hold it
 URL="redis://127.0.0.1:$PORT/0"
 
 find_bin() {
