@@ -12,12 +12,14 @@ from ``move`` to ``move_accepted`` and to the next ``decision``, server RSS per 
 the ratio of server CPU per decision to the ceiling's CPU per round-trip.
 
 With ``--viewers V`` and/or ``--spectators S`` the arena runs twice in the same run, without
-and with an audience: V viewers of ``/live`` and S spectators each watching a running game
-(another one when it ends), all on bare sockets that read everything and parse nothing, so
-that one load core can hold thousands. The table then sets the two runs side by side.
+and with an audience: V viewers of ``/live`` (of ``--live-path``: ``/live?games=all`` for
+every game) and S spectators each watching a running game (another one when it ends), all on
+bare sockets that read everything and parse nothing, so that one load core can hold
+thousands. The table then sets the two runs side by side, with the bytes each viewer received
+a second.
 
     python bench/load.py [--pairs 100] [--seconds 10] [--think 0] [--repo DIR]
-                         [--viewers 1000 --spectators 200]
+                         [--viewers 1000 --spectators 200] [--live-path /live]
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Coroutine
+from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
@@ -94,6 +97,8 @@ class Stats:
         self.running: dict[str, None] = {}
         """Games running now (for spectators to watch)."""
         self.audience_bytes = 0
+        self.viewer_bytes = 0
+        """Of ``audience_bytes``, what the viewers of ``/live`` received."""
         self.audience_lost = 0
         self.audience_rss_kb = 0.0
 
@@ -167,6 +172,7 @@ class Sink(asyncio.Protocol):
 
     def __init__(self, path: str, hello: list[bytes], stats: Stats) -> None:
         self.path = path
+        self.viewer = path.startswith("/live")
         self.hello = hello
         self.stats = stats
         self.upgraded = asyncio.get_running_loop().create_future()
@@ -195,6 +201,8 @@ class Sink(asyncio.Protocol):
                 self.send(frame)
         if self.stats.measuring:
             self.stats.audience_bytes += len(data)
+            if self.viewer:
+                self.stats.viewer_bytes += len(data)
         if b'"game_over"' in data:
             self.ended.set()
 
@@ -219,9 +227,9 @@ async def sink(port: int, path: str, stats: Stats, hello: list[bytes] | None = N
     return protocol
 
 
-async def viewer(port: int, stats: Stats) -> None:
-    """A viewer of ``/live`` for as long as the run lasts."""
-    member = await sink(port, "/live", stats)
+async def viewer(port: int, stats: Stats, path: str = "/live") -> None:
+    """A viewer of ``path`` (``/live``, or ``/live?games=all``) for as long as the run lasts."""
+    member = await sink(port, path, stats)
     try:
         await asyncio.Future()
     finally:
@@ -315,6 +323,7 @@ async def drive(url: str, pid: int | list[int], tasks_for: Any, seconds: float, 
         "p99_next_ms": round(pct(stats.to_decision, 0.99) * 1000, 2) if stats.to_decision else None,
         "rss_per_game_kb": round((rss - idle_rss) / live_games / 1024, 1) if live_games else None,
         "audience_kb_per_s": round(stats.audience_bytes / elapsed / 1024, 1),
+        "viewers_kb_per_s": round(stats.viewer_bytes / elapsed / 1024, 1),
         "audience_lost": stats.audience_lost,
         "rss_per_member_kb": round(stats.audience_rss_kb, 1),
         "load_1min": round(load, 2),
@@ -331,7 +340,7 @@ async def join_audience(args: argparse.Namespace, pid: int, stats: Stats) -> lis
     server's memory grew by per member."""
     rss = rss_bytes(pid)
     tasks: list[asyncio.Task[None]] = []
-    members = [viewer] * args.viewers + [spectator] * args.spectators
+    members = [partial(viewer, path=args.live_path)] * args.viewers + [spectator] * args.spectators
     for start in range(0, len(members), 250):
         chunk = [asyncio.create_task(member(args.port, stats)) for member in members[start:start + 250]]
         tasks += chunk
@@ -423,6 +432,8 @@ def audience_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--viewers", type=int, default=0, help="viewers of /live in the second run (default 0)")
     parser.add_argument("--spectators", type=int, default=0,
                         help="spectators watching running games in the second run (default 0)")
+    parser.add_argument("--live-path", default="/live",
+                        help="what the viewers open (default /live; /live?games=all for every game)")
 
 
 def main() -> None:
@@ -458,19 +469,23 @@ def compare_audience(args: argparse.Namespace) -> None:
     """The same load without, then with, the audience; one JSON line each, then a table."""
     quiet = arena_run(args)
     watched = arena_run(args, audience=True)
+    quiet["viewer_bytes_per_s"] = None
+    watched["viewer_bytes_per_s"] = round(watched["viewers_kb_per_s"] * 1024 / args.viewers) if args.viewers else None
     for name, figures in (("none", quiet), ("audience", watched)):
         print(json.dumps({"pairs": args.pairs, "seconds": args.seconds, "think": args.think, "audience": name,
                           "viewers": args.viewers if figures is watched else 0,
-                          "spectators": args.spectators if figures is watched else 0,
+                          "spectators": args.spectators if figures is watched else 0, "live_path": args.live_path,
                           "repo": str(args.repo.resolve()), "arena": figures}), flush=True)
     label = f"{args.viewers} viewers + {args.spectators} spectators"
     rows = [
         ("decisions/s", "per_s"),
+        ("games finished/s", "games_per_s"),
         ("server CPU µs per decision", "cpu_us"),
         ("p50 move → move_accepted, ms", "p50_ms"),
         ("p99 move → move_accepted, ms", "p99_ms"),
         ("p99 move → next decision, ms", "p99_next_ms"),
         ("audience received, KB/s", "audience_kb_per_s"),
+        ("each viewer received, bytes/s", "viewer_bytes_per_s"),
         ("audience connections lost", "audience_lost"),
         ("server RSS per audience member, KB", "rss_per_member_kb"),
         ("load client's CPU (1.0: its core is full)", "client_cpu"),
