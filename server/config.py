@@ -127,7 +127,7 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     must wait for that one (so every two bots meet, whatever their speeds)."""
     pairing_large_from: Annotated[int, Meta(ge=16, le=64)] = 32
     """Active bots (listed, connected, seeking; and those qualifying) from which the ladder pairs
-    by the large ladder's policy (near opponents, the most telling games, every fourth pair
+    by the large ladder's policy (near opponents, the most telling games, every eighth pair
     across the ladder: ``server/ladder/large.py``) instead of letting everyone meet everyone
     (``server/ladder/matchmaking.py``). With 32, every two bots are sure to meet within 93
     pairs each (``(pairing_max_lead + 1)·(k − 1)``) and a pass that weighs every two free bots
