@@ -67,7 +67,7 @@ from .tally import Tally
 
 log = logging.getLogger(__name__)
 
-PAIRING_SLICE_S = 0.002
+PAIRING_SLICE_S = 0.001
 """The pairing gives the event loop its turn after this long (plus one step of its work), so
 that a pass over thousands of seekers never holds the games' clocks and frames for more than a
 few milliseconds (``run_in_slices``)."""
@@ -190,7 +190,7 @@ class Ladder:
         self.paused = await self.storage.get_setting("paused") == "1"
         async with self.manager.recorder.rating_lock:  # no rated game stored meanwhile goes uncounted
             self.tally = Tally(await self.storage.pair_tallies())
-        self._count_meetings()
+        await run_in_slices(self._count_meetings(), PAIRING_SLICE_S)
         await self._count_recent()
         if not self.leading:  # the lead was lost meanwhile
             return
@@ -363,17 +363,24 @@ class Ladder:
         async with self.manager.recorder.rating_lock:
             await self.storage.reset_ratings(self.settings.elo_initial)
             self.tally = Tally(await self.storage.pair_tallies())
-            self._count_meetings()
+            for _ in self._count_meetings():  # the totals were just reset: a few at most
+                pass
         self.changed()
 
-    def _count_meetings(self) -> None:
-        """Meetings from the stored rated games since the last reset, plus the pairs under way."""
+    def _count_meetings(self) -> Iterator[None]:
+        """Meetings from the stored rated games since the last reset, plus the pairs under way;
+        a slice of the pairs at a time (hundreds of thousands at ten thousand bots)."""
         self.meetings.clear()
         self.field.reset()
         self._fed = None
-        for a, b, games in self.tally.games():
+        counts = self.tally.counts
+        for n, (a, b) in enumerate(list(counts)):
+            c = counts[a, b]
+            games = c[0] + c[1] + c[2]
             self.meetings.add(a, b, games=games)
             self.field.played_before(a, b, games)
+            if n % (4 * GATHER) == 4 * GATHER - 1:
+                yield
         for pair in self.pairs.values():
             if pair.kind == "ladder":
                 self.meetings.add(*pair.players, games=2 - len(pair.games) + self._running(pair))
