@@ -97,6 +97,8 @@ SLICE = 512
 """Seekers handled between two yields of a pass."""
 SCAN = 64
 """Seekers an initiator that is not overdue looks at, outwards from its target."""
+INITIATORS = 32
+"""Initiators handled between two yields (each looks at up to SCAN seekers, or more if overdue)."""
 
 WAIT_SLACK = 1e-9
 """A pass run at the moment a wait ends sees it over (as ``matchmaking._waited_out``)."""
@@ -328,8 +330,7 @@ class Field:
         order = np.lexsort((noise.random(n), mu))
         order = order[(kind[order] != PLACE) & ~skip[order]]
         yield []
-        step = _Pass(free, wait.tolist(), kind.tolist(), want.tolist(), fid.tolist(), order.tolist(),
-                     mu[order].tolist(), skip.tolist(), meetings, wait_s)
+        step = _Pass(free, wait, kind, want, fid, order.tolist(), mu[order].tolist(), skip.tolist(), meetings, wait_s)
         yield []
         # The overdue first, longest waiting first; then the explorers that are not, paired
         # among themselves at random (each other's random band: many explore at once after a
@@ -342,7 +343,8 @@ class Field:
             yield self._explore_together(step, explorers[start:start + 2 * SLICE])
         rest = np.flatnonzero((kind != NEAR) & ~skip & ~overdue)
         yield from self._initiators(step, rest[np.argsort(-wait[rest], kind="stable")].tolist(), placed)
-        walkers = [k for k in step.order if step.kind[k] == NEAR and not step.taken[k]]
+        yield []
+        walkers = order[(kind[order] == NEAR) & ~np.array(step.taken, dtype=bool)[order]]
         yield from self._match(step, walkers, noise)
 
     def _initiators(self, step: _Pass, initiators: list[int], placed: list[float]) -> Iterator[list[Pairing]]:
@@ -352,7 +354,7 @@ class Field:
                 p = self._initiate(step, k, placed)
                 if p is not None:
                     out.append(p)
-            if count % SLICE == SLICE - 1:
+            if count % INITIATORS == INITIATORS - 1:
                 yield out
                 out = []
         yield out
@@ -369,10 +371,10 @@ class Field:
 
     def _initiate(self, step: _Pass, k: int, placed: list[float]) -> Pairing | None:
         """Rule 1: the untaken partner nearest to the initiator's target that the rules allow."""
-        bot, kind, want = step.free[k], step.kind[k], step.want[k]
-        overdue = step.waited[k] >= step.wait_s - WAIT_SLACK
+        bot, kind, want = step.free[k], int(step.kind[k]), float(step.want[k])
+        overdue = bool(step.waited[k] >= step.wait_s - WAIT_SLACK)
         place = self.placing.get(bot) if kind == PLACE else None
-        mine = self._find(step.fid[k]) if kind == JOIN else -1
+        mine = self._find(int(step.fid[k])) if kind == JOIN else -1
         lo_rank = hi_rank = 0.0
         if place is not None:
             half = (place.hi - place.lo) * len(placed) / 4.0
@@ -392,7 +394,7 @@ class Field:
             m = order[pos]
             if m == k or taken[m]:
                 continue
-            other, j = step.free[m], step.fid[m]
+            other, j = step.free[m], int(step.fid[m])
             if place is not None:
                 if not self.fitted[j]:
                     continue
@@ -407,15 +409,15 @@ class Field:
                 return Pairing(bot, other, WHY[kind])
         return None
 
-    def _match(self, step: _Pass, walkers: list[int], noise: np.random.Generator) -> Iterator[list[Pairing]]:
+    def _match(self, step: _Pass, walkers: np.ndarray[Any, np.dtype[np.intp]],
+               noise: np.random.Generator) -> Iterator[list[Pairing]]:
         """Rule 2: the walkers in the order of one draw from the fit (each at μ + σ·z), paired
         with their neighbour in that order, from the bottom, where the game is worth playing
         now and the share cap allows (a walker left over waits)."""
         n = len(walkers)
         if n < 2:
             return
-        ids = np.array([step.fid[k] for k in walkers], dtype=np.intp)
-        yield []
+        ids = step.fid[walkers]
         v = self.var[ids]
         drawn = self.mu[ids] + np.sqrt(v) / LN10_400 * noise.standard_normal(n)
         order = np.argsort(drawn, kind="stable")
@@ -429,17 +431,18 @@ class Field:
         # of pairs worth playing, every other one.
         at = np.arange(n - 1)
         runs = np.maximum.accumulate(np.where(worth & ~np.r_[False, worth[:-1]], at, -1))
-        take = np.flatnonzero(worth & ((at - runs) % 2 == 0)).tolist()
+        take = np.flatnonzero(worth & ((at - runs) % 2 == 0))
+        lower, upper = walkers[order[take]].tolist(), walkers[order[take + 1]].tolist()
         yield []
-        order_ = order.tolist()
-        free, meetings = step.free, step.meetings
-        for start in range(0, len(take), SLICE):
+        free, taken = step.free, step.taken
+        of, total = step.meetings.of, step.meetings.total
+        for start in range(0, len(lower), SLICE):
             out: list[Pairing] = []
-            for t in take[start:start + SLICE]:
-                k, m = walkers[order_[t]], walkers[order_[t + 1]]
+            for k, m in zip(lower[start:start + SLICE], upper[start:start + SLICE], strict=True):
                 a, b = free[k], free[m]
-                if allowed(meetings, a, b):
-                    step.taken[k] = step.taken[m] = True
+                met = of(a).get(b, 0)  # the share cap, as ``allowed``
+                if met == 0 or (SHARE * (met + 2) <= total(a) + 2 and SHARE * (met + 2) <= total(b) + 2):
+                    taken[k] = taken[m] = True
                     out.append(Pairing(a, b, "near"))
             yield out
 
@@ -495,12 +498,15 @@ class Field:
 
 
 class _Pass:
-    """One pass's seekers, by their place ``k`` in ``free``, as plain lists (read one at a time)."""
+    """One pass's seekers, by their place ``k`` in ``free``: arrays where they are read all at
+    once, lists where one at a time."""
 
     __slots__ = ("free", "waited", "kind", "want", "fid", "order", "ratings", "taken", "meetings", "wait_s")
 
-    def __init__(self, free: Sequence[str], waited: list[float], kind: list[int], want: list[float], fid: list[int],
-                 order: list[int], ratings: list[float], skip: list[bool], meetings: Meetings, wait_s: float) -> None:
+    def __init__(self, free: Sequence[str], waited: np.ndarray[Any, np.dtype[np.float64]],
+                 kind: np.ndarray[Any, np.dtype[np.int8]], want: np.ndarray[Any, np.dtype[np.float64]],
+                 fid: np.ndarray[Any, np.dtype[np.intp]], order: list[int], ratings: list[float], skip: list[bool],
+                 meetings: Meetings, wait_s: float) -> None:
         self.free, self.waited, self.kind, self.want, self.fid = free, waited, kind, want, fid
         self.order = order
         """The partners (all but placing seekers) in rating order."""
