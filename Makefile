@@ -9,7 +9,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8080
 DB     ?= mandala.db
 
-.PHONY: run test lint bench bench-history load load-cluster schema demo clean cluster cluster-stop
+.PHONY: run test lint bench bench-history bench-ladder load load-cluster schema demo clean cluster cluster-stop
 
 # pip -qq: errors only (not setuptools' note that an editable install is one, nor warnings about
 # this machine's package indexes); a failed install still says why and stops make.
@@ -70,6 +70,14 @@ bench: $(STAMP)
 HISTORY_SIZES ?= 10000,100000,1000000
 bench-history: $(STAMP)
 	$(PY) bench/history.py --sizes $(HISTORY_SIZES)
+
+# The ladder's pairing and standings on simulated ladders of LADDER_SIZES bots, no server
+# (bench/ladder_sim.py): pass time and loop lag (steady and a thundering herd), the fit's
+# refresh time, games per bot, and the Kendall τ of the standings against the bots' true
+# strengths, against random pairing and Elo. A few minutes at the default sizes.
+LADDER_SIZES ?= 100,1000,10000
+bench-ladder: $(STAMP)
+	$(PY) bench/ladder_sim.py --bots $(LADDER_SIZES)
 
 # The decision path under load against the bare WebSocket ceiling, in one run (bench/load.py);
 # PAIRS, SECONDS and THINK are passed on: make load PAIRS=500 THINK=0.3. With an audience
