@@ -113,6 +113,7 @@ def _running_games(manager: GameManager) -> int:
 
 async def _startup(app: web.Application) -> None:
     arena = app[ARENA]
+    arena.loop_lag.start()
     cluster = arena.cluster
     if cluster is not None:
         await cluster.open()
@@ -152,5 +153,6 @@ async def _shutdown(app: web.Application) -> None:
 
 async def _cleanup(app: web.Application) -> None:
     arena = app[ARENA]
+    await arena.loop_lag.stop()
     await arena.manager.recorder.close(SHUTDOWN_DRAIN_S)
     await arena.storage.close()

@@ -6,7 +6,7 @@ several servers (e.g. in tests) can run in one process.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from aiohttp import web
@@ -14,6 +14,7 @@ from aiohttp import web
 from protocol.messages import Limits
 
 from .audience.live import LiveHub
+from .common.loop_lag import LoopLag
 from .config import Settings
 from .connections.pacing import Audience
 from .connections.peers import AddressCap
@@ -46,6 +47,8 @@ class Arena:
     tournaments: Director
     cluster: ClusterNode | None = None
     """This node's part in a cluster (``--redis``); ``None`` on one node."""
+    loop_lag: LoopLag = field(default_factory=LoopLag)
+    """How late the event loop wakes a timer, sampled from start-up (``GET /health``)."""
 
     @property
     def limits(self) -> Limits:

@@ -47,7 +47,8 @@ async def index(request: web.Request) -> web.Response:
 
 async def health(request: web.Request) -> web.Response:
     """``GET /health``: 200 ``ok``, or 503 ``degraded`` while storage fails (with why, since
-    when, and how many finished games wait for it)."""
+    when, and how many finished games wait for it); either way the event loop's lag over the
+    last minute (``server/common/loop_lag.py``)."""
     arena = request.app[ARENA]
     recorder = arena.manager.recorder
     body = {
@@ -56,6 +57,7 @@ async def health(request: web.Request) -> web.Response:
         "protocol": PROTOCOL_VERSION,
         "games_running": len(arena.manager.running),
         "bots_connected": arena.presence.bot_count,
+        "loop_lag": arena.loop_lag.figures(),
     }
     cluster = arena.cluster
     if cluster is not None:
