@@ -42,6 +42,12 @@ ALL = f"{PREFIX}:all"
 ALIVE_S = 2.0
 """A node that has not refreshed its key for this long counts as gone."""
 
+REDIS_CONNECTIONS = 64
+"""Redis connections one node opens at most (one of them listens); more commands in flight
+wait for one (Redis runs one command at a time: more connections would not be faster)."""
+REDIS_WAIT_S = 5.0
+"""How long a command waits for a free connection before it counts as Redis failing."""
+
 RETRY_MIN_S = 0.05
 RETRY_MAX_S = 1.0
 """Resubscribing after Redis was lost backs off from 50 ms, doubling up to this."""
@@ -90,7 +96,12 @@ class ClusterBus(Generic[M]):
         self.url = url
         self.node = node
         self.alive_s = alive_s
-        self._redis = aioredis.Redis.from_url(url, socket_connect_timeout=5, socket_timeout=5)
+        # A bounded pool that makes a command wait for a free connection: a burst (every bot of
+        # the node leaving at once) queues instead of failing with "Too many connections" once
+        # more commands are in flight than the pool holds (redis-py's default pool since 8).
+        pool = aioredis.BlockingConnectionPool.from_url(url, max_connections=REDIS_CONNECTIONS, timeout=REDIS_WAIT_S,
+                                                        socket_connect_timeout=5, socket_timeout=5)
+        self._redis = aioredis.Redis.from_pool(pool)
         self._data_age = self._redis.register_script(_DATA_AGE)
         self._decoder: msgspec.json.Decoder[Envelope[M]] = msgspec.json.Decoder(Envelope[messages])  # type: ignore[valid-type]
         self._encoder = msgspec.json.Encoder()

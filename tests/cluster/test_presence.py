@@ -9,7 +9,7 @@ from types import TracebackType
 
 import redis.asyncio as aioredis
 
-from arena_testkit import wait_until
+from arena_testkit import gather, wait_until
 from server.cluster.bus import ClusterBus
 from server.cluster.presence import WHERE, ClusterPresence, PresenceMessage
 
@@ -86,3 +86,21 @@ async def test_the_bots_of_a_node_that_died_are_forgotten(redis_url: str) -> Non
 
         await wait_until(swept_ours, 5, "the dead node's bot was never swept")
         assert b.presence.where(bot) is None and await stored(redis_url, bot) is None
+
+
+async def test_a_thousand_bots_leaving_at_once_are_all_forgotten(redis_url: str) -> None:
+    """A node's bots all disconnect at once (a load client stops, a proxy restarts): each
+    goodbye waits its turn for one of the node's Redis connections rather than failing when
+    more are in flight than its pool holds."""
+    bots = [bot_name() for _ in range(1000)]
+    async with Node(redis_url) as a:
+        places = []
+        for start in range(0, len(bots), 50):
+            places += await gather(*(a.presence.attach(bot, i) for i, bot in enumerate(bots[start:start + 50])))
+        await gather(*(a.presence.detach(bot, place) for bot, place in zip(bots, places, strict=True)))
+        assert all(a.presence.where(bot) is None for bot in bots)
+        r = aioredis.Redis.from_url(redis_url)
+        try:
+            assert await r.hmget(WHERE, bots) == [None] * len(bots)
+        finally:
+            await r.aclose()
