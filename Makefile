@@ -93,13 +93,15 @@ load: $(STAMP)
 
 # The same load on cluster nodes (PostgreSQL and Redis started for it): one node, two nodes with
 # each pair on one node, two nodes with each pair across them; then the ladder on three nodes,
-# BOTS bots spread over them (bench/cluster_load.py). RUNS picks some: make load-cluster
-# RUNS=ladder BOTS=60 SECONDS=30. DURABLE=1 runs its PostgreSQL with fsync on.
+# BOTS bots of known strengths spread over them, MAX_GAMES games each at a time
+# (bench/cluster_load.py, bench/ladder_load.py). RUNS picks some: make load-cluster
+# RUNS=ladder BOTS=1000 SECONDS=600 THINK=0.5 MAX_GAMES=1. DURABLE=1 runs its PostgreSQL with fsync on.
 DURABLE ?=
 BOTS ?= 60
+MAX_GAMES ?= 2
 RUNS ?= one,pairs,across,ladder
 load-cluster: $(STAMP)
-	$(PY) bench/cluster_load.py --runs $(RUNS) --pairs $(PAIRS) --bots $(BOTS) --seconds $(SECONDS) --think $(THINK) $(if $(DURABLE),--durable)
+	$(PY) bench/cluster_load.py --runs $(RUNS) --pairs $(PAIRS) --bots $(BOTS) --max-games $(MAX_GAMES) --seconds $(SECONDS) --think $(THINK) $(if $(DURABLE),--durable)
 
 schema: $(STAMP)
 	$(PY) -m protocol.schema

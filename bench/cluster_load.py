@@ -18,7 +18,7 @@ the first legal move at once or after ``--think`` seconds), as ``bench/load.py``
 
 Server CPU counts every node (not PostgreSQL or Redis); each node is pinned to a core of its own
 where there are enough (with two cores, the second node shares this load client's core: read
-the load average beside the figures). In a cluster each move is stored in PostgreSQL before
+the load average beside the figures). PostgreSQL and Redis may run on any core. In a cluster each move is stored in PostgreSQL before
 it is accepted: the throwaway PostgreSQL runs with fsync off unless ``--durable`` (each commit
 flushed to disk, as a real deployment runs it).
 
@@ -53,7 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ladder_load import ladder_table, run_ladder
 from ladder_load import options as ladder_options
-from load import ADMIN, SERVE, Stats, arguments, bot, create_bots, drive, pinned, run, wait_healthy
+from load import ADMIN, SERVE, Stats, anywhere, arguments, bot, create_bots, drive, pinned, run, wait_healthy
 
 REPO = Path(__file__).resolve().parent.parent
 PG_PORT, REDIS_PORT = 25490, 26490
@@ -89,7 +89,7 @@ def service(script: str, action: str, durable: bool = False) -> str:
     env = {**os.environ, "MANDALA_PG_DIR": str(pg), "MANDALA_PG_PORT": str(PG_PORT + durable),
            "MANDALA_REDIS_DIR": str(redis), "MANDALA_REDIS_PORT": str(REDIS_PORT),
            "MANDALA_PG_DURABLE": "1" if durable else ""}
-    done = subprocess.run([str(REPO / "scripts" / script), action], env=env, capture_output=True, text=True)
+    done = subprocess.run(anywhere([str(REPO / "scripts" / script), action]), env=env, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"{script} {action} failed: {done.stderr}")
     return done.stdout.strip()

@@ -50,7 +50,9 @@ import msgspec
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from erring import WireErringBot, tiers
-from load import ADMIN, SERVE, TICKS, Frame, cpu_seconds, pinned, wait_healthy
+from load import ADMIN, SERVE, TICKS, anywhere, cpu_seconds, pinned, wait_healthy
+
+from server.common.loop_lag import LoopLag
 
 NODES = 3
 REFRESH_POLL_S = 0.25
@@ -78,6 +80,19 @@ class LadderStats:
         """Ladder games whose ``game_over`` a bot received (each counted once)."""
         self.errors: Counter[str] = Counter()
         self.failed = 0
+        self.late = 0
+        """Answers the load client sent after the decision's clock had run out (as it saw it)."""
+
+
+class Frame(msgspec.Struct):
+    """The fields of a server frame the ladder's bots read (the rest is skipped unparsed)."""
+
+    type: str
+    game_id: str | None = None
+    request_id: int | None = None
+    code: str | None = None
+    legal: list[msgspec.Raw] | None = None
+    deadline_ms: int = 0
 
 
 class Start(msgspec.Struct):
@@ -133,6 +148,7 @@ async def ladder_bot(http: aiohttp.ClientSession, url: str, token: str, max_game
                      player: WireErringBot | None, stats: LadderStats) -> None:
     """A bot that seeks on the ladder (again after a failed qualification) and answers each
     decision by ``player``'s policy (``None``: its first legal move) after ``think`` seconds."""
+    loop = asyncio.get_running_loop()
     async with http.ws_connect(url.replace("http", "ws", 1) + "/ws", max_msg_size=1 << 20) as ws:
         await ws.send_json({"type": "hello", "protocol": 1, "token": token, "max_games": max_games})
         await ws.send_json({"type": "seek"})
@@ -140,24 +156,23 @@ async def ladder_bot(http: aiohttp.ClientSession, url: str, token: str, max_game
         def move_of(frame: str, legal: list[msgspec.Raw]) -> bytes:
             return player.answer(frame, legal) if player is not None else bytes(legal[0])
 
-        async def answer(game_id: str | None, request_id: int | None, frame: str, legal: list[msgspec.Raw]) -> None:
+        async def answer(msg: Frame, frame: str, deadline: float) -> None:
             await asyncio.sleep(think)
+            assert msg.legal is not None
             try:
-                await ws.send_str(_MOVE % (game_id, request_id, move_of(frame, legal).decode()))
+                await ws.send_str(_MOVE % (msg.game_id, msg.request_id, move_of(frame, msg.legal).decode()))
             except (aiohttp.ClientError, ConnectionError, RuntimeError):
                 pass  # the run is over: the connection is closing
+            stats.late += loop.time() > deadline
 
         answering: set[asyncio.Task[None]] = set()
         async for message in ws:
             msg = _frame.decode(message.data)
             if msg.type == "decision":
-                assert msg.legal is not None
-                if think:
-                    task = asyncio.create_task(answer(msg.game_id, msg.request_id, message.data, msg.legal))
-                    answering.add(task)
-                    task.add_done_callback(answering.discard)
-                else:
-                    await ws.send_str(_MOVE % (msg.game_id, msg.request_id, move_of(message.data, msg.legal).decode()))
+                deadline = loop.time() + msg.deadline_ms / 1000
+                task = asyncio.create_task(answer(msg, message.data, deadline))
+                answering.add(task)
+                task.add_done_callback(answering.discard)
             elif msg.type == "move_accepted":
                 stats.decisions += stats.measuring
             elif msg.type == "game_start":
@@ -342,13 +357,19 @@ async def run_ladder(args: argparse.Namespace, tmp: Path, pg: str, redis: str, d
     names = [f"n{i + 1}" for i in range(NODES)]
     urls = [f"http://127.0.0.1:{args.port + i}" for i in range(NODES)]
     # A core of its own for each node where there are enough (this client has core 1); else
-    # the nodes share the cores as the scheduler sees fit (a CPU share is CPU seconds spent).
+    # the nodes and this client share every core as the scheduler sees fit (a CPU share is CPU
+    # seconds spent): pinned to one core, three nodes and the client would share that one.
     own_cores = (os.cpu_count() or 1) >= NODES + 2
+    affinity = os.sched_getaffinity(0)
+    if not own_cores:
+        os.sched_setaffinity(0, range(os.cpu_count() or 1))
     servers = []
     for i, name in enumerate(names):  # n1 first, so that it leads
         cmd = [sys.executable, "-c", SERVE, "serve", "--port", str(args.port + i), "--db", db, "--redis", redis,
                "--node", name, "--config", str(config), "--spool", str(tmp / f"{name}.spool")]
-        servers.append(subprocess_popen(pinned(cmd, i + 2) if own_cores else cmd, env, repo))
+        log = (args.server_logs / f"{name}.log").open("wb") if args.server_logs else subprocess.DEVNULL
+        servers.append(subprocess.Popen(pinned(cmd, i + 2) if own_cores else anywhere(cmd), env=env, cwd=repo,
+                                        stdout=log, stderr=log))
         async with aiohttp.ClientSession() as http:
             await wait_healthy(http, urls[i])
         await asyncio.sleep(1.0 if i == 0 else 0.2)  # n1 takes the pairing lease before the others come
@@ -362,27 +383,43 @@ async def run_ladder(args: argparse.Namespace, tmp: Path, pg: str, redis: str, d
             t_create = time.perf_counter()
             tokens = await create_bots(http, urls[0], args.bots)
             created_s = time.perf_counter() - t_create
+            progress(f"{args.bots} bots created in {created_s:.1f} s; connecting them")
+            warm_lag = LoopLag(window_s=3600.0)  # the load client's own loop, from the bots' start
+            warm_lag.start()
             tasks = []
-            for start in range(0, args.bots, CHUNK):
+            group = CHUNK if not args.arrive else max(1, args.bots // 100)  # a hundred groups over --arrive
+            for start in range(0, args.bots, group):
                 tasks += [asyncio.create_task(ladder_bot(
                     http, urls[i % NODES], tokens[i], args.max_games, args.think,
                     WireErringBot(args.seed + i, error[f"b{i}"]) if error else None, stats))
-                    for i in range(start, min(args.bots, start + CHUNK))]
-                await asyncio.sleep(0.2)
+                    for i in range(start, min(args.bots, start + group))]
+                await asyncio.sleep(args.arrive * group / args.bots if args.arrive else 0.2)
             # Warm up: every bot qualifies and is listed (or the warm-up's time is up).
-            t_warm, listed_s = time.perf_counter(), None
+            t_warm, listed_s, listed = time.perf_counter(), None, 0
+            said = t_warm
             while time.perf_counter() - t_warm < warmup:
                 async with http.get(urls[0] + "/api/ladder", params={"limit": 1}) as resp:
-                    if (await resp.json())["total"] >= args.bots:
-                        listed_s = time.perf_counter() - t_warm
-                        break
+                    listed = (await resp.json())["total"]
+                if listed >= args.bots:
+                    listed_s = time.perf_counter() - t_warm
+                    break
+                if time.perf_counter() - said >= 10:
+                    said = time.perf_counter()
+                    progress(f"warming up: {listed} of {args.bots} listed, {stats.failed} qualifications failed, "
+                             f"game ends {dict(Counter(r for r, _ in stats.ended.values()))}, "
+                             f"{stats.late} answers late, client loop lag {warm_lag.figures()}")
                 await asyncio.sleep(1.0)
             await asyncio.sleep(max(0.0, min(10.0, warmup - (time.perf_counter() - t_warm))))  # the first pairs
             await watch.health(http, names, urls)
             cpu0 = [tree_cpu(s.pid) for s in servers]
             side0, machine0 = [tree_cpu(p) for p in services], machine_busy()
             t0, own0 = time.perf_counter(), time.process_time()
+            warmed, late0 = warm_lag.figures(), stats.late
+            await warm_lag.stop()
+            client_lag = LoopLag(window_s=args.seconds + 60)
+            client_lag.start()
             stats.measuring = True
+            progress(f"measuring for {args.seconds:g} s ({listed} listed)")
             pollers = [asyncio.create_task(watch.lag_every_minute(http, names, urls, args.seconds)),
                        asyncio.create_task(watch.standings(http, urls[1], stats))]
             await asyncio.sleep(args.seconds)
@@ -390,12 +427,15 @@ async def run_ladder(args: argparse.Namespace, tmp: Path, pg: str, redis: str, d
             cpu1 = [tree_cpu(s.pid) for s in servers]
             side1, machine1 = [tree_cpu(p) for p in services], machine_busy()
             elapsed, own = time.perf_counter() - t0, time.process_time() - own0
+            measured_lag, late = client_lag.figures(), stats.late - late0
+            await client_lag.stop()
             load = os.getloadavg()[0]
             for task in pollers:
                 task.cancel()
             await asyncio.gather(*pollers, return_exceptions=True)
             await watch.health(http, names, urls)
             final = await table(http, urls[0])
+            gone = [t for t in tasks if t.done()]
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
@@ -410,6 +450,7 @@ async def run_ladder(args: argparse.Namespace, tmp: Path, pg: str, redis: str, d
             s.terminate()
         for s in servers:
             s.wait()
+        os.sched_setaffinity(0, affinity)
     cpu = [sum(t - before.get(p, 0.0) for p, t in after.items()) for before, after in zip(cpu0, cpu1, strict=True)]
     total = sum(cpu) or 1.0
     side = sum(t - before.get(p, 0.0) for before, after in zip(side0, side1, strict=True) for p, t in after.items())
@@ -457,12 +498,19 @@ async def run_ladder(args: argparse.Namespace, tmp: Path, pg: str, redis: str, d
         "games_behind": spread(watch.behind),
         "agreement": agreement(final, error),
         "errors": dict(stats.errors),
+        "late_answers": {"warmup": late0, "measured": late},
+        "client_loop_lag": {"warmup_p99_ms": warmed.p99_ms, "warmup_max_ms": warmed.max_ms,
+                            "p99_ms": measured_lag.p99_ms, "max_ms": measured_lag.max_ms},
+        "bots_gone": len(gone),
+        "bots_gone_why": dict(Counter(type(t.exception()).__name__ for t in gone if not t.cancelled()
+                                      and t.exception() is not None)),
         "load_1min": round(load, 2),
     }
 
 
-def subprocess_popen(cmd: list[str], env: dict[str, str], repo: Path) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(cmd, env=env, cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def progress(text: str) -> None:
+    """Where a long run is, on stderr (the figures go to stdout)."""
+    print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
 
 
 def options(parser: argparse.ArgumentParser) -> None:
@@ -475,7 +523,12 @@ def options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--warmup", type=float, default=None,
                         help="the longest the ladder run waits for every bot to be listed before it measures "
                              "(default a third of --seconds, at least 10)")
+    parser.add_argument("--arrive", type=float, default=0.0,
+                        help="connect the ladder run's bots evenly over this many seconds, as entrants arrive "
+                             "(default 0: a hundred every 0.2 s, all seeking at once)")
     parser.add_argument("--seed", type=int, default=0, help="the ladder bots' random choices (default 0)")
+    parser.add_argument("--server-logs", type=Path, default=None,
+                        help="write each node's log to DIR/n1.log … (default: discarded)")
 
 
 def ladder_table(ladder: dict[str, Any], args: argparse.Namespace) -> None:
@@ -524,6 +577,11 @@ def ladder_table(ladder: dict[str, Any], args: argparse.Namespace) -> None:
     rows += [
         ("failed qualifications", ladder["failed_qualifications"]),
         ("errors", ladder["errors"]),
+        ("answers the client sent late: warm-up / measuring",
+         f"{ladder['late_answers']['warmup']} / {ladder['late_answers']['measured']}"),
+        ("load client's loop lag: warm-up p99, max / measuring p99, max",
+         "{warmup_p99_ms}, {warmup_max_ms} / {p99_ms}, {max_ms} ms".format(**ladder["client_loop_lag"])),
+        ("bots whose connection ended before the run did", f"{ladder['bots_gone']} {ladder['bots_gone_why'] or ''}"),
         ("load average (1 min) at the end", ladder["load_1min"]),
     ]
     width = max(len(r[0]) for r in rows)

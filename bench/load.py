@@ -335,6 +335,13 @@ def pinned(cmd: list[str], core: int) -> list[str]:
     return ["taskset", "-c", str(core), *cmd] if (os.cpu_count() or 1) > 1 else cmd
 
 
+def anywhere(cmd: list[str]) -> list[str]:
+    """``cmd`` free to run on every core: a child inherits this process's core otherwise (the
+    load client is pinned to core 1)."""
+    cores = os.cpu_count() or 1
+    return ["taskset", "-c", f"0-{cores - 1}", *cmd] if cores > 1 else cmd
+
+
 async def join_audience(args: argparse.Namespace, pid: int, stats: Stats) -> list[asyncio.Task[None]]:
     """Connect the viewers and the spectators (a few hundred at a time), noting what the
     server's memory grew by per member."""
