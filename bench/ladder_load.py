@@ -241,15 +241,18 @@ class Watch:
         """Each node's ``loop_lag`` readings, the first at the start of the measuring."""
         self.refreshes: list[float] = []
         """When a table that counted new games was first seen."""
+        self.running: list[int] = []
+        """Games running in the cluster at each reading of ``/health``."""
         self.behind: list[int] = []
         """At each read: ladder games the bots were told were over that the table did not count."""
 
     async def health(self, http: aiohttp.ClientSession, names: list[str], urls: list[str]) -> None:
         for name, url in zip(names, urls, strict=True):
             async with http.get(url + "/health") as resp:
-                lag = (await resp.json()).get("loop_lag")
-            if lag is not None:  # a server from before /health had it (--repo)
-                self.lag.setdefault(name, []).append(lag)
+                body = await resp.json()
+            if "loop_lag" in body:  # a server from before /health had it (--repo)
+                self.lag.setdefault(name, []).append(body["loop_lag"])
+            self.running.append(body["games_running"])
 
     async def lag_every_minute(self, http: aiohttp.ClientSession, names: list[str], urls: list[str],
                                seconds: float) -> None:
@@ -257,6 +260,8 @@ class Watch:
         for _ in range(math.ceil(seconds / LAG_POLL_S) - 1):
             await asyncio.sleep(LAG_POLL_S)
             await self.health(http, names, urls)
+            progress(f"games running: {self.running[-1]}; lag p99 "
+                     + ", ".join(f"{n} {lags[-1]['p99_ms']} ms" for n, lags in self.lag.items()))
 
     async def standings(self, http: aiohttp.ClientSession, url: str, stats: LadderStats) -> None:
         counted = -1
@@ -405,7 +410,10 @@ async def run_ladder(args: argparse.Namespace, tmp: Path, pg: str, redis: str, d
                     break
                 if time.perf_counter() - said >= 10:
                     said = time.perf_counter()
-                    progress(f"warming up: {listed} of {args.bots} listed, {stats.failed} qualifications failed, "
+                    async with http.get(urls[0] + "/health") as resp:
+                        running = (await resp.json())["games_running"]
+                    progress(f"warming up: {listed} of {args.bots} listed, {running} games running, "
+                             f"{stats.failed} qualifications failed, "
                              f"game ends {dict(Counter(r for r, _ in stats.ended.values()))}, "
                              f"{stats.late} answers late, client loop lag {warm_lag.figures()}")
                 await asyncio.sleep(1.0)
@@ -496,6 +504,7 @@ async def run_ladder(args: argparse.Namespace, tmp: Path, pg: str, redis: str, d
         "refresh_s": {"median": round(statistics.median(gaps), 2), "max": round(max(gaps), 2),
                       "count": len(gaps)} if gaps else None,
         "games_behind": spread(watch.behind),
+        "games_running": spread(watch.running[NODES:]),
         "agreement": agreement(final, error),
         "errors": dict(stats.errors),
         "late_answers": {"warmup": late0, "measured": late},
@@ -554,6 +563,7 @@ def ladder_table(ladder: dict[str, Any], args: argparse.Namespace) -> None:
         ("rated games per bot, min / median / max", triple(ladder["rated_games_per_bot"])),
         ("ladder games per bot while measuring", triple(ladder["ladder_games_per_bot_measured"])),
         ("game ends while measuring", ladder["end_reasons"]),
+        ("games running at once, each minute (min / median / max)", triple(ladder["games_running"])),
     ]
     for name, lag in ladder["loop_lag"].items():
         rows.append((f"loop lag {name}: p99 per minute (min / median / max), max",
