@@ -460,6 +460,8 @@ async def run_ladder(args: argparse.Namespace, tmp: Path, pg: str, redis: str, d
             s.wait()
         os.sched_setaffinity(0, affinity)
     cpu = [sum(t - before.get(p, 0.0) for p, t in after.items()) for before, after in zip(cpu0, cpu1, strict=True)]
+    workers = [sum(t - before.get(p, 0.0) for p, t in after.items() if p != server.pid)
+               for before, after, server in zip(cpu0, cpu1, servers, strict=True)]
     total = sum(cpu) or 1.0
     side = sum(t - before.get(p, 0.0) for before, after in zip(side0, side1, strict=True) for p, t in after.items())
     games = [(g, stats.seats[g]) for g in stats.started]
@@ -481,6 +483,7 @@ async def run_ladder(args: argparse.Namespace, tmp: Path, pg: str, redis: str, d
         "per_s": round(stats.decisions / elapsed, 1),
         "cpu_share": {name: round(c / total, 3) for name, c in zip(names, cpu, strict=True)},
         "cpu_s": {name: round(c, 2) for name, c in zip(names, cpu, strict=True)},
+        "worker_cpu_s": {name: round(c, 2) for name, c in zip(names, workers, strict=True)},
         "cpu_us": round(total / max(stats.decisions, 1) * 1e6, 1),
         "servers_cores": round(total / elapsed, 2),
         "client_cores": round(own / elapsed, 2),
@@ -555,6 +558,8 @@ def ladder_table(ladder: dict[str, Any], args: argparse.Namespace) -> None:
         (f"cores busy: the whole machine (of {os.cpu_count()}), normal priority / niced",
          f"{ladder['machine_cores']} / {ladder['machine_niced_cores']}"),
         ("CPU share n1 (leader) / n2 / n3", " / ".join(f"{v:.3f}" for v in ladder["cpu_share"].values())),
+        ("CPU s n1 / n2 / n3, of them in child processes (the standings' fit)",
+         " / ".join(f"{ladder['cpu_s'][n]:g} ({ladder['worker_cpu_s'][n]:g})" for n in ladder["cpu_s"])),
         ("games started / of them ladder games", f"{ladder['games']} / {ladder['ladder_games']}"),
         ("games hosted n1 / n2 / n3", " / ".join(str(v) for v in ladder["hosted"].values())),
         ("share of ladder games across nodes", ladder["across_share"]),
