@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from arena_testkit import Harness, settings_for
+from arena_testkit import settings_for
 from server.app import create_app
 from server.arena import ARENA
 from server.http.tls import TlsSite, tls_context
@@ -101,9 +101,9 @@ class Ca:
 
 
 class TlsArena:
-    """A server with TLS on, in this process: ``url`` (``https://127.0.0.1:PORT``), ``ws_url``,
-    the arena, and a :class:`Harness`-like ``client`` is not needed: tests use aiohttp
-    sessions with ``ca.client_context()``."""
+    """A server with TLS on, in this process: its ``url`` (``https://127.0.0.1:PORT``), its
+    ``ws_url`` (``wss://…/ws``) and its arena. Tests reach it with aiohttp sessions that verify
+    it with ``ca.client_context()``, as a bot would."""
 
     def __init__(self, runner: web.AppRunner, site: TlsSite) -> None:
         self.runner = runner
@@ -129,6 +129,3 @@ async def tls_arena(db: Path, issued: Issued, **overrides: Any) -> TlsArena:
                    app[ARENA].addresses)
     await site.start()
     return TlsArena(runner, site)
-
-
-__all__ = ["Ca", "Harness", "Issued", "TlsArena", "tls_arena"]
