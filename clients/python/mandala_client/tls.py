@@ -34,6 +34,9 @@ def explain(url: str, error: BaseException | None) -> str | None:
     """What a failed TLS connection to ``url`` means, in words (``None`` if ``error`` is not a
     TLS failure). Takes the ``ssl`` module's errors, and aiohttp's and urllib's wrapping them."""
     for _ in range(4):  # the ssl error itself, or wrapped in one or two others
+        inner = getattr(error, "certificate_error", None) or getattr(error, "os_error", None)
+        if isinstance(inner, ssl.SSLError):  # aiohttp's (which may also be an ssl error itself)
+            error = inner
         if isinstance(error, ssl.SSLCertVerificationError):
             reason = error.verify_message or error.reason or str(error)
             return (f"cannot connect to {url}: the server's certificate does not verify: {reason}. If the server's "
@@ -46,6 +49,5 @@ def explain(url: str, error: BaseException | None) -> str | None:
             return f"cannot connect to {url}: the TLS handshake failed: {reason}.{hint}"
         if error is None:
             return None
-        inner = [getattr(error, a, None) for a in ("certificate_error", "os_error", "reason")] + [error.__cause__]
-        error = next((e for e in inner if isinstance(e, BaseException)), None)
+        error = next((e for e in (getattr(error, "reason", None), error.__cause__) if isinstance(e, BaseException)), None)
     return None
