@@ -52,9 +52,12 @@ demo: $(STAMP)
 
 # Three nodes on one PostgreSQL and one Redis behind HAProxy, one address: http://127.0.0.1:8080
 # (scripts/cluster.sh, deploy/haproxy.cfg; state, logs and the admin token in .cluster/).
+# `make cluster TLS=1`: https:// and wss:// on that address, HAProxy's certificate signed by a
+# local certificate authority whose CA file it prints (.cluster/tls/ca.pem).
 # `make cluster-stop` stops them all and keeps the database.
+TLS ?=
 cluster: $(STAMP)
-	scripts/cluster.sh start
+	CLUSTER_TLS=$(TLS) scripts/cluster.sh start
 
 cluster-stop:
 	scripts/cluster.sh stop
