@@ -19,7 +19,7 @@ import pytest
 from arena_testkit import ADMIN, RECV_TIMEOUT, WsClient, play_out, random_policy, wait_until
 from mandala_cli.main import main
 from protocol.messages import PROTOCOL_VERSION, Error, Welcome
-from tls_kit import Ca, TlsArena, tls_arena
+from tls_kit import Ca, Tap, TlsArena, tls_arena
 
 AUTH = {"Authorization": f"Bearer {ADMIN}"}
 
@@ -66,6 +66,40 @@ async def test_https_and_wss_on_one_port_play_a_game(tls_server: TlsArena, ca: C
         assert overs[0][0].result == overs[1][0].result
         assert all(conn.tls for conn in tls_server.arena.presence.connections)
     assert "bot alice connected (127.0.0.1, TLS, client None)" in caplog.text
+
+
+async def test_the_wire_of_a_tls_session_carries_no_token_and_no_view(tls_server: TlsArena, ca: Ca,
+                                                                      make_arena: Any) -> None:
+    """Bots created and a game played through a tap on the path: over HTTPS and WSS the tap
+    sees neither a token (in the answers that issue them) nor a view; the same over plain HTTP
+    and WS, through the same kind of tap, shows both (the tap sees everything)."""
+
+    async def through_tap(port: int, secure: bool) -> tuple[bytes, list[str]]:
+        context: ssl.SSLContext | bool = ca.client_context() if secure else True
+        http_scheme, ws_scheme = ("https", "wss") if secure else ("http", "ws")
+        async with Tap(port) as tap, aiohttp.ClientSession() as http:
+            base = f"{http_scheme}://127.0.0.1:{tap.port}"
+            tokens, clients = [], []
+            for name in (f"{ws_scheme}-alice", f"{ws_scheme}-bob"):
+                async with http.post(base + "/api/bots", json={"name": name}, headers=AUTH, ssl=context) as resp:
+                    tokens.append((await resp.json())["token"])
+                client = await hello(http, f"{ws_scheme}://127.0.0.1:{tap.port}/ws", tokens[-1], ssl=context)
+                await client.expect(Welcome)
+                clients.append(client)
+            async with http.post(base + "/api/games", json={"players": [f"{ws_scheme}-alice", f"{ws_scheme}-bob"]},
+                                 headers=AUTH, ssl=context) as resp:
+                assert resp.status == 201
+            await asyncio.gather(play_out(clients[0], random_policy(5)), play_out(clients[1], random_policy(6)))
+            assert any('"view"' in raw for raw in clients[0].raw)
+            return bytes(tap.captured), tokens
+
+    wire, tokens = await through_tap(tls_server.site.port, secure=True)
+    assert len(wire) > 10_000
+    assert not any(t.encode() in wire for t in tokens) and ADMIN.encode() not in wire
+    assert b'"view"' not in wire and b'"legal"' not in wire and b"/api/bots" not in wire
+    plain = await make_arena()
+    wire, tokens = await through_tap(plain.client.port, secure=False)
+    assert all(t.encode() in wire for t in tokens) and b'"view"' in wire and ADMIN.encode() in wire  # what TLS hid
 
 
 async def test_plain_http_and_ws_on_the_tls_port_get_nothing_and_it_serves_on(

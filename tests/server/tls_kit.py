@@ -5,6 +5,7 @@ And a server with TLS on, in this process, through the same site ``mandala serve
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import ipaddress
 import ssl
@@ -129,3 +130,46 @@ async def tls_arena(db: Path, issued: Issued, **overrides: Any) -> TlsArena:
                    app[ARENA].addresses)
     await site.start()
     return TlsArena(runner, site)
+
+
+class Tap:
+    """A TCP relay to ``127.0.0.1:port`` that keeps every byte passing either way, as a capture
+    of the wire would (``captured``): what an eavesdropper on the path sees."""
+
+    def __init__(self, port: int) -> None:
+        self.target = port
+        self.captured = bytearray()
+        self.port = 0
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def __aenter__(self) -> Tap:
+        self._server = await asyncio.start_server(self._relay, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _relay(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
+        server_r, server_w = await asyncio.open_connection("127.0.0.1", self.target)
+
+        async def pump(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+            try:
+                while chunk := await r.read(1 << 16):
+                    self.captured += chunk
+                    w.write(chunk)
+                    await w.drain()
+            except (ConnectionError, OSError):
+                pass
+            finally:
+                w.close()
+
+        tasks = [asyncio.ensure_future(pump(client_r, server_w)), asyncio.ensure_future(pump(server_r, client_w))]
+        self._tasks.update(tasks)
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._tasks.difference_update(tasks)
