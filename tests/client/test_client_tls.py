@@ -302,3 +302,17 @@ async def test_the_js_bot_takes_up_a_rotation_from_its_token_file(node: str, mak
     code, log = await exit_of(proc)
     assert code == 0 and "token retired: reconnecting with the new one" in log and "[1/1]" in log, log
     assert log.count("connected as js-bot") == 2
+
+
+async def test_the_js_bot_takes_an_old_token_beginning_with_a_dash(node: str, make_arena: Any) -> None:  # noqa: F811
+    arena = await make_arena()
+    legacy = "-" + secrets.token_urlsafe(32)[1:]
+    await arena.arena.storage.create_bot("legacy-js", hash_token(legacy), "2026-01-01T00:00:00.000Z")
+    bob = await arena.bot("bob")
+    base = str(arena.client.make_url("")).rstrip("/")
+    proc = await asyncio.create_subprocess_exec(
+        *node_command(node), "--url", base.replace("http", "ws", 1) + "/ws", "--token", legacy, "--challenge", "bob",
+        "--games", "1", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    await accept_and_play(bob)
+    code, log = await exit_of(proc)
+    assert code == 0 and "connected as legacy-js" in log and "[1/1]" in log, log

@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import signal
 import ssl
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -16,9 +20,20 @@ from typing import Any
 import aiohttp
 import pytest
 
-from arena_testkit import ADMIN, RECV_TIMEOUT, WsClient, play_out, random_policy, wait_until
+from arena_testkit import (
+    ADMIN,
+    RECV_TIMEOUT,
+    SERVE,
+    WsClient,
+    free_port,
+    play_out,
+    random_policy,
+    read_until,
+    wait_until,
+)
 from mandala_cli.main import main
 from protocol.messages import PROTOCOL_VERSION, Error, Welcome
+from server.config import load_settings
 from tls_kit import Ca, Tap, TlsArena, tls_arena
 
 AUTH = {"Authorization": f"Bearer {ADMIN}"}
@@ -153,6 +168,54 @@ async def test_a_stalled_handshake_is_closed_in_time_and_counted_against_its_add
     finally:
         await server.close()
     assert caplog.text.count("TLS handshake with 127.0.0.1 not finished within 1 s: closed") == 2
+
+
+async def test_mandala_serve_takes_its_certificate_from_the_environment_serves_tls_and_stops_cleanly(
+        ca: Ca, tmp_path: Path) -> None:
+    issued = ca.issue("server")
+    port = free_port()
+    env = {**os.environ, "MANDALA_TLS_CERT": str(issued.cert), "MANDALA_TLS_KEY": str(issued.key),
+           "MANDALA_ADMIN_TOKEN": ADMIN}
+    with open(tmp_path / "server.log", "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-c", SERVE, "serve", "--port", str(port), "--db",
+                                 str(tmp_path / "x.db")], env=env, stdout=subprocess.PIPE, stderr=log)
+    try:
+        banner = await asyncio.to_thread(read_until, proc.stdout, b"listening on", 30)
+        assert f"listening on https://127.0.0.1:{port}  (WebSocket: wss://127.0.0.1:{port}/ws)".encode() in banner
+        async with aiohttp.ClientSession() as http:
+            await wait_until(lambda: _answers(http, f"https://127.0.0.1:{port}/health", ca.client_context()), 10,
+                             "no answer over HTTPS")
+            spectator = await hello(http, f"wss://127.0.0.1:{port}/ws", None, ssl=ca.client_context())
+            assert (await spectator.expect(Welcome)).bot is None
+            proc.send_signal(signal.SIGTERM)
+            assert await spectator.closed() == 1001  # the shutdown of any node: "server shutting down"
+        assert await asyncio.to_thread(proc.wait, 30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        assert proc.stdout is not None
+        proc.stdout.close()
+
+
+async def _answers(http: aiohttp.ClientSession, url: str, context: ssl.SSLContext) -> bool:
+    try:
+        async with http.get(url, ssl=context) as resp:
+            return resp.status == 200
+    except aiohttp.ClientError:
+        return False
+
+
+def test_the_tls_settings_come_from_the_config_file_and_the_environment(ca: Ca, tmp_path: Path) -> None:
+    issued = ca.issue("server")
+    config = tmp_path / "arena.toml"
+    config.write_text(f'tls_cert = "{issued.cert}"\ntls_key = "{issued.key}"\nrequire_tls = true\n'
+                      "tls_handshake_timeout_s = 3.0\n")
+    settings = load_settings(config, environ={})
+    assert (settings.tls_cert, settings.tls_key, settings.require_tls, settings.tls_handshake_timeout_s) == (
+        str(issued.cert), str(issued.key), True, 3.0)
+    moved = load_settings(config, environ={"MANDALA_TLS_CERT": "/elsewhere.pem", "MANDALA_TLS_KEY": "/elsewhere.key"})
+    assert (moved.tls_cert, moved.tls_key) == ("/elsewhere.pem", "/elsewhere.key")
 
 
 def test_a_certificate_or_key_that_cannot_be_used_stops_the_start_naming_the_file(
