@@ -198,13 +198,19 @@ async def test_a_rotation_written_to_the_token_file_is_taken_up_while_a_game_run
 async def test_a_thousand_issued_tokens_and_an_old_one_beginning_with_a_dash_work_on_the_command_lines(
         make_arena: Any) -> None:
     arena = await make_arena()
-    tokens = {f"bot{i:04d}": await arena.create_bot(f"bot{i:04d}") for i in range(1000)}
+    sem = asyncio.Semaphore(50)
+
+    async def issued(name: str) -> tuple[str, str]:
+        async with sem:
+            return name, await arena.create_bot(name)
+
+    tokens = dict(await asyncio.gather(*(issued(f"bot{i:04d}") for i in range(1000))))
+    assert len(set(tokens.values())) == 1000
     mandala_bot, mandala = cli.build_parser(), build_parser()
     for token in tokens.values():  # as README shows them, and in the other spelling
         for words in (["--token", token], [f"--token={token}"]):
             assert mandala_bot.parse_args(join_values([*words, "--bot", "greedy", "--ladder"], ("--token",))).token == token
             assert mandala.parse_args(join_values(["bot", "rotate", "x", *words], SECRET_OPTIONS)).token == token
-    sem = asyncio.Semaphore(50)
 
     async def says_hello(name: str, token: str) -> None:
         async with sem:
