@@ -52,9 +52,12 @@ demo: $(STAMP)
 
 # Three nodes on one PostgreSQL and one Redis behind HAProxy, one address: http://127.0.0.1:8080
 # (scripts/cluster.sh, deploy/haproxy.cfg; state, logs and the admin token in .cluster/).
+# `make cluster TLS=1`: https:// and wss:// on that address, HAProxy's certificate signed by a
+# local certificate authority whose CA file it prints (.cluster/tls/ca.pem).
 # `make cluster-stop` stops them all and keeps the database.
+TLS ?=
 cluster: $(STAMP)
-	scripts/cluster.sh start
+	CLUSTER_TLS=$(TLS) scripts/cluster.sh start
 
 cluster-stop:
 	scripts/cluster.sh stop
@@ -82,14 +85,15 @@ bench-ladder: $(STAMP)
 # The decision path under load against the bare WebSocket ceiling, in one run (bench/load.py);
 # PAIRS, SECONDS and THINK are passed on: make load PAIRS=500 THINK=0.3. With an audience
 # (VIEWERS of /live, SPECTATORS of running games) the same load runs without it and with it:
-# make load THINK=0.05 VIEWERS=1000 SPECTATORS=200
+# make load THINK=0.05 VIEWERS=1000 SPECTATORS=200. TLS=1: the same load over ws:// and over wss://
+# (a certificate made for the run), side by side: what TLS costs the decision path.
 PAIRS   ?= 100
 SECONDS ?= 10
 THINK   ?= 0
 VIEWERS ?= 0
 SPECTATORS ?= 0
 load: $(STAMP)
-	$(PY) bench/load.py --pairs $(PAIRS) --seconds $(SECONDS) --think $(THINK) --viewers $(VIEWERS) --spectators $(SPECTATORS)
+	$(PY) bench/load.py --pairs $(PAIRS) --seconds $(SECONDS) --think $(THINK) --viewers $(VIEWERS) --spectators $(SPECTATORS) $(if $(TLS),--tls)
 
 # The same load on cluster nodes (PostgreSQL and Redis started for it): one node, two nodes with
 # each pair on one node, two nodes with each pair across them; then the ladder on three nodes,

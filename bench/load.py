@@ -18,8 +18,13 @@ bare sockets that read everything and parse nothing, so that one load core can h
 thousands. The table then sets the two runs side by side, with the bytes each viewer received
 a second.
 
+With ``--tls`` the arena runs twice in the same run, over plain WebSockets and over WSS (a
+certificate made for the run with ``openssl``, ``mandala serve --tls-cert --tls-key``): the
+bots connect before the measurement, so the difference is what TLS costs the decision path
+(each frame encrypted and decrypted), not the handshakes.
+
     python bench/load.py [--pairs 100] [--seconds 10] [--think 0] [--repo DIR]
-                         [--viewers 1000 --spectators 200] [--live-path /live]
+                         [--viewers 1000 --spectators 200] [--live-path /live] [--tls]
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import json
 import os
 import random
 import resource
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -288,12 +294,13 @@ async def create_bots(http: aiohttp.ClientSession, url: str, n: int) -> list[str
     return tokens
 
 
-async def drive(url: str, pid: int | list[int], tasks_for: Any, seconds: float, live_games: int) -> dict[str, Any]:
+async def drive(url: str, pid: int | list[int], tasks_for: Any, seconds: float, live_games: int,
+                tls: ssl.SSLContext | None = None) -> dict[str, Any]:
     """Start the load, warm up, measure for ``seconds``: CPU (of every server process in
-    ``pid``), counts, latencies, memory."""
+    ``pid``), counts, latencies, memory. ``tls``: how the clients verify an https:// server."""
     pids = pid if isinstance(pid, list) else [pid]
     stats = Stats()
-    connector = aiohttp.TCPConnector(limit=0)
+    connector = aiohttp.TCPConnector(limit=0, ssl=tls if tls is not None else True)
     async with aiohttp.ClientSession(connector=connector) as http:
         await wait_healthy(http, url)
         idle_rss = sum(rss_bytes(p) for p in pids)
@@ -350,16 +357,31 @@ async def join_audience(args: argparse.Namespace, pid: int, stats: Stats) -> lis
     return tasks
 
 
-async def run_arena(args: argparse.Namespace, tmp: Path, audience: bool = False) -> dict[str, Any]:
+def certificate(tmp: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and its key, made with ``openssl``."""
+    cert, key = tmp / "load.pem", tmp / "load.key"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                    "-days", "2", "-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+    return cert, key
+
+
+async def run_arena(args: argparse.Namespace, tmp: Path, audience: bool = False, tls: bool = False) -> dict[str, Any]:
     config = tmp / "load.toml"
     config.write_text(f"messages_per_second = 1000000.0\nburst = 1000000\nregistrations_per_hour = 100000\n"
                       f"send_queue_max = 100000\ndecision_ms = {max(5000, int(args.think * 1000) + 5000)}\n")
     repo = args.repo.resolve()
     env = {**os.environ, "MANDALA_ADMIN_TOKEN": ADMIN, "PYTHONPATH": f"{repo}:{repo}/clients/python"}
+    secure: list[str] = []
+    context = None
+    if tls:
+        cert, key = certificate(tmp)
+        secure = ["--tls-cert", str(cert), "--tls-key", str(key)]
+        context = ssl.create_default_context(cafile=str(cert))
     server = subprocess.Popen(pinned([sys.executable, "-c", SERVE, "serve", "--port", str(args.port), "--db",
-                                      str(tmp / "load.db"), "--config", str(config)], 0),
+                                      str(tmp / "load.db"), "--config", str(config), *secure], 0),
                               env=env, cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{args.port}"
+    url = f"{'https' if tls else 'http'}://127.0.0.1:{args.port}"
 
     async def start(http: aiohttp.ClientSession, stats: Stats) -> list[asyncio.Task[None]]:
         tokens = await create_bots(http, url, 2 * args.pairs)
@@ -374,7 +396,7 @@ async def run_arena(args: argparse.Namespace, tmp: Path, audience: bool = False)
         return tasks
 
     try:
-        return await drive(url, server.pid, start, args.seconds, args.pairs)
+        return await drive(url, server.pid, start, args.seconds, args.pairs, context)
     finally:
         server.terminate()
         server.wait()
@@ -421,11 +443,11 @@ def run(coro: Coroutine[Any, Any, dict[str, Any]]) -> dict[str, Any]:
         return runner.run(coro)
 
 
-def arena_run(args: argparse.Namespace, audience: bool = False) -> dict[str, Any]:
+def arena_run(args: argparse.Namespace, audience: bool = False, tls: bool = False) -> dict[str, Any]:
     """The arena's figures, on a database in a temporary folder (with the audience of
-    ``--viewers`` and ``--spectators`` if ``audience``)."""
+    ``--viewers`` and ``--spectators`` if ``audience``; over WSS if ``tls``)."""
     with tempfile.TemporaryDirectory() as tmp:
-        return run(run_arena(args, Path(tmp), audience))
+        return run(run_arena(args, Path(tmp), audience, tls))
 
 
 def audience_options(parser: argparse.ArgumentParser) -> None:
@@ -434,12 +456,17 @@ def audience_options(parser: argparse.ArgumentParser) -> None:
                         help="spectators watching running games in the second run (default 0)")
     parser.add_argument("--live-path", default="/live",
                         help="what the viewers open (default /live; /live?games=all for every game)")
+    parser.add_argument("--tls", action="store_true",
+                        help="run the arena over plain WebSockets, then over WSS, and compare (needs openssl)")
 
 
 def main() -> None:
     args = arguments(__doc__.split("\n\n")[0], pairs=100, port=8120, more=audience_options)
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # thousands of sockets, here and in the server
+    if args.tls:
+        compare_tls(args)
+        return
     if args.viewers or args.spectators:
         compare_audience(args)
         return
@@ -463,6 +490,31 @@ def main() -> None:
     print(f"{'':{width}}  {'arena':>10}  {'ceiling':>10}")
     for name, a, c in rows:
         print(f"{name:{width}}  {a!s:>10}  {c!s:>10}")
+
+
+def compare_tls(args: argparse.Namespace) -> None:
+    """The same load over plain WebSockets, then over WSS; one JSON line each, then a table."""
+    plain = arena_run(args)
+    secure = arena_run(args, tls=True)
+    for name, figures in (("ws", plain), ("wss", secure)):
+        print(json.dumps({"pairs": args.pairs, "seconds": args.seconds, "think": args.think, "transport": name,
+                          "repo": str(args.repo.resolve()), "arena": figures}), flush=True)
+    rows = [
+        ("decisions/s", "per_s"),
+        ("server CPU µs per decision", "cpu_us"),
+        ("p50 move → move_accepted, ms", "p50_ms"),
+        ("p99 move → move_accepted, ms", "p99_ms"),
+        ("p50 move → next decision, ms", "p50_next_ms"),
+        ("p99 move → next decision, ms", "p99_next_ms"),
+        ("server RSS per live game, KB", "rss_per_game_kb"),
+        ("load client's CPU (1.0: its core is full)", "client_cpu"),
+    ]
+    width = max(len(r[0]) for r in rows)
+    print(f"{'':{width}}  {'ws://':>10}  {'wss://':>10}  {'ratio':>6}")
+    for name, key in rows:
+        a, b = plain[key], secure[key]
+        ratio = f"{b / a:.2f}" if isinstance(a, (int, float)) and isinstance(b, (int, float)) and a else "-"
+        print(f"{name:{width}}  {a!s:>10}  {b!s:>10}  {ratio:>6}")
 
 
 def compare_audience(args: argparse.Namespace) -> None:

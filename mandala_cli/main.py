@@ -10,6 +10,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from mandala_client.credentials import join_values
+
 from . import bot_cmd, demo_cmd, export_cmd, history_cmd, match_cmd, replay_cmd, selfplay_cmd, serve_cmd, tournament_cmd
 
 COMMANDS = (replay_cmd, selfplay_cmd, serve_cmd, bot_cmd, match_cmd, demo_cmd, tournament_cmd, export_cmd, history_cmd)
@@ -23,8 +25,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+SECRET_OPTIONS = ("--token", "--admin-token")
+"""Options whose value may begin with ``-`` (a token issued before the ``mdl_`` prefix)."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(join_values(sys.argv[1:] if argv is None else argv, SECRET_OPTIONS))
     try:
         return int(args.run(args) or 0)
     except BrokenPipeError:  # e.g. piped into head

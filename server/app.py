@@ -25,7 +25,7 @@ from .audience.live import LiveHub
 from .cluster.node import ClusterNode
 from .common.clock import utc_now
 from .config import Settings
-from .connections.auth import new_token
+from .connections.auth import new_admin_token
 from .connections.outbox import CLOSE_GOING_AWAY
 from .connections.pacing import Audience
 from .connections.peers import AddressCap
@@ -40,6 +40,7 @@ from .http.ladder import setup as setup_ladder_api
 from .http.live import setup as setup_live
 from .http.pages import setup as setup_pages
 from .http.replay import setup as setup_replay
+from .http.tokens import setup as setup_tokens
 from .http.tournaments import setup as setup_tournaments
 from .http.ws import websocket_handler
 from .ladder.service import Ladder
@@ -67,7 +68,7 @@ def create_app(settings: Settings, storage: Storage | None = None) -> web.Applic
     manager.listeners.append(live)
     app[ARENA] = Arena(
         settings=settings,
-        admin_token=settings.admin_token or new_token(),
+        admin_token=settings.admin_token or new_admin_token(),
         storage=storage,
         presence=presence,
         manager=manager,
@@ -94,6 +95,7 @@ def create_app(settings: Settings, storage: Storage | None = None) -> web.Applic
     app.router.add_get("/ws", websocket_handler)
     setup_export(app)  # before /api/games/{game_id}
     setup_api(app)
+    setup_tokens(app)
     setup_ladder_api(app)
     setup_live(app)
     setup_replay(app)

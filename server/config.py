@@ -39,6 +39,21 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     """Behind a proxy (HAProxy's ``option forwardfor``): a client's address is the last one in
     its ``X-Forwarded-For`` (for the registration limit and the logs), not the proxy's. Only
     where nothing but the proxy can reach the server."""
+    tls_cert: str | None = None
+    """A PEM file with the server's certificate (and any intermediate certificates after it):
+    serve HTTPS and WSS on ``port`` instead of HTTP and WS (env ``MANDALA_TLS_CERT``; needs
+    ``tls_key``)."""
+    tls_key: str | None = None
+    """The PEM file of the certificate's private key (env ``MANDALA_TLS_KEY``)."""
+    tls_handshake_timeout_s: Annotated[float, Meta(gt=0, le=300)] = 10.0
+    """A client that has not finished its TLS handshake within this long is closed; until
+    then it holds one of its address's ``connections_per_ip``."""
+    require_tls: bool = False
+    """Refuse tokens that did not come by TLS: a ``hello`` with a token (close 4012) and the
+    HTTP requests that carry or issue a token (403 ``tls_required``), unless the connection
+    arrived by TLS (here, or through a trusted proxy whose ``X-Forwarded-Proto`` says
+    ``https``) or the client is on loopback. For a node a proxy on another machine reaches
+    (docs/operating.md, "On the internet")."""
     node: str | None = None
     """This node's name in the cluster, unique among its nodes (env ``MANDALA_NODE``; default
     the host name and port)."""
@@ -165,6 +180,8 @@ ENV_DATABASE_URL = "DATABASE_URL"
 ENV_SPOOL = "MANDALA_SPOOL"
 ENV_REDIS_URL = "REDIS_URL"
 ENV_NODE = "MANDALA_NODE"
+ENV_TLS_CERT = "MANDALA_TLS_CERT"
+ENV_TLS_KEY = "MANDALA_TLS_KEY"
 
 
 _NODE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,40}")
@@ -180,7 +197,8 @@ def load_settings(
     environ: Mapping[str, str] | None = None,
 ) -> Settings:
     """Merge defaults < TOML file < ``MANDALA_ADMIN_TOKEN``, ``DATABASE_URL``, ``MANDALA_SPOOL``,
-    ``REDIS_URL`` and ``MANDALA_NODE`` < ``overrides`` (``None`` values skipped)."""
+    ``REDIS_URL``, ``MANDALA_NODE``, ``MANDALA_TLS_CERT`` and ``MANDALA_TLS_KEY`` <
+    ``overrides`` (``None`` values skipped)."""
     values: dict[str, Any] = {}
     if config is not None:
         try:
@@ -198,11 +216,18 @@ def load_settings(
         values["redis"] = env[ENV_REDIS_URL]
     if env.get(ENV_NODE):
         values["node"] = env[ENV_NODE]
+    if env.get(ENV_TLS_CERT):
+        values["tls_cert"] = env[ENV_TLS_CERT]
+    if env.get(ENV_TLS_KEY):
+        values["tls_key"] = env[ENV_TLS_KEY]
     values.update({k: v for k, v in (overrides or {}).items() if v is not None})
     try:
         settings = msgspec.convert(values, Settings)
     except msgspec.ValidationError as e:
         raise ConfigError(f"bad setting: {e}") from None
+    if (settings.tls_cert is None) != (settings.tls_key is None):
+        given, missing = ("--tls-cert", "--tls-key") if settings.tls_key is None else ("--tls-key", "--tls-cert")
+        raise ConfigError(f"{given} needs {missing} too: TLS takes the certificate and its private key")
     if settings.redis is not None:
         if not settings.db.startswith(("postgresql://", "postgres://")):
             raise ConfigError("a cluster node (--redis) stores its games in PostgreSQL: give --db postgresql://…")

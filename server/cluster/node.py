@@ -246,6 +246,9 @@ class ClusterNode:
     def capacity_changed(self, bot: str, max_games: int) -> None:
         self.bots.capacity_changed(bot, max_games)
 
+    async def token_retired(self, bot: str, token_hash: str) -> None:
+        await self.bots.token_retired(bot, token_hash)
+
     def seek(self, bot: str, seeking: bool) -> None:
         self.leadership.seek(bot, seeking)
 
@@ -317,3 +320,7 @@ class ClusterNode:
                 conn.place = place
         for room in list(parts.manager.running.values()):
             self.remote_games.game_started(room)
+        try:
+            await self.bots.check_tokens()
+        except Exception as e:  # storage failing too: such a connection stays until it closes
+            log.warning("node %s: could not check its bots' tokens: %s", self.node, e)

@@ -38,6 +38,7 @@ from protocol.messages import (
 
 from ..common.clock import seconds_since, utc_now
 from ..common.refusal import Refusal
+from ..connections.auth import redact
 from ..connections.connection import encode
 from ..storage import GameRow, GameStatus
 from ..storage.base import LoggedMove, MoveWrite
@@ -397,9 +398,10 @@ class GameRoom:
 
     def bad_frame(self, seat: int, r: Refusal, text: str) -> None:
         """A frame from ``seat``'s bot that did not decode, naming this game or sent while
-        one of its decisions here was pending."""
+        one of its decisions here was pending (with any token in it hidden: it is kept in the
+        game's telemetry, which replays and exports show)."""
         self._note("refused", seat, request_id=r.request_id, after_ms=self._thought(seat), code=r.code,
-                   message=r.message, sent=clipped(text))
+                   message=r.message, sent=clipped(redact(text)))
 
     def _play(self, seat: int, request_id: int, move: Move) -> None:
         if self.over:

@@ -27,7 +27,7 @@ from ..arena import ARENA, Arena
 from ..common.clock import utc_now
 from ..common.refusal import Refusal
 from ..connections.auth import check_admin, hash_token, new_token
-from ..connections.peers import client_address
+from ..connections.peers import client_address, token_allowed
 from ..games.deals import Deal
 from ..games.room import GameRoom
 from ..games.summary import game_summary
@@ -137,7 +137,17 @@ async def read_body(request: web.Request, tp: type[Any]) -> Any:
         raise ApiError(400, "bad_json", f"the body is not JSON: {e}") from None
 
 
+def require_tls(request: web.Request, arena: Arena) -> None:
+    """Under ``require_tls``, refuse a request that carries or would be answered with a token
+    but did not come by TLS (from anywhere but loopback): 403 ``tls_required``."""
+    if not token_allowed(request, arena.settings):
+        log.warning("%s %s from %s without TLS refused (require_tls)", request.method, request.path,
+                    client_address(request, arena.settings))
+        raise ApiError(403, "tls_required", "this server takes and gives tokens only by TLS: use https://")
+
+
 def require_admin(request: web.Request, arena: Arena) -> None:
+    require_tls(request, arena)
     check = check_admin(request.headers.get("Authorization"), arena.admin_token)
     if check == "missing":
         raise ApiError(401, "unauthorized", "this needs the admin token: Authorization: Bearer <token>",
@@ -152,6 +162,7 @@ def require_admin(request: web.Request, arena: Arena) -> None:
 async def create_bot(request: web.Request) -> web.Response:
     """``POST /api/bots``: register a bot; its token is in this answer and nowhere else."""
     arena = request.app[ARENA]
+    require_tls(request, arena)
     if arena.settings.registration == "admin" or request.headers.get("Authorization"):
         require_admin(request, arena)
     else:

@@ -21,6 +21,7 @@ from protocol.messages import (
     CLOSE_BAD_TOKEN,
     CLOSE_HELLO_TIMEOUT,
     CLOSE_REPLACED,
+    CLOSE_TLS_REQUIRED,
     CLOSE_UNSUPPORTED_VERSION,
     PROTOCOL_VERSION,
     Accept,
@@ -226,8 +227,20 @@ class Session:
             self._authenticated()
             conn.send(Welcome(PROTOCOL_VERSION, None, arena.limits, []))
             return
-        row = await arena.storage.bot_by_token_hash(hash_token(m.token))
+        if not conn.token_allowed:
+            log.warning("a hello with a token from %s without TLS refused (require_tls)", conn.peer)
+            conn.error("tls_required", "this server takes tokens only by TLS: connect to wss://; this token crossed "
+                                       "the network unencrypted, so rotate it (POST /api/bots/{name}/token)")
+            conn.close(CLOSE_TLS_REQUIRED, "tls required")
+            return
+        token_hash = hash_token(m.token)
+        while True:  # a token retired while it was looked up is looked up again (Presence.retire)
+            retirements = arena.presence.retirements
+            row = await arena.storage.bot_by_token_hash(token_hash)
+            if arena.presence.retirements == retirements:
+                break
         if row is None:
+            log.info("a hello with a token no bot has (unknown, rotated or revoked) from %s", conn.peer)
             conn.error("bad_token", "no bot has this token")
             conn.close(CLOSE_BAD_TOKEN, "bad token")
             return
@@ -235,6 +248,7 @@ class Session:
             return
         self._authenticated()
         conn.bot = row.name
+        conn.token_hash = token_hash
         conn.max_games = min(m.max_games, arena.settings.max_games)
         old = arena.presence.attach(row.name, conn)
         if old is not None:
@@ -246,7 +260,7 @@ class Session:
             conn.place = await arena.cluster.attached(row.name, conn)
             if arena.presence.get_local(row.name) is not conn:
                 return  # replaced while it was recorded
-        log.info("bot %s connected (%s, client %r)", row.name, conn.peer, m.client)
+        log.info("bot %s connected (%s%s, client %r)", row.name, conn.peer, ", TLS" if conn.tls else "", m.client)
         arena.manager.bot_arrived(row.name)
         arena.ladder.bot_arrived(row.name)
         arena.tournaments.wake()

@@ -17,7 +17,7 @@ import transcript
 
 DOC = Path(protocol.__file__).resolve().parent / "PROTOCOL.md"
 DOC_GAME_ID = "sH3f9QkB"
-DOC_TOKEN = "o4mZB2n8v1uJc3Qx6V0yHkTq9sWdLpEa7fNrGtYbKiM"
+DOC_TOKEN = "mdl_o4mZB2n8v1uJc3Qx6V0yHkTq9sWdLpEa7fNrGtYbKiM"
 ELAPSED = re.compile(r'"elapsed_ms": [0-9.]+')
 
 
