@@ -4,6 +4,7 @@
 
     mandala-bot --url ws://127.0.0.1:8080/ws --token TOKEN --bot mybot:MyBot --ladder
     mandala-bot --token TOKEN --bot search,budget=2 --challenge alice --games 10
+    mandala-bot --token TOKEN --bot policy:mandala_client.env.mlp:MLPPolicy,weights=mlp.npz --ladder
 
 ``--bot`` takes the same specs as ``mandala match`` (:func:`mandala_client.offline.bot_factory`).
 Exit status: 0 when the games are done, 1 when the client cannot go on (a bad token, an
@@ -38,7 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"the bot's token (default ${TOKEN_ENV})")
     p.add_argument("--bot", required=True, metavar="SPEC",
                    help="random, greedy, search or package.module:Class, with ,key=value options"
-                        " for its constructor (search,budget=0.5)")
+                        " for its constructor (search,budget=0.5); policy:package.module:attr for a policy"
+                        " trained in mandala_client.env")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--ladder", action="store_true", help="join the ladder (seek) and play the games it starts")
     mode.add_argument("--challenge", metavar="NAME", help="challenge that bot, again after each game")
