@@ -36,6 +36,7 @@ from mandala import Game, View, view
 
 from .core import (
     AGENTS,
+    SEAT_OF,
     IllegalAction,
     IllegalMode,
     RewardMode,
@@ -115,7 +116,7 @@ class MandalaEnv(AECEnv[str, Observation, int | None]):
         if game is None:
             EnvLogger.error_observe_before_reset()
         assert game is not None
-        seat = AGENTS.index(agent)
+        seat = SEAT_OF[agent]
         if game.to_move == seat and not self._over:
             mask = action_mask(game.legal_codes())
         else:
@@ -138,7 +139,7 @@ class MandalaEnv(AECEnv[str, Observation, int | None]):
         except IllegalAction as e:
             if self.illegal == "raise":
                 raise
-            self._forfeit(game, AGENTS.index(agent), str(e))
+            self._forfeit(game, SEAT_OF[agent], str(e))
             return
         self._cumulative_rewards[agent] = 0.0
         mover = game.to_move
@@ -146,8 +147,7 @@ class MandalaEnv(AECEnv[str, Observation, int | None]):
         if game.to_move is None:
             self._finish(game, mover, None)
             return
-        for a in AGENTS:
-            self.rewards[a] = 0.0
+        # self.rewards stay 0: a game rewards only its end
         self.agent_selection = AGENTS[game.to_move]
 
     def render(self) -> str | None:
@@ -176,7 +176,7 @@ class MandalaEnv(AECEnv[str, Observation, int | None]):
         authors who want their own encoding."""
         if self._game is None:
             EnvLogger.error_observe_before_reset()
-        return view(self._game, AGENTS.index(agent))  # type: ignore[arg-type]
+        return view(self._game, SEAT_OF[agent])  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------ the end
 

@@ -18,6 +18,7 @@ from .encoding import ACTION_COUNT, describe
 
 AGENTS: Final = ("player_0", "player_1")
 """The agents, by seat: ``player_0`` plays seat 0 and ``player_1`` seat 1."""
+SEAT_OF: Final = {agent: seat for seat, agent in enumerate(AGENTS)}
 
 RewardMode = Literal["win", "score"]
 IllegalMode = Literal["raise", "forfeit"]
@@ -78,6 +79,8 @@ def new_game(rng: random.Random, options: Mapping[str, Any] | None) -> Game:
 def checked_code(game: Game, action: Any, agent: str) -> int:
     """``action`` as the code of a legal move of ``game`` now; :class:`IllegalAction`
     naming the move (and the rule it breaks) otherwise."""
+    if type(action) is int and action in game.legal_codes():  # the usual case, first
+        return action
     if isinstance(action, int | np.integer) and not isinstance(action, bool):
         code = int(action)
         if code in game.legal_codes():
