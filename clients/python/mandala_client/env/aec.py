@@ -95,7 +95,7 @@ class MandalaEnv(AECEnv[str, Observation, int | None]):
         return self.action_spaces[agent]
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
-        rng = random.Random(seed) if seed is not None else self._rng
+        rng = random.Random(int(seed)) if seed is not None else self._rng  # numpy integers too
         game = new_game(rng, options)  # a bad option raises here, before anything changes
         self._rng = rng
         self._game = game

@@ -50,7 +50,7 @@ class GameBatch:
         check_modes(reward, "raise", 1.0)
         self.size = size
         self.reward_mode: RewardMode = reward
-        self._rng = random.Random(seed)
+        self._rng = random.Random(None if seed is None else int(seed))
         self._other = None if opponent is None else Seat(opponent, self._rng.getrandbits(63))
         self.learner: list[int | None] = [None] * size
         """Each row's learning seat (``None`` in self-play)."""
