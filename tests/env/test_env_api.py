@@ -367,3 +367,20 @@ def test_a_game_batch_gives_each_row_the_envs_observation_and_refuses_a_bad_row(
     assert against.seats == against.learner
     _o, m, _ = against.step(np.argmax(m, axis=1))
     assert against.seats == against.learner
+
+
+def test_the_random_opponent_by_name_makes_the_random_bots_very_moves() -> None:
+    from mandala_client.bots import RandomBot
+    from mandala_client.env.opponents import Seat
+
+    by_name, by_object = Seat("random", 17), Seat(RandomBot(seed=17), None)
+    rng = random.Random(5)
+    for seed in range(5):
+        game = Game.new(seed=seed)
+        while game.to_move is not None:
+            if game.to_move == 1:
+                code = by_name.move(game)
+                assert code == by_object.move(game)
+            else:
+                code = action_of(rng.choice(game.legal_moves))
+            game.push_code(code)

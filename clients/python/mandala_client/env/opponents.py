@@ -4,6 +4,7 @@ and the legal moves, exactly as a bot on the arena does."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +21,11 @@ class Seat:
     """An opponent made ready to play: ``move(game)`` is its move at ``game``'s decision."""
 
     def __init__(self, opponent: Opponent, seed: int | None) -> None:
+        self._random: random.Random | None = None
+        if opponent == "random":  # RandomBot's very choices, without building the view it ignores
+            self._random = random.Random(seed)
+            self.name = "random"
+            return
         if isinstance(opponent, str):
             if opponent.startswith("cmd:"):
                 raise ValueError("cmd: opponents are programs for `mandala match`; give a bot spec, an object or a function")
@@ -33,6 +39,9 @@ class Seat:
     def move(self, game: Game) -> int:
         """The code of the opponent's move at ``game``'s decision (a move it may not make is
         an error in the opponent, named as such)."""
+        if self._random is not None:
+            codes = game.legal_codes()
+            return codes[self._random.randrange(len(codes))]
         seat = game.to_move
         assert seat is not None
         legal = game.legal_moves
