@@ -384,3 +384,19 @@ def test_the_random_opponent_by_name_makes_the_random_bots_very_moves() -> None:
             else:
                 code = action_of(rng.choice(game.legal_moves))
             game.push_code(code)
+
+
+def test_a_finished_game_given_to_reset_is_over_at_once() -> None:
+    game = Game.new(seed=6)
+    rng = random.Random(6)
+    while game.to_move is not None:
+        game.push(rng.choice(game.legal_moves))
+    e = env(reward="score")
+    e.reset(options={"game": game})
+    assert e.terminations == {"player_0": True, "player_1": True}
+    s0, s1 = game.scores()
+    assert e.rewards == {"player_0": float(s0 - s1), "player_1": float(s1 - s0)}
+    assert e.infos["player_0"]["end_reason"] == game.end_reason
+    e.step(None)
+    e.step(None)
+    assert e.agents == []

@@ -65,7 +65,9 @@ class MandalaEnv(AECEnv[str, Observation, int | None]):
     - ``render_mode="ansi"``: :meth:`render` returns the spectator's view as JSON.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"name": "mandala_v0", "render_modes": ["ansi"], "is_parallelizable": False, "render_fps": 1}
+    metadata: ClassVar[dict[str, Any]] = {
+        "name": "mandala_v0", "render_modes": ["ansi"], "is_parallelizable": False, "render_fps": 1,
+    }
 
     def __init__(self, reward: RewardMode = "win", illegal: IllegalMode = "raise", illegal_penalty: float = 1.0,
                  render_mode: str | None = None) -> None:
