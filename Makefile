@@ -9,7 +9,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8080
 DB     ?= mandala.db
 
-.PHONY: run test lint bench bench-history bench-ladder load load-cluster schema demo clean cluster cluster-stop
+.PHONY: run test lint bench bench-env bench-history bench-ladder load load-cluster schema demo clean cluster cluster-stop
 
 # pip -qq: errors only (not setuptools' note that an editable install is one, nor warnings about
 # this machine's package indexes); a failed install still says why and stops make.
@@ -66,6 +66,11 @@ bench: $(STAMP)
 	$(PY) bench/engine.py
 	$(PY) bench/games.py
 	$(PY) bench/history.py --sizes $(HISTORY_SIZES)
+
+# The training environments' steps per second beside the engine's decisions per second, on one
+# core (bench/env.py; docs/training.md#speed).
+bench-env: $(STAMP)
+	$(PY) bench/env.py
 
 # A season's history (bench/history.py): synthesized histories of each size on SQLite and
 # PostgreSQL; bytes per game, startup, the lists' latencies, a live ladder's CPU per decision.

@@ -5,6 +5,7 @@
     MANDALA_TOKEN=mdl_… mandala-bot --url wss://arena.example.org/ws --bot mybot:MyBot --ladder
     mandala-bot --token-file ~/.mandala/mybot.token --bot search,budget=2 --challenge alice --games 10
     mandala-bot --url wss://127.0.0.1:8443/ws --ca-file ca.pem --token-file mybot.token --bot greedy --ladder
+    MANDALA_TOKEN=mdl_… mandala-bot --bot policy:mandala_client.env.mlp:MLPPolicy,weights=mlp.npz --ladder
 
 The token comes from ``--token VALUE`` (or ``--token=VALUE``; any token the server issued,
 even an old one beginning with ``-``), else ``--token-file FILE``, else ``$MANDALA_TOKEN``:
@@ -51,7 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
                         f"server's certificate, beside the system's (default ${CA_FILE_ENV})")
     p.add_argument("--bot", required=True, metavar="SPEC",
                    help="random, greedy, search or package.module:Class, with ,key=value options"
-                        " for its constructor (search,budget=0.5)")
+                        " for its constructor (search,budget=0.5); policy:package.module:attr for a policy"
+                        " trained in mandala_client.env")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--ladder", action="store_true", help="join the ladder (seek) and play the games it starts")
     mode.add_argument("--challenge", metavar="NAME", help="challenge that bot, again after each game")
