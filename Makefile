@@ -13,10 +13,12 @@ DB     ?= mandala.db
 
 # pip -qq: errors only (not setuptools' note that an editable install is one, nor warnings about
 # this machine's package indexes); a failed install still says why and stops make.
-$(STAMP): pyproject.toml
+# Two distributions, both editable: the bot author's (clients/python: the engine, the message
+# types, the client) and the arena's (the server and the `mandala` command), which depends on it.
+$(STAMP): pyproject.toml clients/python/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -qq --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install -qq --disable-pip-version-check -e '.[test]'
+	$(PY) -m pip install -qq --disable-pip-version-check -e clients/python -e '.[test]'
 	touch $(STAMP)
 
 run: $(STAMP)

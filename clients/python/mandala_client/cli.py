@@ -23,7 +23,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from .client import Client, ClientError
+from protocol.messages import PROTOCOL_VERSION
+
+from .client import Client, ClientError, version
 from .offline import SpecError, load_bot
 
 TOKEN_ENV = "MANDALA_TOKEN"
@@ -32,6 +34,7 @@ INTERRUPTED = 130
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mandala-bot", description="Play a bot on a Mandala Arena server.")
+    p.add_argument("--version", action="version", version=f"mandala-bot {version()} (protocol {PROTOCOL_VERSION})")
     p.add_argument("--url", default="ws://127.0.0.1:8080/ws", help="the server's WebSocket endpoint"
                    " (default ws://127.0.0.1:8080/ws)")
     p.add_argument("--token", default=os.environ.get(TOKEN_ENV),
