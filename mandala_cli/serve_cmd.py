@@ -29,6 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--config", type=Path, metavar="FILE", help="TOML file with any setting (flags win over it)")
     p.add_argument("--decision-ms", type=int, metavar="N", help="time per decision in ms (default 5000)")
     p.add_argument("--registration", choices=("open", "admin"), help="who may create bots (default open)")
+    p.add_argument("--metrics", choices=("admin", "public", "off"),
+                   help="who may scrape GET /metrics: with the admin token, anyone, or no one (default admin)")
     p.add_argument("--ladder-games-per-hour", type=int, metavar="N",
                    help="at most N ladder games a bot starts in any hour (default: no limit)")
     p.add_argument("--log-level", choices=LOG_LEVELS, default=os.environ.get("MANDALA_LOG_LEVEL", "info").lower(),
@@ -109,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
                 "decision_ms": args.decision_ms,
                 "registration": args.registration,
                 "ladder_games_per_hour": args.ladder_games_per_hour,
+                "metrics": args.metrics,
             },
         )
     except ConfigError as e:

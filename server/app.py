@@ -38,6 +38,7 @@ from .http.api import setup as setup_api
 from .http.export import setup as setup_export
 from .http.ladder import setup as setup_ladder_api
 from .http.live import setup as setup_live
+from .http.metrics import setup as setup_metrics
 from .http.pages import setup as setup_pages
 from .http.replay import setup as setup_replay
 from .http.tournaments import setup as setup_tournaments
@@ -99,6 +100,7 @@ def create_app(settings: Settings, storage: Storage | None = None) -> web.Applic
     setup_replay(app)
     setup_tournaments(app)
     setup_pages(app)
+    setup_metrics(app)
     app.on_startup.append(_startup)
     app.on_shutdown.append(_shutdown)
     app.on_cleanup.append(_cleanup)

@@ -20,6 +20,7 @@ from msgspec import Meta
 from .ratings.elo import EloSettings
 
 Registration = Literal["open", "admin"]
+MetricsAccess = Literal["admin", "public", "off"]
 
 HARD_FRAME_CAP = 1 << 20
 """aiohttp's own ``max_msg_size``: a frame above 1 MiB is dropped by aiohttp itself (close 1009)
@@ -48,6 +49,12 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     """``open``: anyone may create a bot (rate-limited per IP); ``admin``: only with the admin token."""
     admin_token: str | None = None
     """Bearer token for admin API calls; generated at start (and printed) when not configured."""
+    metrics: MetricsAccess = "admin"
+    """Who may scrape ``GET /metrics``: ``admin`` (with the admin token, as a bearer token),
+    ``public`` (anyone: for a port only the monitoring network reaches) or ``off`` (404)."""
+    metrics_max_age_s: Annotated[float, Meta(ge=0, le=60)] = 1.0
+    """A scrape within this many seconds of the last one gets the same exposition (written
+    once, so a scraper that asks too often costs the games little; 0: written for each)."""
     registrations_per_hour: int = 10
     max_frame_bytes: int = 16384
     messages_per_second: float = 20.0

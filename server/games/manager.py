@@ -32,6 +32,7 @@ from ..connections.presence import Presence
 from ..recording.recorder import GameRecorder
 from ..storage import GameRow
 from ..storage.base import Claim
+from .counters import GameCounters
 from .deals import Deal, build_game
 from .room import GameRoom, Journal, Spectator
 from .seams import GameEvents, GamesElsewhere, GameSetup
@@ -61,6 +62,8 @@ class GameManager:
         """In a cluster, this node's name: the host stored with each game it starts."""
         self.journal: Journal | None = None
         """In a cluster, where each move is stored before it takes effect (the recorder)."""
+        self.counters = GameCounters()
+        """What the games here count for ``GET /metrics``."""
 
     # ------------------------------------------------------------------ starting and ending
 
@@ -91,6 +94,7 @@ class GameManager:
         room = self._room(game_id, players, game, deal, rated=rated, kind=kind, pair_id=pair_id,
                           decision_ms=decision_ms or self.settings.decision_ms, tournament=tournament)
         self.recorder.save(room.to_row())
+        self.counters.started[kind] += 1
         log.debug("game %s started (%s): %s vs %s", game_id, kind, *players)
         for listener in self.listeners:
             listener.game_started(room)
@@ -161,7 +165,7 @@ class GameManager:
     def _room(self, game_id: str, players: tuple[str, str], game: Game, deal: Deal, **fields: Any) -> GameRoom:
         """A room for ``game``, registered as running here."""
         room = GameRoom(game_id, players, game, deal=deal, deliver=self._deliver, on_end=self._on_end,
-                        host=self.host, journal=self.journal, on_lost=self._lost, **fields)
+                        host=self.host, journal=self.journal, on_lost=self._lost, counters=self.counters, **fields)
         self.running[game_id] = room
         for name in players:
             self._by_bot.setdefault(name, {})[game_id] = room
@@ -191,6 +195,7 @@ class GameManager:
                           kind=row.kind, pair_id=row.pair_id, decision_ms=row.decision_ms, tournament=tournament,
                           epoch=row.epoch, started=row.started)
         room.telemetry.restore(claim.moves)
+        self.counters.taken_over += 1
         log.warning("game %s taken over at ply %d (epoch %d)", room.id, room.ply, room.epoch)
         if self.elsewhere is not None:
             self.elsewhere.adopting(room)
@@ -251,6 +256,8 @@ class GameManager:
         """Move the room from running to finished, send ``game_over``, tell the listeners."""
         self._unregister(room)
         self.finished[room.id] = room
+        if room.outcome is not None:
+            self.counters.finished[room.kind, room.outcome.end_reason] += 1
         while len(self.finished) > self.settings.finished_cache:
             self.finished.popitem(last=False)
         room.announce()

@@ -40,6 +40,7 @@ import logging
 import random
 import secrets
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -129,6 +130,8 @@ class Ladder:
         self.places: dict[str, LadderStanding] = {}
         self.seeking: set[str] = set()
         self.pairs: dict[str, Pair] = {}
+        self.pairings: Counter[str] = Counter()
+        """Duplicate pairs made here, by kind (``ladder``, ``qualification``), for ``GET /metrics``."""
         self.returns: list[Pair] = []
         """Pairs whose first game is over and whose return game waits for its bots."""
         self.last_opponent: dict[str, str] = {}
@@ -682,6 +685,7 @@ class Ladder:
         deal = Deal(first_player=self.rng.choice((0, 1)), reshuffle_seed=self.rng.getrandbits(63))
         pair = Pair(f"{kind[0]}{next(self._ids)}-{secrets.token_urlsafe(4)}", (seats[0], seats[1]), deal, kind)
         self.pairs[pair.id] = pair
+        self.pairings[kind] += 1
         return pair
 
     def _start(self, pair: Pair, players: tuple[str, str]) -> None:

@@ -176,6 +176,16 @@ class GameRecorder:
         return round(max(1.0, self._backoff), 1)
 
     @property
+    def queued(self) -> int:
+        """Writes waiting for storage: game rows and, in a cluster, moves."""
+        return len(self._queue)
+
+    @property
+    def spooled(self) -> int:
+        """Finished games waiting in the spool file for storage to come back."""
+        return sum(1 for w in self._queue if w.spooled)
+
+    @property
     def pending(self) -> int:
         """Finished games not yet in the database."""
         return sum(1 for w in self._queue if w.final and w.row is not None and w.row.status == "finished")
@@ -187,7 +197,7 @@ class GameRecorder:
             "storage": self.failing,
             "since": self.failing_since,
             "pending": self.pending,
-            "spooled": sum(1 for w in self._queue if w.spooled),
+            "spooled": self.spooled,
             "spool": str(self.spool.path),
             "spool_failing": self.spool_failing,
         }

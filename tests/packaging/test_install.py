@@ -5,7 +5,7 @@ third-party wheels gathered into a wheelhouse, then installed with ``pip --no-in
 fresh virtual environments outside the checkout: the arena (which brings the client by its
 dependency) in one, the client alone in another. The installed ``mandala serve`` serves on
 SQLite, the installed ``mandala-bot`` of each environment plays it a game, and the page and
-its static files are what the checkout holds.
+its static files are what the checkout holds, and its ``/metrics`` counts the game.
 
 Building and installing takes about a minute (scipy's wheel is the largest part)."""
 
@@ -28,6 +28,7 @@ import aiohttp
 import pytest
 
 from arena_testkit import exit_of, free_port, wait_until
+from test_metrics import parse, value
 
 ROOT = Path(__file__).resolve().parents[2]
 ARENA_VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
@@ -189,6 +190,12 @@ async def test_the_installed_arena_serves_and_the_installed_bots_play(built: Bui
                 games = await resp.json()
             assert [(sorted(g["players"]), g["kind"], g["status"]) for g in games] == [
                 (["arena-bot", "author-bot"], "challenge", "finished")]
+            async with http.get(url + "/metrics", headers={"Authorization": f"Bearer {ADMIN}"}) as resp:
+                assert resp.status == 200
+                samples = parse(await resp.text())
+            assert value(samples, "mandala_games_started_total", kind="challenge") == 1.0
+            assert value(samples, "mandala_games_finished_total", kind="challenge",
+                         reason=games[0]["result"]["end_reason"]) == 1.0
 
             async with http.get(url + "/") as resp:
                 assert resp.status == 200
