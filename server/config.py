@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,6 +21,7 @@ from msgspec import Meta
 from .ratings.elo import EloSettings
 
 Registration = Literal["open", "admin"]
+LogFormat = Literal["text", "json"]
 MetricsAccess = Literal["admin", "public", "off"]
 
 HARD_FRAME_CAP = 1 << 20
@@ -43,6 +45,9 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     node: str | None = None
     """This node's name in the cluster, unique among its nodes (env ``MANDALA_NODE``; default
     the host name and port)."""
+    log_format: LogFormat = "text"
+    """The log on standard error: lines for a person, or one JSON object a line
+    (``server/common/logs.py``; env ``MANDALA_LOG_FORMAT``)."""
     decision_ms: int = 5000
     """Time a bot has for one decision, measured by the server from sending ``decision``."""
     registration: Registration = "open"
@@ -154,6 +159,11 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     thinks for seconds is not drowned in the games of instant ones."""
 
     @property
+    def node_name(self) -> str:
+        """``node``, or the host name and port: in a cluster's messages and in every JSON log line."""
+        return self.node or f"{socket.gethostname()}-{self.port}"
+
+    @property
     def flood_limit(self) -> int:
         return self.burst if self.flood_after is None else self.flood_after
 
@@ -172,6 +182,7 @@ ENV_DATABASE_URL = "DATABASE_URL"
 ENV_SPOOL = "MANDALA_SPOOL"
 ENV_REDIS_URL = "REDIS_URL"
 ENV_NODE = "MANDALA_NODE"
+ENV_LOG_FORMAT = "MANDALA_LOG_FORMAT"
 
 
 _NODE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,40}")
@@ -187,7 +198,8 @@ def load_settings(
     environ: Mapping[str, str] | None = None,
 ) -> Settings:
     """Merge defaults < TOML file < ``MANDALA_ADMIN_TOKEN``, ``DATABASE_URL``, ``MANDALA_SPOOL``,
-    ``REDIS_URL`` and ``MANDALA_NODE`` < ``overrides`` (``None`` values skipped)."""
+    ``REDIS_URL``, ``MANDALA_NODE`` and ``MANDALA_LOG_FORMAT`` < ``overrides`` (``None`` values
+    skipped)."""
     values: dict[str, Any] = {}
     if config is not None:
         try:
@@ -205,6 +217,8 @@ def load_settings(
         values["redis"] = env[ENV_REDIS_URL]
     if env.get(ENV_NODE):
         values["node"] = env[ENV_NODE]
+    if env.get(ENV_LOG_FORMAT):
+        values["log_format"] = env[ENV_LOG_FORMAT]
     values.update({k: v for k, v in (overrides or {}).items() if v is not None})
     try:
         settings = msgspec.convert(values, Settings)

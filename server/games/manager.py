@@ -25,6 +25,7 @@ from mandala.moves import Move
 from mandala.record import move_of
 from protocol.messages import GameKind, GameSummary, PlayMove, Resign
 
+from ..common.logs import about
 from ..common.refusal import Refusal
 from ..config import Settings
 from ..connections.connection import Connection
@@ -95,7 +96,7 @@ class GameManager:
                           decision_ms=decision_ms or self.settings.decision_ms, tournament=tournament)
         self.recorder.save(room.to_row())
         self.counters.started[kind] += 1
-        log.debug("game %s started (%s): %s vs %s", game_id, kind, *players)
+        log.debug("game %s started (%s): %s vs %s", game_id, kind, *players, extra=about(game=game_id))
         for listener in self.listeners:
             listener.game_started(room)
         room.begin()
@@ -196,7 +197,7 @@ class GameManager:
                           epoch=row.epoch, started=row.started)
         room.telemetry.restore(claim.moves)
         self.counters.taken_over += 1
-        log.warning("game %s taken over at ply %d (epoch %d)", room.id, room.ply, room.epoch)
+        log.warning("game %s taken over at ply %d (epoch %d)", room.id, room.ply, room.epoch, extra=about(game=room.id))
         if self.elsewhere is not None:
             self.elsewhere.adopting(room)
         room.take_over(self.host or "")
@@ -218,7 +219,7 @@ class GameManager:
         """A game is over. A finished game is announced (``game_over`` to its bots, the
         listeners told) once it is durable; an aborted one at once, but in a cluster, where
         another node may have taken the game over, also only once stored."""
-        log.debug("game %s over: %s", room.id, room.outcome)
+        log.debug("game %s over: %s", room.id, room.outcome, extra=about(game=room.id))
         row = room.to_row()
         if room.status == "aborted" and self.journal is None:
             self.recorder.finish(row)
@@ -250,7 +251,7 @@ class GameManager:
             try:
                 listener.rated_game_stored(room)
             except Exception:
-                log.exception("a listener failed on the stored rated game %s", room.id)
+                log.exception("a listener failed on the stored rated game %s", room.id, extra=about(game=room.id))
 
     def _announce(self, room: GameRoom) -> None:
         """Move the room from running to finished, send ``game_over``, tell the listeners."""
@@ -265,7 +266,7 @@ class GameManager:
             try:
                 listener.game_ended(room)
             except Exception:
-                log.exception("a listener failed on the end of game %s", room.id)
+                log.exception("a listener failed on the end of game %s", room.id, extra=about(game=room.id))
 
     async def flush(self) -> None:
         """Wait until every game row queued so far is in the database."""

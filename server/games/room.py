@@ -37,6 +37,7 @@ from protocol.messages import (
 )
 
 from ..common.clock import seconds_since, utc_now
+from ..common.logs import about
 from ..common.refusal import Refusal
 from ..connections.connection import encode
 from ..storage import GameRow, GameStatus
@@ -293,12 +294,12 @@ class GameRoom:
     def _failed(self) -> None:
         """A step that messages the seats and restarts the clock failed (a bug): abort the
         game rather than leave it waiting for a decision nobody was asked."""
-        log.exception("game %s failed: aborting it", self.id)
+        log.exception("game %s failed: aborting it", self.id, extra=about(game=self.id))
         if not self.over:
             try:
                 self.abort()
             except Exception:
-                log.exception("aborting game %s failed too", self.id)
+                log.exception("aborting game %s failed too", self.id, extra=about(game=self.id))
 
     def _ask(self) -> None:
         """Ask the player to move for a decision and start its clock (or end a finished game)."""
@@ -345,7 +346,7 @@ class GameRoom:
                 self._counters.timeouts += 1
                 self._end_for(1 - p.seat, "timeout")
         except Exception:
-            log.exception("timeout handling failed in %r", self)
+            log.exception("timeout handling failed in %r", self, extra=about(game=self.id))
 
     def _end_for(self, winner: int | None, reason: str, status: GameStatus = "finished") -> None:
         scores = list(self.game.scores())
@@ -470,7 +471,8 @@ class GameRoom:
         if self.lost:
             return
         self.release()
-        log.warning("game %s: another node runs it now (its epoch moved past %d); stopped here", self.id, self.epoch)
+        log.warning("game %s: another node runs it now (its epoch moved past %d); stopped here", self.id, self.epoch,
+                    extra=about(game=self.id))
         if self._on_lost is not None:
             self._on_lost(self)
 
@@ -484,7 +486,8 @@ class GameRoom:
         except IllegalMove as e:
             raise self._refuse("illegal_move", e.message, self.ply, e.rule) from None
         except RecordError as e:
-            log.warning("game %s: the deal's reshuffle order does not fit (%s): aborted", self.id, e)
+            log.warning("game %s: the deal's reshuffle order does not fit (%s): aborted", self.id, e,
+                        extra=about(game=self.id))
             self.abort()
             return False
         return True

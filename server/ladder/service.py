@@ -48,6 +48,7 @@ from protocol.messages import Error, GameKind, LadderState, LadderStatus, LiveSt
 
 from ..common.callbacks import spawn
 from ..common.clock import seconds_since, utc_now
+from ..common.logs import about
 from ..common.refusal import Refusal
 from ..config import Settings
 from ..connections.presence import Presence
@@ -441,7 +442,7 @@ class Ladder:
     async def _list(self, bot: str) -> None:
         """List a bot that passed qualification; while storage fails, keep trying to store it."""
         self.places[bot] = "listed"
-        log.info("bot %s qualified: listed on the ladder", bot)
+        log.info("bot %s qualified: listed on the ladder", bot, extra=about(bot=bot))
         self._tell(bot)
         self.changed()
         recorder = self.manager.recorder

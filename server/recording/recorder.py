@@ -37,6 +37,7 @@ from typing import Any
 
 from ..common.callbacks import call_safely
 from ..common.clock import utc_now
+from ..common.logs import about
 from ..common.refusal import Refusal
 from ..config import Settings
 from ..ratings import elo
@@ -345,7 +346,8 @@ class GameRecorder:
         """Store a game's last row now (games go through the queue; this is its last step).
         Storing a game already stored changes nothing; one another node runs now is dropped."""
         if await self._store([Write(row, final=True)]):
-            log.warning("game %s: another node runs it now; its spooled end was not stored", row.game_id)
+            log.warning("game %s: another node runs it now; its spooled end was not stored", row.game_id,
+                        extra=about(game=row.game_id))
 
     def _for_storage(self, w: Write) -> GameWrite | MoveWrite:
         if w.move is not None:
