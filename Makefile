@@ -85,13 +85,17 @@ bench-ladder: $(STAMP)
 # PAIRS, SECONDS and THINK are passed on: make load PAIRS=500 THINK=0.3. With an audience
 # (VIEWERS of /live, SPECTATORS of running games) the same load runs without it and with it:
 # make load THINK=0.05 VIEWERS=1000 SPECTATORS=200
+# With SCRAPE=N the same load runs alternately without and with a scraper reading GET /metrics N
+# times a second, ROUNDS times each: make load SCRAPE=100 ROUNDS=3
 PAIRS   ?= 100
 SECONDS ?= 10
 THINK   ?= 0
 VIEWERS ?= 0
 SPECTATORS ?= 0
+SCRAPE ?= 0
+ROUNDS ?= 2
 load: $(STAMP)
-	$(PY) bench/load.py --pairs $(PAIRS) --seconds $(SECONDS) --think $(THINK) --viewers $(VIEWERS) --spectators $(SPECTATORS)
+	$(PY) bench/load.py --pairs $(PAIRS) --seconds $(SECONDS) --think $(THINK) --viewers $(VIEWERS) --spectators $(SPECTATORS) --scrape $(SCRAPE) --rounds $(ROUNDS)
 
 # The same load on cluster nodes (PostgreSQL and Redis started for it): one node, two nodes with
 # each pair on one node, two nodes with each pair across them; then the ladder on three nodes,

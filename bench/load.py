@@ -18,8 +18,13 @@ bare sockets that read everything and parse nothing, so that one load core can h
 thousands. The table then sets the two runs side by side, with the bytes each viewer received
 a second.
 
+With ``--scrape N`` the arena runs ``2 × --rounds`` times, alternately without and with a
+scraper that reads ``GET /metrics`` N times a second (as Prometheus would, with the admin
+token), and the table sets the means of the two kinds of run side by side.
+
     python bench/load.py [--pairs 100] [--seconds 10] [--think 0] [--repo DIR]
                          [--viewers 1000 --spectators 200] [--live-path /live]
+                         [--scrape 100 --rounds 3]
 """
 
 from __future__ import annotations
@@ -101,6 +106,8 @@ class Stats:
         """Of ``audience_bytes``, what the viewers of ``/live`` received."""
         self.audience_lost = 0
         self.audience_rss_kb = 0.0
+        self.scrapes = 0
+        """Scrapes of ``/metrics`` answered while measuring."""
 
 
 class Frame(msgspec.Struct):
@@ -267,6 +274,21 @@ async def echo_client(http: aiohttp.ClientSession, url: str, stats: Stats) -> No
                 stats.to_accepted.append(time.perf_counter() - sent)
 
 
+async def scraper(http: aiohttp.ClientSession, url: str, per_s: float, stats: Stats) -> None:
+    """Read ``/metrics`` ``per_s`` times a second, on a fixed schedule (a late scrape does not
+    push the next ones back)."""
+    loop = asyncio.get_running_loop()
+    every, at = 1.0 / per_s, loop.time()
+    while True:
+        async with http.get(url + "/metrics", headers={"Authorization": f"Bearer {ADMIN}"}) as resp:
+            assert resp.status == 200, await resp.text()
+            await resp.read()
+        if stats.measuring:
+            stats.scrapes += 1
+        at += every
+        await asyncio.sleep(max(0.0, at - loop.time()))
+
+
 async def wait_healthy(http: aiohttp.ClientSession, url: str) -> None:
     for _ in range(600):
         try:
@@ -326,6 +348,7 @@ async def drive(url: str, pid: int | list[int], tasks_for: Any, seconds: float, 
         "viewers_kb_per_s": round(stats.viewer_bytes / elapsed / 1024, 1),
         "audience_lost": stats.audience_lost,
         "rss_per_member_kb": round(stats.audience_rss_kb, 1),
+        "scrapes_per_s": round(stats.scrapes / elapsed, 1),
         "load_1min": round(load, 2),
         "client_cpu": round(own / elapsed, 2),  # the load client's core: near 1.0, its own delays are in the latencies
     }
@@ -350,7 +373,7 @@ async def join_audience(args: argparse.Namespace, pid: int, stats: Stats) -> lis
     return tasks
 
 
-async def run_arena(args: argparse.Namespace, tmp: Path, audience: bool = False) -> dict[str, Any]:
+async def run_arena(args: argparse.Namespace, tmp: Path, audience: bool = False, scrape: float = 0) -> dict[str, Any]:
     config = tmp / "load.toml"
     config.write_text(f"messages_per_second = 1000000.0\nburst = 1000000\nregistrations_per_hour = 100000\n"
                       f"send_queue_max = 100000\ndecision_ms = {max(5000, int(args.think * 1000) + 5000)}\n")
@@ -371,6 +394,8 @@ async def run_arena(args: argparse.Namespace, tmp: Path, audience: bool = False)
                   for i in range(args.pairs)]
         if audience:
             tasks += await join_audience(args, server.pid, stats)
+        if scrape:
+            tasks.append(asyncio.create_task(scraper(http, url, scrape, stats)))
         return tasks
 
     try:
@@ -421,11 +446,11 @@ def run(coro: Coroutine[Any, Any, dict[str, Any]]) -> dict[str, Any]:
         return runner.run(coro)
 
 
-def arena_run(args: argparse.Namespace, audience: bool = False) -> dict[str, Any]:
+def arena_run(args: argparse.Namespace, audience: bool = False, scrape: float = 0) -> dict[str, Any]:
     """The arena's figures, on a database in a temporary folder (with the audience of
-    ``--viewers`` and ``--spectators`` if ``audience``)."""
+    ``--viewers`` and ``--spectators`` if ``audience``, scraped ``scrape`` times a second)."""
     with tempfile.TemporaryDirectory() as tmp:
-        return run(run_arena(args, Path(tmp), audience))
+        return run(run_arena(args, Path(tmp), audience, scrape))
 
 
 def audience_options(parser: argparse.ArgumentParser) -> None:
@@ -434,6 +459,10 @@ def audience_options(parser: argparse.ArgumentParser) -> None:
                         help="spectators watching running games in the second run (default 0)")
     parser.add_argument("--live-path", default="/live",
                         help="what the viewers open (default /live; /live?games=all for every game)")
+    parser.add_argument("--scrape", type=float, default=0,
+                        help="scrapes of /metrics a second in every other run (default 0: no such runs)")
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="with --scrape: runs without and with the scraper, each (default 2)")
 
 
 def main() -> None:
@@ -442,6 +471,9 @@ def main() -> None:
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # thousands of sockets, here and in the server
     if args.viewers or args.spectators:
         compare_audience(args)
+        return
+    if args.scrape:
+        compare_scraped(args)
         return
     arena = arena_run(args)
     ceiling = run(run_ceiling(args))
@@ -496,6 +528,36 @@ def compare_audience(args: argparse.Namespace) -> None:
         a, b = quiet[key], watched[key]
         ratio = f"{b / a:.2f}" if isinstance(a, (int, float)) and isinstance(b, (int, float)) and a else "-"
         print(f"{name:{width}}  {a!s:>12}  {b!s:>{max(12, len(label))}}  {ratio:>6}")
+
+
+def compare_scraped(args: argparse.Namespace) -> None:
+    """The same load alternately without and with a scraper of ``/metrics``; one JSON line a
+    run, then the means side by side."""
+    runs: dict[bool, list[dict[str, Any]]] = {False: [], True: []}
+    for _ in range(args.rounds):
+        for scraped in (False, True):
+            figures = arena_run(args, scrape=args.scrape if scraped else 0)
+            runs[scraped].append(figures)
+            print(json.dumps({"pairs": args.pairs, "seconds": args.seconds, "think": args.think,
+                              "scrape_per_s": args.scrape if scraped else 0, "repo": str(args.repo.resolve()),
+                              "arena": figures}), flush=True)
+    rows = [
+        ("decisions/s", "per_s"),
+        ("server CPU µs per decision", "cpu_us"),
+        ("p50 move → move_accepted, ms", "p50_ms"),
+        ("p99 move → move_accepted, ms", "p99_ms"),
+        ("p99 move → next decision, ms", "p99_next_ms"),
+        ("scrapes answered/s", "scrapes_per_s"),
+        ("load client's CPU (1.0: its core is full)", "client_cpu"),
+    ]
+    label = f"{args.scrape:g} scrapes/s"
+    width = max(len(r[0]) for r in rows)
+    print(f"means of {args.rounds} runs each, alternately")
+    print(f"{'':{width}}  {'no scraper':>12}  {label:>14}  {'ratio':>6}")
+    for name, key in rows:
+        a, b = (sum(r[key] for r in runs[s]) / len(runs[s]) for s in (False, True))
+        ratio = f"{b / a:.3f}" if a else "-"
+        print(f"{name:{width}}  {a:>12.2f}  {b:>14.2f}  {ratio:>6}")
 
 
 if __name__ == "__main__":
