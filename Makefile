@@ -85,8 +85,8 @@ bench-ladder: $(STAMP)
 # PAIRS, SECONDS and THINK are passed on: make load PAIRS=500 THINK=0.3. With an audience
 # (VIEWERS of /live, SPECTATORS of running games) the same load runs without it and with it:
 # make load THINK=0.05 VIEWERS=1000 SPECTATORS=200
-# With SCRAPE=N the same load runs alternately without and with a scraper reading GET /metrics N
-# times a second, ROUNDS times each: make load SCRAPE=100 ROUNDS=3
+# With SCRAPE=N one server runs the load in windows, alternately without and with a scraper reading GET /metrics N
+# times a second, ROUNDS windows of SECONDS each: make load SCRAPE=100 ROUNDS=4
 PAIRS   ?= 100
 SECONDS ?= 10
 THINK   ?= 0

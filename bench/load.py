@@ -18,9 +18,11 @@ bare sockets that read everything and parse nothing, so that one load core can h
 thousands. The table then sets the two runs side by side, with the bytes each viewer received
 a second.
 
-With ``--scrape N`` the arena runs ``2 × --rounds`` times, alternately without and with a
-scraper that reads ``GET /metrics`` N times a second (as Prometheus would, with the admin
-token), and the table sets the means of the two kinds of run side by side.
+With ``--scrape N`` one arena runs the load for ``2 × --rounds`` windows of ``--seconds``,
+alternately without and with a scraper that reads ``GET /metrics`` N times a second (as
+Prometheus would, with the admin token); one server for all of them, so that what differs
+between windows is the scraper (and the machine's noise, spread over both kinds). The table
+sets the means of the two kinds of window side by side.
 
     python bench/load.py [--pairs 100] [--seconds 10] [--think 0] [--repo DIR]
                          [--viewers 1000 --spectators 200] [--live-path /live]
@@ -275,18 +277,31 @@ async def echo_client(http: aiohttp.ClientSession, url: str, stats: Stats) -> No
 
 
 async def scraper(http: aiohttp.ClientSession, url: str, per_s: float, stats: Stats) -> None:
-    """Read ``/metrics`` ``per_s`` times a second, on a fixed schedule (a late scrape does not
-    push the next ones back)."""
+    """Read ``/metrics`` ``per_s`` times a second, on a fixed schedule: each scrape starts at its
+    time whether the one before has its answer yet or not (up to 100 at once), so a loaded
+    server is asked as often as an idle one."""
     loop = asyncio.get_running_loop()
     every, at = 1.0 / per_s, loop.time()
-    while True:
+    flying: set[asyncio.Task[None]] = set()
+
+    async def scrape() -> None:
         async with http.get(url + "/metrics", headers={"Authorization": f"Bearer {ADMIN}"}) as resp:
             assert resp.status == 200, await resp.text()
             await resp.read()
         if stats.measuring:
             stats.scrapes += 1
-        at += every
-        await asyncio.sleep(max(0.0, at - loop.time()))
+
+    try:
+        while True:
+            if len(flying) < 100:
+                task = asyncio.create_task(scrape())
+                flying.add(task)
+                task.add_done_callback(flying.discard)
+            at += every
+            await asyncio.sleep(max(0.0, at - loop.time()))
+    finally:
+        for task in flying:
+            task.cancel()
 
 
 async def wait_healthy(http: aiohttp.ClientSession, url: str) -> None:
@@ -373,7 +388,8 @@ async def join_audience(args: argparse.Namespace, pid: int, stats: Stats) -> lis
     return tasks
 
 
-async def run_arena(args: argparse.Namespace, tmp: Path, audience: bool = False, scrape: float = 0) -> dict[str, Any]:
+async def run_arena(args: argparse.Namespace, tmp: Path, audience: bool = False,
+                    measure: Callable[..., Coroutine[Any, Any, Any]] | None = None) -> Any:
     config = tmp / "load.toml"
     config.write_text(f"messages_per_second = 1000000.0\nburst = 1000000\nregistrations_per_hour = 100000\n"
                       f"send_queue_max = 100000\ndecision_ms = {max(5000, int(args.think * 1000) + 5000)}\n")
@@ -394,12 +410,10 @@ async def run_arena(args: argparse.Namespace, tmp: Path, audience: bool = False,
                   for i in range(args.pairs)]
         if audience:
             tasks += await join_audience(args, server.pid, stats)
-        if scrape:
-            tasks.append(asyncio.create_task(scraper(http, url, scrape, stats)))
         return tasks
 
     try:
-        return await drive(url, server.pid, start, args.seconds, args.pairs)
+        return await (measure or drive)(url, server.pid, start, args.seconds, args.pairs)
     finally:
         server.terminate()
         server.wait()
@@ -446,11 +460,50 @@ def run(coro: Coroutine[Any, Any, dict[str, Any]]) -> dict[str, Any]:
         return runner.run(coro)
 
 
-def arena_run(args: argparse.Namespace, audience: bool = False, scrape: float = 0) -> dict[str, Any]:
+def arena_run(args: argparse.Namespace, audience: bool = False) -> dict[str, Any]:
     """The arena's figures, on a database in a temporary folder (with the audience of
-    ``--viewers`` and ``--spectators`` if ``audience``, scraped ``scrape`` times a second)."""
+    ``--viewers`` and ``--spectators`` if ``audience``)."""
     with tempfile.TemporaryDirectory() as tmp:
-        return run(run_arena(args, Path(tmp), audience, scrape))
+        return run(run_arena(args, Path(tmp), audience))
+
+
+async def alternate_scraper(args: argparse.Namespace, url: str, pid: int, tasks_for: Any, seconds: float,
+                            live_games: int) -> list[tuple[bool, dict[str, Any]]]:
+    """Start the load, warm up, then measure ``2 × args.rounds`` windows of ``seconds``, every
+    other one with the scraper on: each window's figures, and whether it was scraped."""
+    stats = Stats()
+    windows: list[tuple[bool, dict[str, Any]]] = []
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as http:
+        await wait_healthy(http, url)
+        tasks = await tasks_for(http, stats)
+        await asyncio.sleep(max(2.0, seconds / 5))
+        for i in range(2 * args.rounds):
+            scraped = i % 2 == 1
+            scraping = asyncio.create_task(scraper(http, url, args.scrape, stats)) if scraped else None
+            await asyncio.sleep(0.5)  # the scraper under way before the window opens
+            decisions, accepted, scrapes = stats.decisions, len(stats.to_accepted), stats.scrapes
+            cpu0, t0 = cpu_seconds(pid), time.perf_counter()
+            stats.measuring = True
+            await asyncio.sleep(seconds)
+            stats.measuring = False
+            cpu, elapsed = cpu_seconds(pid) - cpu0, time.perf_counter() - t0
+            n = max(stats.decisions - decisions, 1)
+            latencies = stats.to_accepted[accepted:]
+            windows.append((scraped, {
+                "per_s": round((stats.decisions - decisions) / elapsed, 1),
+                "cpu_us": round(cpu / n * 1e6, 1),
+                "p50_ms": round(pct(latencies, 0.50) * 1000, 2),
+                "p99_ms": round(pct(latencies, 0.99) * 1000, 2),
+                "scrapes_per_s": round((stats.scrapes - scrapes) / elapsed, 1),
+                "server_cpu": round(cpu / elapsed, 3),
+            }))
+            if scraping is not None:
+                scraping.cancel()
+                await asyncio.gather(scraping, return_exceptions=True)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    return windows
 
 
 def audience_options(parser: argparse.ArgumentParser) -> None:
@@ -460,9 +513,9 @@ def audience_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--live-path", default="/live",
                         help="what the viewers open (default /live; /live?games=all for every game)")
     parser.add_argument("--scrape", type=float, default=0,
-                        help="scrapes of /metrics a second in every other run (default 0: no such runs)")
+                        help="scrapes of /metrics a second in every other window (default 0: no scraper)")
     parser.add_argument("--rounds", type=int, default=2,
-                        help="with --scrape: runs without and with the scraper, each (default 2)")
+                        help="with --scrape: windows without and with the scraper, each (default 2)")
 
 
 def main() -> None:
@@ -531,31 +584,28 @@ def compare_audience(args: argparse.Namespace) -> None:
 
 
 def compare_scraped(args: argparse.Namespace) -> None:
-    """The same load alternately without and with a scraper of ``/metrics``; one JSON line a
-    run, then the means side by side."""
-    runs: dict[bool, list[dict[str, Any]]] = {False: [], True: []}
-    for _ in range(args.rounds):
-        for scraped in (False, True):
-            figures = arena_run(args, scrape=args.scrape if scraped else 0)
-            runs[scraped].append(figures)
-            print(json.dumps({"pairs": args.pairs, "seconds": args.seconds, "think": args.think,
-                              "scrape_per_s": args.scrape if scraped else 0, "repo": str(args.repo.resolve()),
-                              "arena": figures}), flush=True)
+    """One arena, the load's windows alternately without and with a scraper of ``/metrics``;
+    one JSON line a window, then the means side by side."""
+    with tempfile.TemporaryDirectory() as tmp:
+        windows = run(run_arena(args, Path(tmp), measure=partial(alternate_scraper, args)))
+    for scraped, figures in windows:
+        print(json.dumps({"pairs": args.pairs, "seconds": args.seconds, "think": args.think,
+                          "scrape_per_s": args.scrape if scraped else 0, "repo": str(args.repo.resolve()),
+                          "arena": figures}), flush=True)
     rows = [
         ("decisions/s", "per_s"),
         ("server CPU µs per decision", "cpu_us"),
         ("p50 move → move_accepted, ms", "p50_ms"),
         ("p99 move → move_accepted, ms", "p99_ms"),
-        ("p99 move → next decision, ms", "p99_next_ms"),
         ("scrapes answered/s", "scrapes_per_s"),
-        ("load client's CPU (1.0: its core is full)", "client_cpu"),
+        ("server's CPU (1.0: its core is full)", "server_cpu"),
     ]
     label = f"{args.scrape:g} scrapes/s"
     width = max(len(r[0]) for r in rows)
-    print(f"means of {args.rounds} runs each, alternately")
+    print(f"means of {args.rounds} windows of {args.seconds:g} s each, alternately, on one server")
     print(f"{'':{width}}  {'no scraper':>12}  {label:>14}  {'ratio':>6}")
     for name, key in rows:
-        a, b = (sum(r[key] for r in runs[s]) / len(runs[s]) for s in (False, True))
+        a, b = (sum(f[key] for s, f in windows if s == scraped) / args.rounds for scraped in (False, True))
         ratio = f"{b / a:.3f}" if a else "-"
         print(f"{name:{width}}  {a:>12.2f}  {b:>14.2f}  {ratio:>6}")
 
