@@ -111,4 +111,4 @@ schema: $(STAMP)
 	$(PY) -m protocol.schema
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info clients/python/build clients/python/*.egg-info
