@@ -13,10 +13,12 @@ DB     ?= mandala.db
 
 # pip -qq: errors only (not setuptools' note that an editable install is one, nor warnings about
 # this machine's package indexes); a failed install still says why and stops make.
-$(STAMP): pyproject.toml
+# Two distributions, both editable: the bot author's (clients/python: the engine, the message
+# types, the client) and the arena's (the server and the `mandala` command), which depends on it.
+$(STAMP): pyproject.toml clients/python/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -qq --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install -qq --disable-pip-version-check -e '.[test]'
+	$(PY) -m pip install -qq --disable-pip-version-check -e clients/python -e '.[test]'
 	touch $(STAMP)
 
 run: $(STAMP)
@@ -92,13 +94,17 @@ bench-ladder: $(STAMP)
 # (VIEWERS of /live, SPECTATORS of running games) the same load runs without it and with it:
 # make load THINK=0.05 VIEWERS=1000 SPECTATORS=200. TLS=1: the same load over ws:// and over wss://
 # (a certificate made for the run), side by side: what TLS costs the decision path.
+# With SCRAPE=N one server runs the load in windows, alternately without and with a scraper reading GET /metrics N
+# times a second, ROUNDS windows of SECONDS each: make load SCRAPE=100 ROUNDS=4
 PAIRS   ?= 100
 SECONDS ?= 10
 THINK   ?= 0
 VIEWERS ?= 0
 SPECTATORS ?= 0
+SCRAPE ?= 0
+ROUNDS ?= 2
 load: $(STAMP)
-	$(PY) bench/load.py --pairs $(PAIRS) --seconds $(SECONDS) --think $(THINK) --viewers $(VIEWERS) --spectators $(SPECTATORS) $(if $(TLS),--tls)
+	$(PY) bench/load.py --pairs $(PAIRS) --seconds $(SECONDS) --think $(THINK) --viewers $(VIEWERS) --spectators $(SPECTATORS) --scrape $(SCRAPE) --rounds $(ROUNDS) $(if $(TLS),--tls)
 
 # The same load on cluster nodes (PostgreSQL and Redis started for it): one node, two nodes with
 # each pair on one node, two nodes with each pair across them; then the ladder on three nodes,
@@ -114,4 +120,4 @@ schema: $(STAMP)
 	$(PY) -m protocol.schema
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info clients/python/build clients/python/*.egg-info

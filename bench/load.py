@@ -23,8 +23,15 @@ certificate made for the run with ``openssl``, ``mandala serve --tls-cert --tls-
 bots connect before the measurement, so the difference is what TLS costs the decision path
 (each frame encrypted and decrypted), not the handshakes.
 
+With ``--scrape N`` one arena runs the load for ``2 × --rounds`` windows of ``--seconds``,
+alternately without and with a scraper that reads ``GET /metrics`` N times a second (as
+Prometheus would, with the admin token); one server for all of them, so that what differs
+between windows is the scraper (and the machine's noise, spread over both kinds). The table
+sets the means of the two kinds of window side by side.
+
     python bench/load.py [--pairs 100] [--seconds 10] [--think 0] [--repo DIR]
                          [--viewers 1000 --spectators 200] [--live-path /live] [--tls]
+                         [--scrape 100 --rounds 3]
 """
 
 from __future__ import annotations
@@ -107,6 +114,8 @@ class Stats:
         """Of ``audience_bytes``, what the viewers of ``/live`` received."""
         self.audience_lost = 0
         self.audience_rss_kb = 0.0
+        self.scrapes = 0
+        """Scrapes of ``/metrics`` answered while measuring."""
 
 
 class Frame(msgspec.Struct):
@@ -273,6 +282,34 @@ async def echo_client(http: aiohttp.ClientSession, url: str, stats: Stats) -> No
                 stats.to_accepted.append(time.perf_counter() - sent)
 
 
+async def scraper(http: aiohttp.ClientSession, url: str, per_s: float, stats: Stats) -> None:
+    """Read ``/metrics`` ``per_s`` times a second, on a fixed schedule: each scrape starts at its
+    time whether the one before has its answer yet or not (up to 100 at once), so a loaded
+    server is asked as often as an idle one."""
+    loop = asyncio.get_running_loop()
+    every, at = 1.0 / per_s, loop.time()
+    flying: set[asyncio.Task[None]] = set()
+
+    async def scrape() -> None:
+        async with http.get(url + "/metrics", headers={"Authorization": f"Bearer {ADMIN}"}) as resp:
+            assert resp.status == 200, await resp.text()
+            await resp.read()
+        if stats.measuring:
+            stats.scrapes += 1
+
+    try:
+        while True:
+            if len(flying) < 100:
+                task = asyncio.create_task(scrape())
+                flying.add(task)
+                task.add_done_callback(flying.discard)
+            at += every
+            await asyncio.sleep(max(0.0, at - loop.time()))
+    finally:
+        for task in flying:
+            task.cancel()
+
+
 async def wait_healthy(http: aiohttp.ClientSession, url: str) -> None:
     for _ in range(600):
         try:
@@ -333,6 +370,7 @@ async def drive(url: str, pid: int | list[int], tasks_for: Any, seconds: float, 
         "viewers_kb_per_s": round(stats.viewer_bytes / elapsed / 1024, 1),
         "audience_lost": stats.audience_lost,
         "rss_per_member_kb": round(stats.audience_rss_kb, 1),
+        "scrapes_per_s": round(stats.scrapes / elapsed, 1),
         "load_1min": round(load, 2),
         "client_cpu": round(own / elapsed, 2),  # the load client's core: near 1.0, its own delays are in the latencies
     }
@@ -366,7 +404,8 @@ def certificate(tmp: Path) -> tuple[Path, Path]:
     return cert, key
 
 
-async def run_arena(args: argparse.Namespace, tmp: Path, audience: bool = False, tls: bool = False) -> dict[str, Any]:
+async def run_arena(args: argparse.Namespace, tmp: Path, audience: bool = False, tls: bool = False,
+                    measure: Callable[..., Coroutine[Any, Any, Any]] | None = None) -> Any:
     config = tmp / "load.toml"
     config.write_text(f"messages_per_second = 1000000.0\nburst = 1000000\nregistrations_per_hour = 100000\n"
                       f"send_queue_max = 100000\ndecision_ms = {max(5000, int(args.think * 1000) + 5000)}\n")
@@ -396,6 +435,8 @@ async def run_arena(args: argparse.Namespace, tmp: Path, audience: bool = False,
         return tasks
 
     try:
+        if measure is not None:
+            return await measure(url, server.pid, start, args.seconds, args.pairs)
         return await drive(url, server.pid, start, args.seconds, args.pairs, context)
     finally:
         server.terminate()
@@ -450,6 +491,45 @@ def arena_run(args: argparse.Namespace, audience: bool = False, tls: bool = Fals
         return run(run_arena(args, Path(tmp), audience, tls))
 
 
+async def alternate_scraper(args: argparse.Namespace, url: str, pid: int, tasks_for: Any, seconds: float,
+                            live_games: int) -> list[tuple[bool, dict[str, Any]]]:
+    """Start the load, warm up, then measure ``2 × args.rounds`` windows of ``seconds``, every
+    other one with the scraper on: each window's figures, and whether it was scraped."""
+    stats = Stats()
+    windows: list[tuple[bool, dict[str, Any]]] = []
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as http:
+        await wait_healthy(http, url)
+        tasks = await tasks_for(http, stats)
+        await asyncio.sleep(max(2.0, seconds / 5))
+        for i in range(2 * args.rounds):
+            scraped = i % 2 == 1
+            scraping = asyncio.create_task(scraper(http, url, args.scrape, stats)) if scraped else None
+            await asyncio.sleep(0.5)  # the scraper under way before the window opens
+            decisions, accepted, scrapes = stats.decisions, len(stats.to_accepted), stats.scrapes
+            cpu0, t0 = cpu_seconds(pid), time.perf_counter()
+            stats.measuring = True
+            await asyncio.sleep(seconds)
+            stats.measuring = False
+            cpu, elapsed = cpu_seconds(pid) - cpu0, time.perf_counter() - t0
+            n = max(stats.decisions - decisions, 1)
+            latencies = stats.to_accepted[accepted:]
+            windows.append((scraped, {
+                "per_s": round((stats.decisions - decisions) / elapsed, 1),
+                "cpu_us": round(cpu / n * 1e6, 1),
+                "p50_ms": round(pct(latencies, 0.50) * 1000, 2),
+                "p99_ms": round(pct(latencies, 0.99) * 1000, 2),
+                "scrapes_per_s": round((stats.scrapes - scrapes) / elapsed, 1),
+                "server_cpu": round(cpu / elapsed, 3),
+            }))
+            if scraping is not None:
+                scraping.cancel()
+                await asyncio.gather(scraping, return_exceptions=True)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    return windows
+
+
 def audience_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--viewers", type=int, default=0, help="viewers of /live in the second run (default 0)")
     parser.add_argument("--spectators", type=int, default=0,
@@ -458,6 +538,10 @@ def audience_options(parser: argparse.ArgumentParser) -> None:
                         help="what the viewers open (default /live; /live?games=all for every game)")
     parser.add_argument("--tls", action="store_true",
                         help="run the arena over plain WebSockets, then over WSS, and compare (needs openssl)")
+    parser.add_argument("--scrape", type=float, default=0,
+                        help="scrapes of /metrics a second in every other window (default 0: no scraper)")
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="with --scrape: windows without and with the scraper, each (default 2)")
 
 
 def main() -> None:
@@ -469,6 +553,9 @@ def main() -> None:
         return
     if args.viewers or args.spectators:
         compare_audience(args)
+        return
+    if args.scrape:
+        compare_scraped(args)
         return
     arena = arena_run(args)
     ceiling = run(run_ceiling(args))
@@ -548,6 +635,33 @@ def compare_audience(args: argparse.Namespace) -> None:
         a, b = quiet[key], watched[key]
         ratio = f"{b / a:.2f}" if isinstance(a, (int, float)) and isinstance(b, (int, float)) and a else "-"
         print(f"{name:{width}}  {a!s:>12}  {b!s:>{max(12, len(label))}}  {ratio:>6}")
+
+
+def compare_scraped(args: argparse.Namespace) -> None:
+    """One arena, the load's windows alternately without and with a scraper of ``/metrics``;
+    one JSON line a window, then the means side by side."""
+    with tempfile.TemporaryDirectory() as tmp:
+        windows = run(run_arena(args, Path(tmp), measure=partial(alternate_scraper, args)))
+    for scraped, figures in windows:
+        print(json.dumps({"pairs": args.pairs, "seconds": args.seconds, "think": args.think,
+                          "scrape_per_s": args.scrape if scraped else 0, "repo": str(args.repo.resolve()),
+                          "arena": figures}), flush=True)
+    rows = [
+        ("decisions/s", "per_s"),
+        ("server CPU µs per decision", "cpu_us"),
+        ("p50 move → move_accepted, ms", "p50_ms"),
+        ("p99 move → move_accepted, ms", "p99_ms"),
+        ("scrapes answered/s", "scrapes_per_s"),
+        ("server's CPU (1.0: its core is full)", "server_cpu"),
+    ]
+    label = f"{args.scrape:g} scrapes/s"
+    width = max(len(r[0]) for r in rows)
+    print(f"means of {args.rounds} windows of {args.seconds:g} s each, alternately, on one server")
+    print(f"{'':{width}}  {'no scraper':>12}  {label:>14}  {'ratio':>6}")
+    for name, key in rows:
+        a, b = (sum(f[key] for s, f in windows if s == scraped) / args.rounds for scraped in (False, True))
+        ratio = f"{b / a:.3f}" if a else "-"
+        print(f"{name:{width}}  {a:>12.2f}  {b:>14.2f}  {ratio:>6}")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 
 from mandala_client.credentials import join_values
 
@@ -17,8 +18,22 @@ from . import bot_cmd, demo_cmd, export_cmd, history_cmd, match_cmd, replay_cmd,
 COMMANDS = (replay_cmd, selfplay_cmd, serve_cmd, bot_cmd, match_cmd, demo_cmd, tournament_cmd, export_cmd, history_cmd)
 
 
+def version() -> str:
+    """The arena's version, the client distribution's beside it, and the protocol's."""
+    from protocol.messages import PROTOCOL_VERSION
+
+    def of(name: str) -> str:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return "unknown"
+
+    return f"mandala {of('mandala-arena')} (mandala-arena-client {of('mandala-arena-client')}, protocol {PROTOCOL_VERSION})"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mandala", description="Mandala Arena: rules engine, server and tools.")
+    parser.add_argument("--version", action="version", version=version())
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
         command.register(sub)

@@ -40,15 +40,21 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--config", type=Path, metavar="FILE", help="TOML file with any setting (flags win over it)")
     p.add_argument("--decision-ms", type=int, metavar="N", help="time per decision in ms (default 5000)")
     p.add_argument("--registration", choices=("open", "admin"), help="who may create bots (default open)")
+    p.add_argument("--metrics", choices=("admin", "public", "off"),
+                   help="who may scrape GET /metrics: with the admin token, anyone, or no one (default admin)")
     p.add_argument("--ladder-games-per-hour", type=int, metavar="N",
                    help="at most N ladder games a bot starts in any hour (default: no limit)")
     p.add_argument("--log-level", choices=LOG_LEVELS, default=os.environ.get("MANDALA_LOG_LEVEL", "info").lower(),
                    help="info logs connections, ladder events and faults; debug adds every game's start and end "
                         "(default $MANDALA_LOG_LEVEL, else info)")
+    p.add_argument("--log-format", choices=LOG_FORMATS,
+                   help="text, or one JSON object a line with time, level, logger, message and the game, bot, node "
+                        "and request id where known (default $MANDALA_LOG_FORMAT, else text)")
     p.set_defaults(run=run)
 
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
+LOG_FORMATS = ("text", "json")
 GC_THRESHOLD = (50_000, 20, 20)
 """The collector's thresholds for a server: every decision allocates views and frames that die
 at once, so young collections are made rarer and the objects made at startup are frozen out
@@ -103,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
     from server.app import create_app
     from server.arena import ARENA
     from server.cluster.bus import ClusterUnavailable
+    from server.common import logs
     from server.config import ConfigError, load_settings
     from server.http.tls import tls_context
     from server.recording.spool import SpoolError
@@ -124,6 +131,8 @@ def run(args: argparse.Namespace) -> int:
                 "decision_ms": args.decision_ms,
                 "registration": args.registration,
                 "ladder_games_per_hour": args.ladder_games_per_hour,
+                "metrics": args.metrics,
+                "log_format": args.log_format,
             },
         )
         context = None if settings.tls_cert is None or settings.tls_key is None else \
@@ -134,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
     if args.log_level not in LOG_LEVELS:
         print(f"mandala serve: --log-level is one of {', '.join(LOG_LEVELS)}, not {args.log_level!r}", file=sys.stderr)
         return 2
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logs.configure(args.log_level, settings.log_format, settings.node_name)
     if settings.redis is not None:
         fault = asyncio.run(cluster_services_fault(settings.db, settings.redis))
         if fault is not None:

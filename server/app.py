@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 
 from aiohttp import web
 
@@ -38,8 +37,10 @@ from .http.api import setup as setup_api
 from .http.export import setup as setup_export
 from .http.ladder import setup as setup_ladder_api
 from .http.live import setup as setup_live
+from .http.metrics import setup as setup_metrics
 from .http.pages import setup as setup_pages
 from .http.replay import setup as setup_replay
+from .http.requests import request_ids
 from .http.tokens import setup as setup_tokens
 from .http.tournaments import setup as setup_tournaments
 from .http.ws import websocket_handler
@@ -59,7 +60,7 @@ def create_app(settings: Settings, storage: Storage | None = None) -> web.Applic
     """The whole server, on the storage ``settings.db`` names (a SQLite file or a
     ``postgresql://`` URL) unless ``storage`` is given. With no ``admin_token`` in ``settings`` one is generated
     (``app[ARENA].admin_token``; ``mandala serve`` prints it)."""
-    app = web.Application(middlewares=[json_errors], client_max_size=1 << 20)
+    app = web.Application(middlewares=[request_ids, json_errors], client_max_size=1 << 20)
     storage = storage if storage is not None else open_storage(settings.db)
     presence = Presence()
     recorder = GameRecorder(settings, storage, Spool(settings.spool_path or default_spool_path(settings.db), settings.db))
@@ -87,8 +88,7 @@ def create_app(settings: Settings, storage: Storage | None = None) -> web.Applic
     app[ARENA].ladder.held = app[ARENA].tournaments.held_for
     app[ARENA].tournaments.released = app[ARENA].ladder.wake
     if settings.redis is not None:
-        node = settings.node or f"{socket.gethostname()}-{settings.port}"
-        cluster = ClusterNode(settings.redis, node)
+        cluster = ClusterNode(settings.redis, settings.node_name)
         cluster.bind(app[ARENA])
         app[ARENA].cluster = cluster
         app[ARENA].tournaments.games_elsewhere = cluster.summaries
@@ -101,6 +101,7 @@ def create_app(settings: Settings, storage: Storage | None = None) -> web.Applic
     setup_replay(app)
     setup_tournaments(app)
     setup_pages(app)
+    setup_metrics(app)
     app.on_startup.append(_startup)
     app.on_shutdown.append(_shutdown)
     app.on_cleanup.append(_cleanup)

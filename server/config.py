@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,6 +21,8 @@ from msgspec import Meta
 from .ratings.elo import EloSettings
 
 Registration = Literal["open", "admin"]
+LogFormat = Literal["text", "json"]
+MetricsAccess = Literal["admin", "public", "off"]
 
 HARD_FRAME_CAP = 1 << 20
 """aiohttp's own ``max_msg_size``: a frame above 1 MiB is dropped by aiohttp itself (close 1009)
@@ -57,12 +60,21 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     node: str | None = None
     """This node's name in the cluster, unique among its nodes (env ``MANDALA_NODE``; default
     the host name and port)."""
+    log_format: LogFormat = "text"
+    """The log on standard error: lines for a person, or one JSON object a line
+    (``server/common/logs.py``; env ``MANDALA_LOG_FORMAT``)."""
     decision_ms: int = 5000
     """Time a bot has for one decision, measured by the server from sending ``decision``."""
     registration: Registration = "open"
     """``open``: anyone may create a bot (rate-limited per IP); ``admin``: only with the admin token."""
     admin_token: str | None = None
     """Bearer token for admin API calls; generated at start (and printed) when not configured."""
+    metrics: MetricsAccess = "admin"
+    """Who may scrape ``GET /metrics``: ``admin`` (with the admin token, as a bearer token),
+    ``public`` (anyone: for a port only the monitoring network reaches) or ``off`` (404)."""
+    metrics_max_age_s: Annotated[float, Meta(ge=0, le=60)] = 1.0
+    """A scrape within this many seconds of the last one gets the same exposition (written
+    once, so a scraper that asks too often costs the games little; 0: written for each)."""
     registrations_per_hour: int = 10
     max_frame_bytes: int = 16384
     messages_per_second: float = 20.0
@@ -162,6 +174,11 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     thinks for seconds is not drowned in the games of instant ones."""
 
     @property
+    def node_name(self) -> str:
+        """``node``, or the host name and port: in a cluster's messages and in every JSON log line."""
+        return self.node or f"{socket.gethostname()}-{self.port}"
+
+    @property
     def flood_limit(self) -> int:
         return self.burst if self.flood_after is None else self.flood_after
 
@@ -182,6 +199,7 @@ ENV_REDIS_URL = "REDIS_URL"
 ENV_NODE = "MANDALA_NODE"
 ENV_TLS_CERT = "MANDALA_TLS_CERT"
 ENV_TLS_KEY = "MANDALA_TLS_KEY"
+ENV_LOG_FORMAT = "MANDALA_LOG_FORMAT"
 
 
 _NODE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,40}")
@@ -197,8 +215,8 @@ def load_settings(
     environ: Mapping[str, str] | None = None,
 ) -> Settings:
     """Merge defaults < TOML file < ``MANDALA_ADMIN_TOKEN``, ``DATABASE_URL``, ``MANDALA_SPOOL``,
-    ``REDIS_URL``, ``MANDALA_NODE``, ``MANDALA_TLS_CERT`` and ``MANDALA_TLS_KEY`` <
-    ``overrides`` (``None`` values skipped)."""
+    ``REDIS_URL``, ``MANDALA_NODE``, ``MANDALA_TLS_CERT``, ``MANDALA_TLS_KEY`` and
+    ``MANDALA_LOG_FORMAT`` < ``overrides`` (``None`` values skipped)."""
     values: dict[str, Any] = {}
     if config is not None:
         try:
@@ -220,6 +238,8 @@ def load_settings(
         values["tls_cert"] = env[ENV_TLS_CERT]
     if env.get(ENV_TLS_KEY):
         values["tls_key"] = env[ENV_TLS_KEY]
+    if env.get(ENV_LOG_FORMAT):
+        values["log_format"] = env[ENV_LOG_FORMAT]
     values.update({k: v for k, v in (overrides or {}).items() if v is not None})
     try:
         settings = msgspec.convert(values, Settings)

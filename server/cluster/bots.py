@@ -13,6 +13,7 @@ import msgspec
 
 from protocol.messages import CLOSE_REPLACED, Accept, Challenged, Decision, Decline, PlayMove, Resign, Seek, Unseek
 
+from ..common.logs import about
 from ..common.refusal import Refusal
 from ..connections.connection import Connection, encode
 from .bus import PREFIX, ClusterBus, ClusterUnavailable
@@ -131,7 +132,7 @@ class ClusterBots:
             self._post_capacity(bot, conn.max_games)
             return await self.presence.attach(bot, conn.id)
         except ClusterUnavailable as e:
-            log.warning("node %s: bot %s is known here only: %s", self.node, bot, e)
+            log.warning("node %s: bot %s is known here only: %s", self.node, bot, e, extra=about(bot=bot))
             return None
 
     def detached(self, bot: str, place: Place | None) -> bool:
@@ -253,7 +254,8 @@ class ClusterBots:
             elif isinstance(msg, Unseek):
                 parts.ladder.unseek(bot)
             else:
-                log.warning("node %s: %s forwarded %s for bot %s: ignored", self.node, sender, type(msg).__name__, bot)
+                log.warning("node %s: %s forwarded %s for bot %s: ignored", self.node, sender, type(msg).__name__, bot,
+                            extra=about(bot=bot))
         except Refusal as r:
             seat = parts.presence.get(bot)
             if seat is not None:

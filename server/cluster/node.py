@@ -45,6 +45,7 @@ from redis.exceptions import RedisError
 from protocol.messages import GameSummary
 
 from ..common.callbacks import cancel_and_wait, spawn
+from ..common.logs import about
 from ..common.refusal import Refusal
 from ..connections.connection import Connection
 from ..ladder.controls import LadderOp
@@ -284,7 +285,8 @@ class ClusterNode:
             return
         for room in list(self.parts.manager.running.values()):
             if any(self.bots.held_elsewhere(bot) for bot in room.players):
-                log.warning("node %s: game %s aborted: Redis is lost and a seat is on another node", self.node, room.id)
+                log.warning("node %s: game %s aborted: Redis is lost and a seat is on another node", self.node, room.id,
+                            extra=about(game=room.id))
                 room.abort()
         for began in list(self.games.values()):
             self.remote_games.host_lost(began, "the cluster lost Redis: the node hosting your game cannot be reached")

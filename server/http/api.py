@@ -25,6 +25,7 @@ from protocol.messages import BotName, GameSummary
 
 from ..arena import ARENA, Arena
 from ..common.clock import utc_now
+from ..common.logs import about
 from ..common.refusal import Refusal
 from ..connections.auth import check_admin, hash_token, new_token
 from ..connections.peers import client_address, token_allowed
@@ -178,7 +179,7 @@ async def create_bot(request: web.Request) -> web.Response:
         row = await arena.storage.create_bot(body.name, hash_token(token), utc_now(), arena.settings.elo_initial)
     except NameTaken:
         raise ApiError(409, "name_taken", f"a bot named {body.name!r} exists already (names ignore case)") from None
-    log.info("bot %s created", row.name)
+    log.info("bot %s created", row.name, extra=about(bot=row.name))
     return json_response({"name": row.name, "token": token, "created": row.created}, 201)
 
 
@@ -334,7 +335,7 @@ async def get_game(request: web.Request) -> web.Response:
             try:
                 view = mandala.view(mandala.replay(row.record), None)
             except RecordError:
-                log.exception("stored record of %s does not replay", game_id)
+                log.exception("stored record of %s does not replay", game_id, extra=about(game=game_id))
     return json_response({"game_id": game.game_id, "players": game.players, "status": game.status, "ply": game.ply,
                           "view": view, "result": game.result, "kind": game.kind, "tournament_id": game.tournament_id})
 

@@ -42,6 +42,7 @@ from protocol.messages import (
 )
 
 from ..arena import ARENA, Arena
+from ..common.logs import about
 from ..common.refusal import Refusal
 from ..config import HARD_FRAME_CAP
 from ..connections.auth import hash_token
@@ -139,7 +140,7 @@ class Session:
         except Refusal as r:
             self.refused(r)
         except Exception:
-            log.exception("handling a frame from %r failed", conn)
+            log.exception("handling a frame from %r failed", conn, extra=about(bot=conn.bot))
             conn.error("internal_error", "the server failed on this message; the failure was logged")
 
     def refused(self, r: Refusal, send: bool = True) -> None:
@@ -260,7 +261,8 @@ class Session:
             conn.place = await arena.cluster.attached(row.name, conn)
             if arena.presence.get_local(row.name) is not conn:
                 return  # replaced while it was recorded
-        log.info("bot %s connected (%s%s, client %r)", row.name, conn.peer, ", TLS" if conn.tls else "", m.client)
+        log.info("bot %s connected (%s%s, client %r)", row.name, conn.peer, ", TLS" if conn.tls else "", m.client,
+                 extra=about(bot=row.name))
         arena.manager.bot_arrived(row.name)
         arena.ladder.bot_arrived(row.name)
         arena.tournaments.wake()
@@ -279,7 +281,7 @@ class Session:
         arena.presence.closed(conn)
         arena.manager.connection_closed(conn)
         if conn.bot is not None and arena.presence.detach(conn.bot, conn):
-            log.info("bot %s disconnected", conn.bot)
+            log.info("bot %s disconnected", conn.bot, extra=about(bot=conn.bot))
             if arena.cluster is not None and arena.cluster.detached(conn.bot, conn.place):
                 return  # it is connected to another node now
             arena.manager.bot_left(conn.bot)
@@ -307,11 +309,11 @@ async def _session(arena: Arena, ws: web.WebSocketResponse, request: web.Request
         async for msg in ws:
             await session.on_frame(msg)
     except Exception:
-        log.exception("connection %r failed", conn)
+        log.exception("connection %r failed", conn, extra=about(bot=conn.bot))
     finally:
         try:
             session.closed()
         except Exception:
-            log.exception("cleaning up %r failed", conn)
+            log.exception("cleaning up %r failed", conn, extra=about(bot=conn.bot))
         await conn.shutdown()
     return ws

@@ -16,10 +16,12 @@ from typing import Any
 import aiohttp
 
 from arena_testkit import (
+    FITTING,
     SERVE,
     Seen,
     ServeProcess,
     assert_ratings_replay,
+    fitting,
     free_port,
     ladder_bot,
     stored_games,
@@ -65,7 +67,8 @@ async def test_kill_9_of_the_pairing_leader_stops_pairing_for_less_than_5_s(
                     for i, b in enumerate(BOTS)]
             await wait_until(lambda: n2.rated_games(http), 60, "no rated game was played")
             await wait_until(lambda: len(seen.started) >= 12, 60, "the ladder did not get busy")
-            n1.kill(signal.SIGKILL)
+            assert fitting(n1.family()) == FITTING  # the leader's standings' worker runs
+            n1.kill(signal.SIGKILL)  # and ends with it (ServeProcess.kill fails on what it leaves behind)
             loop = asyncio.get_running_loop()
             killed_at, before = loop.time(), set(seen.started)
             await wait_until(lambda: set(seen.started) - before, 10, "pairing never resumed")

@@ -102,3 +102,22 @@ def test_every_command_that_talks_to_a_server_names_it_server_and_still_takes_ur
             args = parser.parse_args([*needs, flag, "http://arena.example:9000/"])
             assert args.server == "http://arena.example:9000"
         assert parser.parse_args(needs).server == DEFAULT_SERVER == "http://127.0.0.1:8080"
+
+
+def test_the_log_format_and_the_metrics_from_file_environment_and_flag(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "arena.toml"
+    config.write_text('log_format = "json"\nmetrics = "public"\nmetrics_max_age_s = 5\n')
+    s = load_settings(config, {}, environ={})
+    assert (s.log_format, s.metrics, s.metrics_max_age_s) == ("json", "public", 5.0)
+    assert load_settings(None, {}, environ={"MANDALA_LOG_FORMAT": "json"}).log_format == "json"
+    s = load_settings(config, {"log_format": "text", "metrics": "off"}, environ={"MANDALA_LOG_FORMAT": "json"})
+    assert (s.log_format, s.metrics) == ("text", "off")  # a flag wins
+    for line in ('log_format = "xml"', 'metrics = "everyone"', "metrics_max_age_s = -1"):
+        config.write_text(line + "\n")
+        name = line.split()[0]
+        with pytest.raises(ConfigError, match=name):
+            load_settings(config, environ={})
+        assert main(["serve", "--config", str(config), "--db", str(tmp_path / "x.db")]) == 2
+        assert f"$.{name}" in capsys.readouterr().err
+    assert not (tmp_path / "x.db").exists()

@@ -28,7 +28,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from .client import Client, ClientError
+from protocol.messages import PROTOCOL_VERSION
+
+from .client import Client, ClientError, version
 from .credentials import CA_FILE_ENV, TOKEN_ENV, CredentialError, exposed, join_values, read_token_file
 from .offline import SpecError, load_bot
 from .tls import TlsSetupError
@@ -38,6 +40,7 @@ INTERRUPTED = 130
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mandala-bot", description="Play a bot on a Mandala Arena server.")
+    p.add_argument("--version", action="version", version=f"mandala-bot {version()} (protocol {PROTOCOL_VERSION})")
     p.add_argument("--url", default="ws://127.0.0.1:8080/ws", help="the server's WebSocket endpoint, ws:// or wss://"
                    " (default ws://127.0.0.1:8080/ws)")
     token = p.add_mutually_exclusive_group()

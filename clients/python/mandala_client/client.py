@@ -124,12 +124,16 @@ class ConnectionRejected(ClientError):
         self.code = code
 
 
-def _software() -> str:
+def version() -> str:
+    """The installed client distribution's version (``dev`` when run from a bare checkout)."""
     try:
-        version = metadata.version("mandala-arena")
+        return metadata.version("mandala-arena-client")
     except metadata.PackageNotFoundError:
-        version = "dev"
-    return f"mandala_client/{version} (python)"
+        return "dev"
+
+
+def _software() -> str:
+    return f"mandala_client/{version()} (python)"
 
 
 class Client:
