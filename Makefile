@@ -19,6 +19,8 @@ $(STAMP): pyproject.toml clients/python/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -qq --disable-pip-version-check --upgrade pip
 	$(PY) -m pip install -qq --disable-pip-version-check -e clients/python -e '.[test]'
+	@# A .venv made before the split: replacing the old arena removed the mandala-bot it had installed.
+	test -x $(VENV)/bin/mandala-bot || $(PY) -m pip install -qq --disable-pip-version-check --no-deps --force-reinstall -e clients/python
 	touch $(STAMP)
 
 run: $(STAMP)
