@@ -9,14 +9,18 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8080
 DB     ?= mandala.db
 
-.PHONY: run test lint bench bench-history bench-ladder load load-cluster schema demo clean cluster cluster-stop
+.PHONY: run test lint bench bench-env bench-history bench-ladder load load-cluster schema demo clean cluster cluster-stop
 
 # pip -qq: errors only (not setuptools' note that an editable install is one, nor warnings about
 # this machine's package indexes); a failed install still says why and stops make.
-$(STAMP): pyproject.toml
+# Two distributions, both editable: the bot author's (clients/python: the engine, the message
+# types, the client) and the arena's (the server and the `mandala` command), which depends on it.
+$(STAMP): pyproject.toml clients/python/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -qq --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install -qq --disable-pip-version-check -e '.[test]'
+	$(PY) -m pip install -qq --disable-pip-version-check -e clients/python -e '.[test]'
+	@# A .venv made before the split: replacing the old arena removed the mandala-bot it had installed.
+	test -x $(VENV)/bin/mandala-bot || $(PY) -m pip install -qq --disable-pip-version-check --no-deps --force-reinstall -e clients/python
 	touch $(STAMP)
 
 run: $(STAMP)
@@ -52,9 +56,12 @@ demo: $(STAMP)
 
 # Three nodes on one PostgreSQL and one Redis behind HAProxy, one address: http://127.0.0.1:8080
 # (scripts/cluster.sh, deploy/haproxy.cfg; state, logs and the admin token in .cluster/).
+# `make cluster TLS=1`: https:// and wss:// on that address, HAProxy's certificate signed by a
+# local certificate authority whose CA file it prints (.cluster/tls/ca.pem).
 # `make cluster-stop` stops them all and keeps the database.
+TLS ?=
 cluster: $(STAMP)
-	scripts/cluster.sh start
+	CLUSTER_TLS=$(TLS) scripts/cluster.sh start
 
 cluster-stop:
 	scripts/cluster.sh stop
@@ -63,6 +70,11 @@ bench: $(STAMP)
 	$(PY) bench/engine.py
 	$(PY) bench/games.py
 	$(PY) bench/history.py --sizes $(HISTORY_SIZES)
+
+# The training environments' steps per second beside the engine's decisions per second, on one
+# core (bench/env.py; docs/training.md#speed).
+bench-env: $(STAMP)
+	$(PY) bench/env.py
 
 # A season's history (bench/history.py): synthesized histories of each size on SQLite and
 # PostgreSQL; bytes per game, startup, the lists' latencies, a live ladder's CPU per decision.
@@ -82,14 +94,19 @@ bench-ladder: $(STAMP)
 # The decision path under load against the bare WebSocket ceiling, in one run (bench/load.py);
 # PAIRS, SECONDS and THINK are passed on: make load PAIRS=500 THINK=0.3. With an audience
 # (VIEWERS of /live, SPECTATORS of running games) the same load runs without it and with it:
-# make load THINK=0.05 VIEWERS=1000 SPECTATORS=200
+# make load THINK=0.05 VIEWERS=1000 SPECTATORS=200. TLS=1: the same load over ws:// and over wss://
+# (a certificate made for the run), side by side: what TLS costs the decision path.
+# With SCRAPE=N one server runs the load in windows, alternately without and with a scraper reading GET /metrics N
+# times a second, ROUNDS windows of SECONDS each: make load SCRAPE=100 ROUNDS=4
 PAIRS   ?= 100
 SECONDS ?= 10
 THINK   ?= 0
 VIEWERS ?= 0
 SPECTATORS ?= 0
+SCRAPE ?= 0
+ROUNDS ?= 2
 load: $(STAMP)
-	$(PY) bench/load.py --pairs $(PAIRS) --seconds $(SECONDS) --think $(THINK) --viewers $(VIEWERS) --spectators $(SPECTATORS)
+	$(PY) bench/load.py --pairs $(PAIRS) --seconds $(SECONDS) --think $(THINK) --viewers $(VIEWERS) --spectators $(SPECTATORS) --scrape $(SCRAPE) --rounds $(ROUNDS) $(if $(TLS),--tls)
 
 # The same load on cluster nodes (PostgreSQL and Redis started for it): one node, two nodes with
 # each pair on one node, two nodes with each pair across them; then the ladder on three nodes,
@@ -107,4 +124,4 @@ schema: $(STAMP)
 	$(PY) -m protocol.schema
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info clients/python/build clients/python/*.egg-info

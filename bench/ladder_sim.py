@@ -98,6 +98,9 @@ class Probe:
     on: bool = False
     serial: int = 0
     lags: list[float] = field(default_factory=list)
+    cpu_lags: list[float] = field(default_factory=list)
+    """The same stretches in the loop thread's CPU: without the time other processes of a busy
+    machine took the core from it."""
     wake: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def run(self) -> None:
@@ -105,10 +108,20 @@ class Probe:
             if not self.on:
                 self.wake.clear()
                 await self.wake.wait()
-            serial, t, collected = self.serial, time.perf_counter(), COLLECTOR.total
+            serial, t, cpu, collected = self.serial, time.perf_counter(), time.thread_time(), COLLECTOR.total
             await asyncio.sleep(0)
             if self.on and self.serial == serial:
-                self.lags.append(time.perf_counter() - t - (COLLECTOR.total - collected))
+                gc_s = COLLECTOR.total - collected
+                self.lags.append(time.perf_counter() - t - gc_s)
+                self.cpu_lags.append(time.thread_time() - cpu - gc_s)
+
+    def clear(self) -> None:
+        self.lags.clear()
+        self.cpu_lags.clear()
+
+    def longest(self) -> tuple[float, float]:
+        """The longest stretch so far: wall-clock, and the loop thread's CPU."""
+        return max(self.lags, default=0.0), max(self.cpu_lags, default=0.0)
 
     async def start(self) -> None:
         """A pass begins: the probe's clock starts now (it runs before the pass does)."""
@@ -156,8 +169,9 @@ class Run:
     """CPU of each pass: deciding who plays whom and starting the pairs (the simulation's)."""
     deciding: list[float] = field(default_factory=lambda: [0.0])
     """CPU spent deciding who plays whom (``Field.pairing``), all passes together."""
-    first: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    """The first pass (every bot seeking, none rated): CPU deciding, CPU in all, longest lag."""
+    first: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)
+    """The first pass (every bot seeking, none rated): CPU deciding, CPU in all, longest lag
+    (wall-clock, CPU)."""
     fit_s: list[float] = field(default_factory=list)
     fit_at: list[float] = field(default_factory=list)
     """Games per bot at each fit."""
@@ -267,10 +281,10 @@ class Run:
                 _, _, a, b = heapq.heappop(self.ends)
                 self.finish(a, b)
             if not self.pass_s and self.policy == "ladder":
-                probe.lags.clear()
+                probe.clear()
                 await self.pass_now(probe)
-                self.first = (self.deciding[0], self.pass_s[0], max(probe.lags, default=0.0))
-                probe.lags.clear()
+                self.first = (self.deciding[0], self.pass_s[0], *probe.longest())
+                probe.clear()
                 continue
             if self.policy != "random" and self.played >= next_fit:
                 self.refit()
@@ -286,9 +300,9 @@ class Run:
             self.now += self.args.tick
 
 
-async def herd(run: Run, probe: Probe) -> tuple[float, float, float]:
+async def herd(run: Run, probe: Probe) -> tuple[float, float, float, float]:
     """Every bot free at once, the ratings known: one pass (CPU s deciding, CPU s in all,
-    longest lag s)."""
+    longest lag s, wall-clock and CPU)."""
     for end, *_ in run.ends:
         run.now = max(run.now, end)
     for _, _, a, b in run.ends:
@@ -297,10 +311,10 @@ async def herd(run: Run, probe: Probe) -> tuple[float, float, float]:
     run.refit()
     for name in run.names:
         run.free_since[name] = run.now
-    probe.lags.clear()
+    probe.clear()
     run.deciding[0] = 0.0
     await run.pass_now(probe)
-    return run.deciding[0], run.pass_s[-1], max(probe.lags, default=0.0)
+    return run.deciding[0], run.pass_s[-1], *probe.longest()
 
 
 async def size(n: int, args: argparse.Namespace) -> None:
@@ -315,13 +329,13 @@ async def size(n: int, args: argparse.Namespace) -> None:
         speed = [math.exp(rng.gauss(0.0, 0.5)) for _ in range(n)]
         for policy in ("ladder", "random"):
             run = Run(policy, strength, speed, args, random.Random(rng.getrandbits(64)))
-            probe.lags.clear()
+            probe.clear()
             t0 = time.perf_counter()
             await run.run(probe, marks, lambda p, g, t: taus.setdefault((p, g), []).append(t))
             if policy == "ladder" and seed == args.seed:  # the figures are the first seed's
-                ladder, steady_lags, wall = run, list(probe.lags), time.perf_counter() - t0
+                ladder, steady_lag, wall = run, probe.longest(), time.perf_counter() - t0
     games = sorted(ladder.games.values())
-    herd_decide, herd_cpu, herd_lag = await herd(ladder, probe)
+    herd_decide, herd_cpu, *herd_lag = await herd(ladder, probe)
     probe_task.cancel()
     passes = sorted(ladder.pass_s[1:-1])
     fit_s = sorted(ladder.fit_s)
@@ -330,12 +344,12 @@ async def size(n: int, args: argparse.Namespace) -> None:
     print("| figure | |\n| --- | --- |")
     print(f"| pass, steady (median / max) | {1e3 * statistics.median(passes):.2f} ms / {1e3 * passes[-1]:.1f} ms "
           f"({len(passes):,} passes) |")
-    print(f"| loop lag while pairing, steady (max) | {1e3 * max(steady_lags, default=0.0):.2f} ms |")
-    cold_decide, cold_cpu, cold_lag = ladder.first
+    print(f"| loop lag while pairing, steady (max) | {lag(steady_lag)} |")
+    cold_decide, cold_cpu, *cold_lag = ladder.first
     print(f"| first pass ({n:,} seekers at once, none rated) | {1e3 * cold_decide:.1f} ms deciding, "
-          f"{1e3 * cold_cpu:.1f} ms with the pairs started; longest lag {1e3 * cold_lag:.2f} ms |")
+          f"{1e3 * cold_cpu:.1f} ms with the pairs started; longest lag {lag(cold_lag)} |")
     print(f"| thundering herd ({n:,} seekers at once, rated: a restart) | {1e3 * herd_decide:.1f} ms deciding, "
-          f"{1e3 * herd_cpu:.1f} ms with the pairs started; longest lag {1e3 * herd_lag:.2f} ms |")
+          f"{1e3 * herd_cpu:.1f} ms with the pairs started; longest lag {lag(herd_lag)} |")
     print(f"| refresh (one fit: median / max) | {1e3 * statistics.median(fit_s):.0f} ms / {1e3 * fit_s[-1]:.0f} ms "
           f"({len(fit_s)} fits; the slowest at {slowest:.1f} games per bot) |")
     print(f"| games per bot (min / median / max) | {games[0]} / {statistics.median(games):g} / {games[-1]} |")
@@ -349,6 +363,12 @@ async def size(n: int, args: argparse.Namespace) -> None:
                                                                            ("ladder", "elo"))]
         print(f"| {g} | " + " | ".join(cell(c) for c in cells) + " |")
     sys.stdout.flush()
+
+
+def lag(longest: Sequence[float]) -> str:
+    """A longest stretch as the loop thread's CPU, then wall-clock (which a busy machine stretches)."""
+    wall, cpu = longest
+    return f"{1e3 * cpu:.2f} ms CPU ({1e3 * wall:.2f} ms wall-clock)"
 
 
 def cell(values: list[float]) -> str:

@@ -18,8 +18,20 @@ bare sockets that read everything and parse nothing, so that one load core can h
 thousands. The table then sets the two runs side by side, with the bytes each viewer received
 a second.
 
+With ``--tls`` the arena runs twice in the same run, over plain WebSockets and over WSS (a
+certificate made for the run with ``openssl``, ``mandala serve --tls-cert --tls-key``): the
+bots connect before the measurement, so the difference is what TLS costs the decision path
+(each frame encrypted and decrypted), not the handshakes.
+
+With ``--scrape N`` one arena runs the load for ``2 × --rounds`` windows of ``--seconds``,
+alternately without and with a scraper that reads ``GET /metrics`` N times a second (as
+Prometheus would, with the admin token); one server for all of them, so that what differs
+between windows is the scraper (and the machine's noise, spread over both kinds). The table
+sets the means of the two kinds of window side by side.
+
     python bench/load.py [--pairs 100] [--seconds 10] [--think 0] [--repo DIR]
-                         [--viewers 1000 --spectators 200] [--live-path /live]
+                         [--viewers 1000 --spectators 200] [--live-path /live] [--tls]
+                         [--scrape 100 --rounds 3]
 """
 
 from __future__ import annotations
@@ -31,6 +43,7 @@ import json
 import os
 import random
 import resource
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -101,6 +114,8 @@ class Stats:
         """Of ``audience_bytes``, what the viewers of ``/live`` received."""
         self.audience_lost = 0
         self.audience_rss_kb = 0.0
+        self.scrapes = 0
+        """Scrapes of ``/metrics`` answered while measuring."""
 
 
 class Frame(msgspec.Struct):
@@ -267,6 +282,34 @@ async def echo_client(http: aiohttp.ClientSession, url: str, stats: Stats) -> No
                 stats.to_accepted.append(time.perf_counter() - sent)
 
 
+async def scraper(http: aiohttp.ClientSession, url: str, per_s: float, stats: Stats) -> None:
+    """Read ``/metrics`` ``per_s`` times a second, on a fixed schedule: each scrape starts at its
+    time whether the one before has its answer yet or not (up to 100 at once), so a loaded
+    server is asked as often as an idle one."""
+    loop = asyncio.get_running_loop()
+    every, at = 1.0 / per_s, loop.time()
+    flying: set[asyncio.Task[None]] = set()
+
+    async def scrape() -> None:
+        async with http.get(url + "/metrics", headers={"Authorization": f"Bearer {ADMIN}"}) as resp:
+            assert resp.status == 200, await resp.text()
+            await resp.read()
+        if stats.measuring:
+            stats.scrapes += 1
+
+    try:
+        while True:
+            if len(flying) < 100:
+                task = asyncio.create_task(scrape())
+                flying.add(task)
+                task.add_done_callback(flying.discard)
+            at += every
+            await asyncio.sleep(max(0.0, at - loop.time()))
+    finally:
+        for task in flying:
+            task.cancel()
+
+
 async def wait_healthy(http: aiohttp.ClientSession, url: str) -> None:
     for _ in range(600):
         try:
@@ -288,12 +331,13 @@ async def create_bots(http: aiohttp.ClientSession, url: str, n: int) -> list[str
     return tokens
 
 
-async def drive(url: str, pid: int | list[int], tasks_for: Any, seconds: float, live_games: int) -> dict[str, Any]:
+async def drive(url: str, pid: int | list[int], tasks_for: Any, seconds: float, live_games: int,
+                tls: ssl.SSLContext | None = None) -> dict[str, Any]:
     """Start the load, warm up, measure for ``seconds``: CPU (of every server process in
-    ``pid``), counts, latencies, memory."""
+    ``pid``), counts, latencies, memory. ``tls``: how the clients verify an https:// server."""
     pids = pid if isinstance(pid, list) else [pid]
     stats = Stats()
-    connector = aiohttp.TCPConnector(limit=0)
+    connector = aiohttp.TCPConnector(limit=0, ssl=tls if tls is not None else True)
     async with aiohttp.ClientSession(connector=connector) as http:
         await wait_healthy(http, url)
         idle_rss = sum(rss_bytes(p) for p in pids)
@@ -326,6 +370,7 @@ async def drive(url: str, pid: int | list[int], tasks_for: Any, seconds: float, 
         "viewers_kb_per_s": round(stats.viewer_bytes / elapsed / 1024, 1),
         "audience_lost": stats.audience_lost,
         "rss_per_member_kb": round(stats.audience_rss_kb, 1),
+        "scrapes_per_s": round(stats.scrapes / elapsed, 1),
         "load_1min": round(load, 2),
         "client_cpu": round(own / elapsed, 2),  # the load client's core: near 1.0, its own delays are in the latencies
     }
@@ -357,16 +402,32 @@ async def join_audience(args: argparse.Namespace, pid: int, stats: Stats) -> lis
     return tasks
 
 
-async def run_arena(args: argparse.Namespace, tmp: Path, audience: bool = False) -> dict[str, Any]:
+def certificate(tmp: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and its key, made with ``openssl``."""
+    cert, key = tmp / "load.pem", tmp / "load.key"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                    "-days", "2", "-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+    return cert, key
+
+
+async def run_arena(args: argparse.Namespace, tmp: Path, audience: bool = False, tls: bool = False,
+                    measure: Callable[..., Coroutine[Any, Any, Any]] | None = None) -> Any:
     config = tmp / "load.toml"
     config.write_text(f"messages_per_second = 1000000.0\nburst = 1000000\nregistrations_per_hour = 100000\n"
                       f"send_queue_max = 100000\ndecision_ms = {max(5000, int(args.think * 1000) + 5000)}\n")
     repo = args.repo.resolve()
     env = {**os.environ, "MANDALA_ADMIN_TOKEN": ADMIN, "PYTHONPATH": f"{repo}:{repo}/clients/python"}
+    secure: list[str] = []
+    context = None
+    if tls:
+        cert, key = certificate(tmp)
+        secure = ["--tls-cert", str(cert), "--tls-key", str(key)]
+        context = ssl.create_default_context(cafile=str(cert))
     server = subprocess.Popen(pinned([sys.executable, "-c", SERVE, "serve", "--port", str(args.port), "--db",
-                                      str(tmp / "load.db"), "--config", str(config)], 0),
+                                      str(tmp / "load.db"), "--config", str(config), *secure], 0),
                               env=env, cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{args.port}"
+    url = f"{'https' if tls else 'http'}://127.0.0.1:{args.port}"
 
     async def start(http: aiohttp.ClientSession, stats: Stats) -> list[asyncio.Task[None]]:
         tokens = await create_bots(http, url, 2 * args.pairs)
@@ -381,7 +442,9 @@ async def run_arena(args: argparse.Namespace, tmp: Path, audience: bool = False)
         return tasks
 
     try:
-        return await drive(url, server.pid, start, args.seconds, args.pairs)
+        if measure is not None:
+            return await measure(url, server.pid, start, args.seconds, args.pairs)
+        return await drive(url, server.pid, start, args.seconds, args.pairs, context)
     finally:
         server.terminate()
         server.wait()
@@ -428,11 +491,50 @@ def run(coro: Coroutine[Any, Any, dict[str, Any]]) -> dict[str, Any]:
         return runner.run(coro)
 
 
-def arena_run(args: argparse.Namespace, audience: bool = False) -> dict[str, Any]:
+def arena_run(args: argparse.Namespace, audience: bool = False, tls: bool = False) -> dict[str, Any]:
     """The arena's figures, on a database in a temporary folder (with the audience of
-    ``--viewers`` and ``--spectators`` if ``audience``)."""
+    ``--viewers`` and ``--spectators`` if ``audience``; over WSS if ``tls``)."""
     with tempfile.TemporaryDirectory() as tmp:
-        return run(run_arena(args, Path(tmp), audience))
+        return run(run_arena(args, Path(tmp), audience, tls))
+
+
+async def alternate_scraper(args: argparse.Namespace, url: str, pid: int, tasks_for: Any, seconds: float,
+                            live_games: int) -> list[tuple[bool, dict[str, Any]]]:
+    """Start the load, warm up, then measure ``2 × args.rounds`` windows of ``seconds``, every
+    other one with the scraper on: each window's figures, and whether it was scraped."""
+    stats = Stats()
+    windows: list[tuple[bool, dict[str, Any]]] = []
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as http:
+        await wait_healthy(http, url)
+        tasks = await tasks_for(http, stats)
+        await asyncio.sleep(max(2.0, seconds / 5))
+        for i in range(2 * args.rounds):
+            scraped = i % 2 == 1
+            scraping = asyncio.create_task(scraper(http, url, args.scrape, stats)) if scraped else None
+            await asyncio.sleep(0.5)  # the scraper under way before the window opens
+            decisions, accepted, scrapes = stats.decisions, len(stats.to_accepted), stats.scrapes
+            cpu0, t0 = cpu_seconds(pid), time.perf_counter()
+            stats.measuring = True
+            await asyncio.sleep(seconds)
+            stats.measuring = False
+            cpu, elapsed = cpu_seconds(pid) - cpu0, time.perf_counter() - t0
+            n = max(stats.decisions - decisions, 1)
+            latencies = stats.to_accepted[accepted:]
+            windows.append((scraped, {
+                "per_s": round((stats.decisions - decisions) / elapsed, 1),
+                "cpu_us": round(cpu / n * 1e6, 1),
+                "p50_ms": round(pct(latencies, 0.50) * 1000, 2),
+                "p99_ms": round(pct(latencies, 0.99) * 1000, 2),
+                "scrapes_per_s": round((stats.scrapes - scrapes) / elapsed, 1),
+                "server_cpu": round(cpu / elapsed, 3),
+            }))
+            if scraping is not None:
+                scraping.cancel()
+                await asyncio.gather(scraping, return_exceptions=True)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    return windows
 
 
 def audience_options(parser: argparse.ArgumentParser) -> None:
@@ -441,14 +543,26 @@ def audience_options(parser: argparse.ArgumentParser) -> None:
                         help="spectators watching running games in the second run (default 0)")
     parser.add_argument("--live-path", default="/live",
                         help="what the viewers open (default /live; /live?games=all for every game)")
+    parser.add_argument("--tls", action="store_true",
+                        help="run the arena over plain WebSockets, then over WSS, and compare (needs openssl)")
+    parser.add_argument("--scrape", type=float, default=0,
+                        help="scrapes of /metrics a second in every other window (default 0: no scraper)")
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="with --scrape: windows without and with the scraper, each (default 2)")
 
 
 def main() -> None:
     args = arguments(__doc__.split("\n\n")[0], pairs=100, port=8120, more=audience_options)
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # thousands of sockets, here and in the server
+    if args.tls:
+        compare_tls(args)
+        return
     if args.viewers or args.spectators:
         compare_audience(args)
+        return
+    if args.scrape:
+        compare_scraped(args)
         return
     arena = arena_run(args)
     ceiling = run(run_ceiling(args))
@@ -470,6 +584,31 @@ def main() -> None:
     print(f"{'':{width}}  {'arena':>10}  {'ceiling':>10}")
     for name, a, c in rows:
         print(f"{name:{width}}  {a!s:>10}  {c!s:>10}")
+
+
+def compare_tls(args: argparse.Namespace) -> None:
+    """The same load over plain WebSockets, then over WSS; one JSON line each, then a table."""
+    plain = arena_run(args)
+    secure = arena_run(args, tls=True)
+    for name, figures in (("ws", plain), ("wss", secure)):
+        print(json.dumps({"pairs": args.pairs, "seconds": args.seconds, "think": args.think, "transport": name,
+                          "repo": str(args.repo.resolve()), "arena": figures}), flush=True)
+    rows = [
+        ("decisions/s", "per_s"),
+        ("server CPU µs per decision", "cpu_us"),
+        ("p50 move → move_accepted, ms", "p50_ms"),
+        ("p99 move → move_accepted, ms", "p99_ms"),
+        ("p50 move → next decision, ms", "p50_next_ms"),
+        ("p99 move → next decision, ms", "p99_next_ms"),
+        ("server RSS per live game, KB", "rss_per_game_kb"),
+        ("load client's CPU (1.0: its core is full)", "client_cpu"),
+    ]
+    width = max(len(r[0]) for r in rows)
+    print(f"{'':{width}}  {'ws://':>10}  {'wss://':>10}  {'ratio':>6}")
+    for name, key in rows:
+        a, b = plain[key], secure[key]
+        ratio = f"{b / a:.2f}" if isinstance(a, (int, float)) and isinstance(b, (int, float)) and a else "-"
+        print(f"{name:{width}}  {a!s:>10}  {b!s:>10}  {ratio:>6}")
 
 
 def compare_audience(args: argparse.Namespace) -> None:
@@ -503,6 +642,33 @@ def compare_audience(args: argparse.Namespace) -> None:
         a, b = quiet[key], watched[key]
         ratio = f"{b / a:.2f}" if isinstance(a, (int, float)) and isinstance(b, (int, float)) and a else "-"
         print(f"{name:{width}}  {a!s:>12}  {b!s:>{max(12, len(label))}}  {ratio:>6}")
+
+
+def compare_scraped(args: argparse.Namespace) -> None:
+    """One arena, the load's windows alternately without and with a scraper of ``/metrics``;
+    one JSON line a window, then the means side by side."""
+    with tempfile.TemporaryDirectory() as tmp:
+        windows = run(run_arena(args, Path(tmp), measure=partial(alternate_scraper, args)))
+    for scraped, figures in windows:
+        print(json.dumps({"pairs": args.pairs, "seconds": args.seconds, "think": args.think,
+                          "scrape_per_s": args.scrape if scraped else 0, "repo": str(args.repo.resolve()),
+                          "arena": figures}), flush=True)
+    rows = [
+        ("decisions/s", "per_s"),
+        ("server CPU µs per decision", "cpu_us"),
+        ("p50 move → move_accepted, ms", "p50_ms"),
+        ("p99 move → move_accepted, ms", "p99_ms"),
+        ("scrapes answered/s", "scrapes_per_s"),
+        ("server's CPU (1.0: its core is full)", "server_cpu"),
+    ]
+    label = f"{args.scrape:g} scrapes/s"
+    width = max(len(r[0]) for r in rows)
+    print(f"means of {args.rounds} windows of {args.seconds:g} s each, alternately, on one server")
+    print(f"{'':{width}}  {'no scraper':>12}  {label:>14}  {'ratio':>6}")
+    for name, key in rows:
+        a, b = (sum(f[key] for s, f in windows if s == scraped) / args.rounds for scraped in (False, True))
+        ratio = f"{b / a:.3f}" if a else "-"
+        print(f"{name:{width}}  {a:>12.2f}  {b:>14.2f}  {ratio:>6}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
-"""The HTTP side of the commands that talk to a running server (``mandala bot create``,
-``mandala tournament``, ``mandala export``): one ``--server`` option, one request helper, one way to report a refusal, one way to save a
-streamed answer to a file whole or not at all.
+"""The HTTP side of the commands that talk to a running server (``mandala bot``,
+``mandala tournament``, ``mandala export``): one ``--server`` option (with ``--ca-file`` for an
+``https://`` server whose certificate a private authority signed), one request helper, one way
+to report a refusal, one way to save a streamed answer to a file whole or not at all.
 
 The standard library's ``urllib`` is enough here (blocking requests from a command line), so
 these commands start without loading aiohttp.
@@ -12,6 +13,7 @@ import argparse
 import http.client
 import json
 import os
+import ssl
 import sys
 import urllib.error
 import urllib.parse
@@ -19,6 +21,9 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
+
+from mandala_client.credentials import CA_FILE_ENV
+from mandala_client.tls import TlsSetupError, client_context, explain
 
 DEFAULT_SERVER = "http://127.0.0.1:8080"
 ADMIN_TOKEN_ENV = "MANDALA_ADMIN_TOKEN"
@@ -45,6 +50,17 @@ def add_server_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--server", type=server_url, default=DEFAULT_SERVER, metavar="URL",
                         help=f"the server's address (default {DEFAULT_SERVER})")
     parser.add_argument("--url", dest="server", type=server_url, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    parser.add_argument("--ca-file", metavar="FILE", default=os.environ.get(CA_FILE_ENV) or None,
+                        help="for https://: the CA file (PEM) of the private certificate authority that signed the "
+                             f"server's certificate, beside the system's (default ${CA_FILE_ENV})")
+
+
+def tls(args: argparse.Namespace) -> ssl.SSLContext:
+    """How the server's certificate is checked: the system's trust store, plus ``--ca-file``."""
+    try:
+        return client_context(getattr(args, "ca_file", None))
+    except TlsSetupError as e:
+        raise Failure(f"error: {e}") from None
 
 
 def admin_token(args: argparse.Namespace) -> str | None:
@@ -53,18 +69,21 @@ def admin_token(args: argparse.Namespace) -> str | None:
 
 
 def open_url(args: argparse.Namespace, method: str, path: str, body: bytes | None = None,
-             admin: bool = False) -> http.client.HTTPResponse:
-    """Send a request to ``args.server``; the open response of a 2xx answer, else :class:`Failure`."""
+             admin: bool = False, token: str | None = None) -> http.client.HTTPResponse:
+    """Send a request to ``args.server`` (with the admin token if ``admin``, else ``token`` if
+    given); the open response of a 2xx answer, else :class:`Failure`."""
     headers = {}
     if body is not None:
         headers["Content-Type"] = "application/json"
-    token = admin_token(args) if admin else None
+    if admin:
+        token = admin_token(args)
     if token:
         headers["Authorization"] = f"Bearer {token}"
     data = body if body is not None else (b"" if method == "POST" else None)
     req = urllib.request.Request(args.server + path, data=data, headers=headers, method=method)
+    context = tls(args) if args.server.startswith("https://") else None
     try:
-        resp: http.client.HTTPResponse = urllib.request.urlopen(req, timeout=TIMEOUT_S)
+        resp: http.client.HTTPResponse = urllib.request.urlopen(req, timeout=TIMEOUT_S, context=context)
     except urllib.error.HTTPError as e:
         with e:
             raise Failure(refusal(e, admin and not token)) from None
@@ -86,13 +105,17 @@ def refusal(e: urllib.error.HTTPError, tokenless: bool = False) -> str:
 
 
 def unreachable(args: argparse.Namespace, e: BaseException) -> Failure:
+    tls_failure = explain(args.server, e)
+    if tls_failure is not None:
+        return Failure(f"error: {tls_failure}")
     reason = e.reason if isinstance(e, urllib.error.URLError) else e
     return Failure(f"error: cannot reach the server at {args.server}: {reason}")
 
 
-def call(args: argparse.Namespace, method: str, path: str, body: bytes | None = None, admin: bool = False) -> bytes:
+def call(args: argparse.Namespace, method: str, path: str, body: bytes | None = None, admin: bool = False,
+         token: str | None = None) -> bytes:
     """The whole body of a 2xx answer."""
-    with open_url(args, method, path, body, admin) as resp:
+    with open_url(args, method, path, body, admin, token) as resp:
         try:
             return resp.read()
         except (OSError, http.client.HTTPException) as e:

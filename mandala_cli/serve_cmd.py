@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import logging
 import os
+import ssl
 import sys
 from pathlib import Path
+from typing import Any
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -25,19 +28,33 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--node", metavar="NAME",
                    help="this node's name, unique in the cluster (default $MANDALA_NODE, else host-port)")
     p.add_argument("--trust-forwarded-for", action="store_true", default=None,
-                   help="behind a proxy such as HAProxy: take a client's address from X-Forwarded-For")
+                   help="behind a proxy such as HAProxy: take a client's address from X-Forwarded-For "
+                        "(and, with --require-tls, whether it came by TLS from X-Forwarded-Proto)")
+    p.add_argument("--tls-cert", metavar="FILE",
+                   help="serve HTTPS and WSS with this PEM certificate (and its chain); needs --tls-key "
+                        "(default $MANDALA_TLS_CERT)")
+    p.add_argument("--tls-key", metavar="FILE", help="the certificate's PEM private key (default $MANDALA_TLS_KEY)")
+    p.add_argument("--require-tls", action="store_true", default=None,
+                   help="refuse tokens that did not come by TLS (a hello with a token, the token and admin "
+                        "requests), except from loopback; for a node a proxy on another machine reaches")
     p.add_argument("--config", type=Path, metavar="FILE", help="TOML file with any setting (flags win over it)")
     p.add_argument("--decision-ms", type=int, metavar="N", help="time per decision in ms (default 5000)")
     p.add_argument("--registration", choices=("open", "admin"), help="who may create bots (default open)")
+    p.add_argument("--metrics", choices=("admin", "public", "off"),
+                   help="who may scrape GET /metrics: with the admin token, anyone, or no one (default admin)")
     p.add_argument("--ladder-games-per-hour", type=int, metavar="N",
                    help="at most N ladder games a bot starts in any hour (default: no limit)")
     p.add_argument("--log-level", choices=LOG_LEVELS, default=os.environ.get("MANDALA_LOG_LEVEL", "info").lower(),
                    help="info logs connections, ladder events and faults; debug adds every game's start and end "
                         "(default $MANDALA_LOG_LEVEL, else info)")
+    p.add_argument("--log-format", choices=LOG_FORMATS,
+                   help="text, or one JSON object a line with time, level, logger, message and the game, bot, node "
+                        "and request id where known (default $MANDALA_LOG_FORMAT, else text)")
     p.set_defaults(run=run)
 
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
+LOG_FORMATS = ("text", "json")
 GC_THRESHOLD = (50_000, 20, 20)
 """The collector's thresholds for a server: every decision allocates views and frames that die
 at once, so young collections are made rarer and the objects made at startup are frozen out
@@ -92,7 +109,9 @@ def run(args: argparse.Namespace) -> int:
     from server.app import create_app
     from server.arena import ARENA
     from server.cluster.bus import ClusterUnavailable
+    from server.common import logs
     from server.config import ConfigError, load_settings
+    from server.http.tls import tls_context
     from server.recording.spool import SpoolError
 
     try:
@@ -105,19 +124,26 @@ def run(args: argparse.Namespace) -> int:
                 "redis": args.redis,
                 "node": args.node,
                 "trust_forwarded_for": args.trust_forwarded_for,
+                "tls_cert": args.tls_cert,
+                "tls_key": args.tls_key,
+                "require_tls": args.require_tls,
                 "spool_path": args.spool,
                 "decision_ms": args.decision_ms,
                 "registration": args.registration,
                 "ladder_games_per_hour": args.ladder_games_per_hour,
+                "metrics": args.metrics,
+                "log_format": args.log_format,
             },
         )
+        context = None if settings.tls_cert is None or settings.tls_key is None else \
+            tls_context(settings.tls_cert, settings.tls_key)
     except ConfigError as e:
         print(f"mandala serve: {e}", file=sys.stderr)
         return 2
     if args.log_level not in LOG_LEVELS:
         print(f"mandala serve: --log-level is one of {', '.join(LOG_LEVELS)}, not {args.log_level!r}", file=sys.stderr)
         return 2
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logs.configure(args.log_level, settings.log_format, settings.node_name)
     if settings.redis is not None:
         fault = asyncio.run(cluster_services_fault(settings.db, settings.redis))
         if fault is not None:
@@ -129,11 +155,14 @@ def run(args: argparse.Namespace) -> int:
     app = create_app(settings)
     prepare_process()
     arena = app[ARENA]
-    url = f"http://{settings.host}:{settings.port}"
+    url = f"{'http' if context is None else 'https'}://{settings.host}:{settings.port}"
     prog = sys.argv[0] if Path(sys.argv[0]).name == "mandala" else "mandala"  # e.g. .venv/bin/mandala
     text = banner(url, arena.admin_token, settings.admin_token is None, settings.registration, prog)
     try:
-        web.run_app(app, host=settings.host, port=settings.port, print=lambda _: print(text, flush=True), loop=loop)
+        if context is None:
+            web.run_app(app, host=settings.host, port=settings.port, print=lambda _: print(text, flush=True), loop=loop)
+        else:
+            run_tls(app, context, text, loop)
     except SpoolError as e:
         print(f"mandala serve: {e}", file=sys.stderr)
         return 2
@@ -141,6 +170,46 @@ def run(args: argparse.Namespace) -> int:
         print(f"mandala serve: {e}", file=sys.stderr)
         return 1
     return 0
+
+
+def run_tls(app: Any, context: ssl.SSLContext, text: str, loop: asyncio.AbstractEventLoop) -> None:
+    """What ``web.run_app`` does, with the TLS site (``server/http/tls.py``) in place of its
+    TCP site: serve until SIGINT or SIGTERM, then shut down as it does."""
+    from aiohttp import web
+
+    from server.arena import ARENA
+    from server.http.tls import TlsSite
+
+    async def serve() -> None:
+        runner = web.AppRunner(app, handle_signals=True)
+        await runner.setup()
+        try:
+            settings = app[ARENA].settings
+            await TlsSite(runner, settings.host, settings.port, context, settings, app[ARENA].addresses).start()
+            print(text, flush=True)
+            while True:
+                await asyncio.sleep(3600)
+        finally:
+            await runner.cleanup()
+
+    main = loop.create_task(serve())
+    try:
+        loop.run_until_complete(main)
+    except (web.GracefulExit, KeyboardInterrupt):
+        pass
+    finally:
+        try:
+            if not main.done():
+                main.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    loop.run_until_complete(main)
+        finally:
+            rest = asyncio.all_tasks(loop)
+            for task in rest:
+                task.cancel()
+            loop.run_until_complete(asyncio.gather(*rest, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
 
 
 PROBE_TIMEOUT_S = 5.0

@@ -2,6 +2,11 @@
 # A Mandala Arena cluster on this machine: PostgreSQL, Redis, three nodes and HAProxy in front.
 #   scripts/cluster.sh start    -> starts what is not running, waits until it answers, prints
 #                                  the one address to use and the admin token
+#   CLUSTER_TLS=1 scripts/cluster.sh start   (make cluster TLS=1) -> the same address serves
+#                                  https:// and wss://: a local certificate authority is made
+#                                  once (STATE/tls/ca.pem, printed: the clients' --ca-file) with a
+#                                  certificate for the address; HAProxy terminates TLS, the nodes
+#                                  stay plain on loopback and take tokens only by TLS from afar
 #   scripts/cluster.sh stop     -> stops HAProxy, the nodes, Redis and PostgreSQL; the database
 #                                  is kept, so the next start has the same bots and ladder
 #   scripts/cluster.sh status   -> what runs; exit 0 when everything does, 3 when not
@@ -25,6 +30,9 @@
 #   MANDALA_ADMIN_TOKEN             the admin token of every node (default: generated once,
 #                                   kept in STATE/admin-token)
 #   MANDALA_LOG_LEVEL               passed on to the nodes
+#   CLUSTER_TLS (empty)             1: HTTPS and WSS (above); needs openssl
+#   CLUSTER_TLS_CERT                with CLUSTER_TLS=1: a PEM file of your own (certificate, chain and
+#                                   key, as HAProxy takes it) instead of the local authority's
 # Progress goes to stderr, the addresses to stdout. Any failure is reported on stderr with
 # exit status 1; what had started keeps running (see its log; `stop` stops it).
 set -uo pipefail
@@ -40,6 +48,9 @@ PG_DIR=${CLUSTER_PG_DIR:-/tmp/mandala-cluster-pg}
 REDIS_PORT=${CLUSTER_REDIS_PORT:-56380}
 REDIS_DIR=${CLUSTER_REDIS_DIR:-$STATE/redis}
 WAIT=${CLUSTER_WAIT:-60}
+TLS=${CLUSTER_TLS:-}
+TLS_DIR=$STATE/tls
+OWN_CERT=${CLUSTER_TLS_CERT:-}
 MANDALA=$ROOT/.venv/bin/mandala
 HAPROXY_CFG=$ROOT/deploy/haproxy.cfg
 NODES=(node1 node2 node3)
@@ -70,8 +81,46 @@ live_pid() {
 
 listening() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
 
-http_code() {  # the status code of GET URL, 000 when nothing answers
-    curl -s -o /dev/null -m 3 -w '%{http_code}' "$1" 2>/dev/null || true
+http_code() {  # the status code of GET URL, 000 when nothing answers (https: checked with our CA)
+    local ca=()
+    [[ $1 == https://* && -z $OWN_CERT && -s $TLS_DIR/ca.pem ]] && ca=(--cacert "$TLS_DIR/ca.pem")
+    curl -s -o /dev/null -m 3 -w '%{http_code}' "${ca[@]}" "$1" 2>/dev/null || true
+}
+
+tls_on() { [[ $TLS == 1 || $TLS == yes || $TLS == true ]]; }
+
+# The local certificate authority (made once, so clients keep one CA file) and a certificate
+# for the one address (made again when the address changes); HAProxy's file is both with the key.
+tls_files() {
+    if [ -n "$OWN_CERT" ]; then
+        [ -r "$OWN_CERT" ] || die "CLUSTER_TLS_CERT=$OWN_CERT cannot be read"
+        return 0
+    fi
+    command -v openssl >/dev/null 2>&1 || die "openssl is needed for CLUSTER_TLS=1 (apt-get install openssl)"
+    { mkdir -p "$TLS_DIR" && chmod 700 "$TLS_DIR"; } || die "cannot create $TLS_DIR"
+    local san
+    if [[ $SHOW_HOST =~ ^[0-9.]+$ || $SHOW_HOST == *:* ]]; then san="IP:$SHOW_HOST"; else san="DNS:$SHOW_HOST"; fi
+    [ "$SHOW_HOST" = 127.0.0.1 ] && san="$san,DNS:localhost"
+    if [ ! -s "$TLS_DIR/ca.pem" ] || [ ! -s "$TLS_DIR/ca.key" ]; then
+        say "making a local certificate authority in $TLS_DIR…"
+        (umask 077 && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3650 \
+            -keyout "$TLS_DIR/ca.key" -out "$TLS_DIR/ca.pem" -subj "/CN=Mandala Arena local CA" \
+            -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign") \
+            >/dev/null 2>&1 || die "openssl could not make the certificate authority"
+        rm -f "$TLS_DIR/server.pem"
+    fi
+    if [ ! -s "$TLS_DIR/haproxy.pem" ] || [ "$(cat "$TLS_DIR/address" 2>/dev/null)" != "$san" ]; then
+        say "making a certificate for $SHOW_HOST ($san)…"
+        (umask 077 && openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$TLS_DIR/server.key" \
+            -out "$TLS_DIR/server.csr" -subj "/CN=$SHOW_HOST" \
+            && printf 'subjectAltName=%s\nbasicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n' \
+                "$san" >"$TLS_DIR/server.ext" \
+            && openssl x509 -req -in "$TLS_DIR/server.csr" -CA "$TLS_DIR/ca.pem" -CAkey "$TLS_DIR/ca.key" \
+                -CAcreateserial -days 825 -sha256 -extfile "$TLS_DIR/server.ext" -out "$TLS_DIR/server.pem" \
+            && cat "$TLS_DIR/server.pem" "$TLS_DIR/server.key" >"$TLS_DIR/haproxy.pem") \
+            >/dev/null 2>&1 || die "openssl could not make the certificate for $SHOW_HOST"
+        echo "$san" >"$TLS_DIR/address"
+    fi
 }
 
 pg_url() { echo "postgresql://mandala@127.0.0.1:$PG_PORT/mandala"; }
@@ -80,9 +129,14 @@ redis_url() { echo "redis://127.0.0.1:$REDIS_PORT/0"; }
 pg() { MANDALA_PG_DIR=$PG_DIR MANDALA_PG_PORT=$PG_PORT "$ROOT/scripts/test-postgres.sh" "$@"; }
 redis() { MANDALA_REDIS_DIR=$REDIS_DIR MANDALA_REDIS_PORT=$REDIS_PORT "$ROOT/scripts/test-redis.sh" "$@"; }
 
-# deploy/haproxy.cfg reads these (each has the same default there).
+# deploy/haproxy.cfg reads these (each has the same default there; CLUSTER_TLS_CERT turns TLS on).
 haproxy_env() {
     export CLUSTER_HOST=$HOST CLUSTER_PORT=$PORT CLUSTER_STATS_HOST=127.0.0.1 CLUSTER_STATS_PORT=$STATS_PORT
+    if tls_on; then
+        export CLUSTER_TLS_CERT=${OWN_CERT:-$TLS_DIR/haproxy.pem}
+    else
+        unset CLUSTER_TLS_CERT
+    fi
     local i
     for i in "${!NODES[@]}"; do export "CLUSTER_NODE$((i + 1))=127.0.0.1:$(node_port "$i")"; done
 }
@@ -124,7 +178,15 @@ start() {
     [ -x "$MANDALA" ] || die "$MANDALA is missing: run \`make cluster\` (it installs .venv first)"
     command -v curl >/dev/null 2>&1 || die "curl is needed to check that the nodes answer"
     mkdir -p "$STATE" || die "cannot create $STATE"
-    local token db redis_u i name port pid log haproxy code
+    local token db redis_u i name port pid log haproxy code scheme=http wscheme=ws mode=plain running
+    local -a secure=()
+    if tls_on; then
+        scheme=https wscheme=wss mode=tls secure=(--require-tls)
+    fi
+    if live_pid "$STATE/haproxy.pid" haproxy >/dev/null; then
+        running=$(cat "$STATE/haproxy.mode" 2>/dev/null || echo plain)
+        [ "$running" = "$mode" ] || die "the running cluster serves $running HTTP, not $mode: \`make cluster-stop\` first"
+    fi
     # The ports of what is not running yet must be free, before anything starts.
     for i in "${!NODES[@]}"; do
         live_pid "$STATE/${NODES[$i]}.pid" "mandala serve" >/dev/null && continue
@@ -139,6 +201,7 @@ start() {
     # Each WebSocket is an open file on a node and two in HAProxy: take as many as allowed.
     ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
     token=$(admin_token) || exit 1
+    if tls_on; then tls_files || exit 1; fi
 
     say "PostgreSQL on 127.0.0.1:$PG_PORT ($PG_DIR)…"
     db=$(pg start) || db=
@@ -161,7 +224,8 @@ start() {
         # a spool is never shared between nodes. setsid: a Ctrl-C meant for this script (or
         # make) does not reach the nodes; nohup: nor does closing the terminal.
         MANDALA_ADMIN_TOKEN=$token setsid nohup "$MANDALA" serve --db "$db" --redis "$redis_u" --node "$name" \
-            --host 127.0.0.1 --port "$port" --spool "$STATE/$name.spool" --trust-forwarded-for </dev/null >"$log" 2>&1 &
+            --host 127.0.0.1 --port "$port" --spool "$STATE/$name.spool" --trust-forwarded-for "${secure[@]}" \
+            </dev/null >"$log" 2>&1 &
         echo $! >"$STATE/$name.pid"
     done
     for i in "${!NODES[@]}"; do
@@ -188,15 +252,17 @@ start() {
         say "HAProxy on $HOST:$PORT…"
         setsid nohup "$haproxy" -db -f "$HAPROXY_CFG" </dev/null >"$STATE/haproxy.log" 2>&1 &
         echo $! >"$STATE/haproxy.pid"
+        echo "$mode" >"$STATE/haproxy.mode"
     fi
     pid=$(cat "$STATE/haproxy.pid")
-    wait_http "http://$SHOW_HOST:$PORT/health" "200 503" "$pid" "$STATE/haproxy.log" >/dev/null || exit 1
+    wait_http "$scheme://$SHOW_HOST:$PORT/health" "200 503" "$pid" "$STATE/haproxy.log" >/dev/null || exit 1
 
     local rel=${STATE#"$ROOT"/}
     cat <<EOF
 Mandala Arena cluster: ${#NODES[@]} nodes behind HAProxy, one address for everything:
-  http://$SHOW_HOST:$PORT/        the page and the HTTP API
-  ws://$SHOW_HOST:$PORT/ws        bots connect here
+  $scheme://$SHOW_HOST:$PORT/        the page and the HTTP API
+  $wscheme://$SHOW_HOST:$PORT/ws        bots connect here
+$(tls_note "$scheme")
 
 Admin token (every node's; kept in $rel/admin-token):
   $token
@@ -208,6 +274,18 @@ Admin token (every node's; kept in $rel/admin-token):
   logs:       $rel/*.log
   status:     scripts/cluster.sh status      stop: make cluster-stop
 EOF
+}
+
+# With TLS from the local certificate authority: where its CA file is, for the clients.
+tls_note() {
+    tls_on && [ -z "$OWN_CERT" ] || return 0
+    cat <<NOTE
+
+TLS: HAProxy's certificate is signed by a local certificate authority; its CA file, for the clients:
+  $TLS_DIR/ca.pem
+  export MANDALA_CA_FILE=$TLS_DIR/ca.pem   (mandala-bot, the mandala command, the Node.js bot; or --ca-file)
+  curl --cacert $TLS_DIR/ca.pem $1://$SHOW_HOST:$PORT/health
+NOTE
 }
 
 # SIGTERM to each pid, then wait up to N seconds for all; SIGKILL what is left.
@@ -235,7 +313,7 @@ stop() {
         say "stopping HAProxy (pid $pid)"
         terminate 10 "$pid"
     fi
-    rm -f "$STATE/haproxy.pid"
+    rm -f "$STATE/haproxy.pid" "$STATE/haproxy.mode"
     for name in "${NODES[@]}"; do
         if pid=$(live_pid "$STATE/$name.pid" "mandala serve"); then
             say "stopping $name (pid $pid)"
@@ -292,7 +370,11 @@ status() {
         fi
     done
     if pid=$(live_pid "$STATE/haproxy.pid" haproxy); then
-        echo "haproxy     running  pid $pid  http://$SHOW_HOST:$PORT  ws://$SHOW_HOST:$PORT/ws"
+        if [ "$(cat "$STATE/haproxy.mode" 2>/dev/null)" = tls ]; then
+            echo "haproxy     running  pid $pid  https://$SHOW_HOST:$PORT  wss://$SHOW_HOST:$PORT/ws  (CA file: $TLS_DIR/ca.pem)"
+        else
+            echo "haproxy     running  pid $pid  http://$SHOW_HOST:$PORT  ws://$SHOW_HOST:$PORT/ws"
+        fi
         # Each node as HAProxy sees it (its health check), from the statistics page's CSV.
         # CSV columns: 0 pxname, 1 svname, 4 scur (current sessions), 17 status.
         curl -s -m 3 "http://127.0.0.1:$STATS_PORT/;csv" 2>/dev/null | while IFS=, read -r -a f; do

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 
 from aiohttp import web
 
@@ -25,7 +24,7 @@ from .audience.live import LiveHub
 from .cluster.node import ClusterNode
 from .common.clock import utc_now
 from .config import Settings
-from .connections.auth import new_token
+from .connections.auth import new_admin_token
 from .connections.outbox import CLOSE_GOING_AWAY
 from .connections.pacing import Audience
 from .connections.peers import AddressCap
@@ -38,8 +37,11 @@ from .http.api import setup as setup_api
 from .http.export import setup as setup_export
 from .http.ladder import setup as setup_ladder_api
 from .http.live import setup as setup_live
+from .http.metrics import setup as setup_metrics
 from .http.pages import setup as setup_pages
 from .http.replay import setup as setup_replay
+from .http.requests import request_ids
+from .http.tokens import setup as setup_tokens
 from .http.tournaments import setup as setup_tournaments
 from .http.ws import websocket_handler
 from .ladder.service import Ladder
@@ -58,7 +60,7 @@ def create_app(settings: Settings, storage: Storage | None = None) -> web.Applic
     """The whole server, on the storage ``settings.db`` names (a SQLite file or a
     ``postgresql://`` URL) unless ``storage`` is given. With no ``admin_token`` in ``settings`` one is generated
     (``app[ARENA].admin_token``; ``mandala serve`` prints it)."""
-    app = web.Application(middlewares=[json_errors], client_max_size=1 << 20)
+    app = web.Application(middlewares=[request_ids, json_errors], client_max_size=1 << 20)
     storage = storage if storage is not None else open_storage(settings.db)
     presence = Presence()
     recorder = GameRecorder(settings, storage, Spool(settings.spool_path or default_spool_path(settings.db), settings.db))
@@ -67,7 +69,7 @@ def create_app(settings: Settings, storage: Storage | None = None) -> web.Applic
     manager.listeners.append(live)
     app[ARENA] = Arena(
         settings=settings,
-        admin_token=settings.admin_token or new_token(),
+        admin_token=settings.admin_token or new_admin_token(),
         storage=storage,
         presence=presence,
         manager=manager,
@@ -86,19 +88,20 @@ def create_app(settings: Settings, storage: Storage | None = None) -> web.Applic
     app[ARENA].ladder.held = app[ARENA].tournaments.held_for
     app[ARENA].tournaments.released = app[ARENA].ladder.wake
     if settings.redis is not None:
-        node = settings.node or f"{socket.gethostname()}-{settings.port}"
-        cluster = ClusterNode(settings.redis, node)
+        cluster = ClusterNode(settings.redis, settings.node_name)
         cluster.bind(app[ARENA])
         app[ARENA].cluster = cluster
         app[ARENA].tournaments.games_elsewhere = cluster.summaries
     app.router.add_get("/ws", websocket_handler)
     setup_export(app)  # before /api/games/{game_id}
     setup_api(app)
+    setup_tokens(app)
     setup_ladder_api(app)
     setup_live(app)
     setup_replay(app)
     setup_tournaments(app)
     setup_pages(app)
+    setup_metrics(app)
     app.on_startup.append(_startup)
     app.on_shutdown.append(_shutdown)
     app.on_cleanup.append(_cleanup)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,6 +21,8 @@ from msgspec import Meta
 from .ratings.elo import EloSettings
 
 Registration = Literal["open", "admin"]
+LogFormat = Literal["text", "json"]
+MetricsAccess = Literal["admin", "public", "off"]
 
 HARD_FRAME_CAP = 1 << 20
 """aiohttp's own ``max_msg_size``: a frame above 1 MiB is dropped by aiohttp itself (close 1009)
@@ -39,15 +42,39 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     """Behind a proxy (HAProxy's ``option forwardfor``): a client's address is the last one in
     its ``X-Forwarded-For`` (for the registration limit and the logs), not the proxy's. Only
     where nothing but the proxy can reach the server."""
+    tls_cert: str | None = None
+    """A PEM file with the server's certificate (and any intermediate certificates after it):
+    serve HTTPS and WSS on ``port`` instead of HTTP and WS (env ``MANDALA_TLS_CERT``; needs
+    ``tls_key``)."""
+    tls_key: str | None = None
+    """The PEM file of the certificate's private key (env ``MANDALA_TLS_KEY``)."""
+    tls_handshake_timeout_s: Annotated[float, Meta(gt=0, le=300)] = 10.0
+    """A client that has not finished its TLS handshake within this long is closed; until
+    then it holds one of its address's ``connections_per_ip``."""
+    require_tls: bool = False
+    """Refuse tokens that did not come by TLS: a ``hello`` with a token (close 4012) and the
+    HTTP requests that carry or issue a token (403 ``tls_required``), unless the connection
+    arrived by TLS (here, or through a trusted proxy whose ``X-Forwarded-Proto`` says
+    ``https``) or the client is on loopback. For a node a proxy on another machine reaches
+    (docs/operating.md, "On the internet")."""
     node: str | None = None
     """This node's name in the cluster, unique among its nodes (env ``MANDALA_NODE``; default
     the host name and port)."""
+    log_format: LogFormat = "text"
+    """The log on standard error: lines for a person, or one JSON object a line
+    (``server/common/logs.py``; env ``MANDALA_LOG_FORMAT``)."""
     decision_ms: int = 5000
     """Time a bot has for one decision, measured by the server from sending ``decision``."""
     registration: Registration = "open"
     """``open``: anyone may create a bot (rate-limited per IP); ``admin``: only with the admin token."""
     admin_token: str | None = None
     """Bearer token for admin API calls; generated at start (and printed) when not configured."""
+    metrics: MetricsAccess = "admin"
+    """Who may scrape ``GET /metrics``: ``admin`` (with the admin token, as a bearer token),
+    ``public`` (anyone: for a port only the monitoring network reaches) or ``off`` (404)."""
+    metrics_max_age_s: Annotated[float, Meta(ge=0, le=60)] = 1.0
+    """A scrape within this many seconds of the last one gets the same exposition (written
+    once, so a scraper that asks too often costs the games little; 0: written for each)."""
     registrations_per_hour: int = 10
     max_frame_bytes: int = 16384
     messages_per_second: float = 20.0
@@ -147,6 +174,11 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     thinks for seconds is not drowned in the games of instant ones."""
 
     @property
+    def node_name(self) -> str:
+        """``node``, or the host name and port: in a cluster's messages and in every JSON log line."""
+        return self.node or f"{socket.gethostname()}-{self.port}"
+
+    @property
     def flood_limit(self) -> int:
         return self.burst if self.flood_after is None else self.flood_after
 
@@ -165,6 +197,9 @@ ENV_DATABASE_URL = "DATABASE_URL"
 ENV_SPOOL = "MANDALA_SPOOL"
 ENV_REDIS_URL = "REDIS_URL"
 ENV_NODE = "MANDALA_NODE"
+ENV_TLS_CERT = "MANDALA_TLS_CERT"
+ENV_TLS_KEY = "MANDALA_TLS_KEY"
+ENV_LOG_FORMAT = "MANDALA_LOG_FORMAT"
 
 
 _NODE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,40}")
@@ -180,7 +215,8 @@ def load_settings(
     environ: Mapping[str, str] | None = None,
 ) -> Settings:
     """Merge defaults < TOML file < ``MANDALA_ADMIN_TOKEN``, ``DATABASE_URL``, ``MANDALA_SPOOL``,
-    ``REDIS_URL`` and ``MANDALA_NODE`` < ``overrides`` (``None`` values skipped)."""
+    ``REDIS_URL``, ``MANDALA_NODE``, ``MANDALA_TLS_CERT``, ``MANDALA_TLS_KEY`` and
+    ``MANDALA_LOG_FORMAT`` < ``overrides`` (``None`` values skipped)."""
     values: dict[str, Any] = {}
     if config is not None:
         try:
@@ -198,11 +234,20 @@ def load_settings(
         values["redis"] = env[ENV_REDIS_URL]
     if env.get(ENV_NODE):
         values["node"] = env[ENV_NODE]
+    if env.get(ENV_TLS_CERT):
+        values["tls_cert"] = env[ENV_TLS_CERT]
+    if env.get(ENV_TLS_KEY):
+        values["tls_key"] = env[ENV_TLS_KEY]
+    if env.get(ENV_LOG_FORMAT):
+        values["log_format"] = env[ENV_LOG_FORMAT]
     values.update({k: v for k, v in (overrides or {}).items() if v is not None})
     try:
         settings = msgspec.convert(values, Settings)
     except msgspec.ValidationError as e:
         raise ConfigError(f"bad setting: {e}") from None
+    if (settings.tls_cert is None) != (settings.tls_key is None):
+        given, missing = ("--tls-cert", "--tls-key") if settings.tls_key is None else ("--tls-key", "--tls-cert")
+        raise ConfigError(f"{given} needs {missing} too: TLS takes the certificate and its private key")
     if settings.redis is not None:
         if not settings.db.startswith(("postgresql://", "postgres://")):
             raise ConfigError("a cluster node (--redis) stores its games in PostgreSQL: give --db postgresql://…")

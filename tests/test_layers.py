@@ -9,10 +9,13 @@ and sees every import, including those inside functions."""
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("mandala", "protocol", "server", "mandala_cli", "clients/python/mandala_client")
+CLIENT = ("clients/python/mandala", "clients/python/protocol", "clients/python/mandala_client")
+"""The bot author's distribution (clients/python/pyproject.toml)."""
+PACKAGES = (*CLIENT, "server", "mandala_cli")
 
 LAYERS: list[tuple[str, ...]] = [
     ("mandala",),
@@ -139,3 +142,35 @@ def test_every_import_points_down_the_layers() -> None:
 def test_the_circle_finder_finds_a_circle() -> None:
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert circles({"a": {"b"}, "b": set()}) == []
+
+
+CLIENT_REQUIRES = {"msgspec", "aiohttp"}
+"""The third-party packages clients/python/pyproject.toml depends on."""
+TRAIN_REQUIRES = {"numpy", "pettingzoo", "gymnasium"}
+"""Its ``train`` extra's: only the training environments (``mandala_client.env``) import them."""
+
+
+def test_the_client_distribution_stands_alone() -> None:
+    """What ``pip install ./clients/python`` installs imports only itself, the standard library
+    and the client's own dependencies (the training environments also their extra's): never the
+    server, its command line, or a package only the server depends on."""
+    known = modules()
+    ours = {name for name, path in known.items() if any(str(path).startswith(str(ROOT / c)) for c in CLIENT)}
+    tops = {name.partition(".")[0] for name in ours}
+    outside: list[str] = []
+    for name in sorted(ours):
+        tree = ast.parse(known[name].read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                targets = [node.module or ""]
+            else:
+                continue
+            for target in targets:
+                top = target.partition(".")[0]
+                allowed = CLIENT_REQUIRES | (TRAIN_REQUIRES if name.startswith("mandala_client.env") else set())
+                if top not in tops and top not in sys.stdlib_module_names and top not in allowed:
+                    outside.append(f"{name} imports {target}")
+    assert ours >= {"mandala", "protocol", "mandala_client", "mandala_client.cli"}
+    assert outside == []

@@ -1,25 +1,29 @@
 #!/usr/bin/env node
 // A Mandala Arena bot in one file, on Node's built-in WebSocket client: nothing to install.
 //
-//   node mandala-bot.mjs --url ws://127.0.0.1:8080/ws --token TOKEN [--ladder | --challenge NAME]
-//                        [--games N] [--max-games K]
+//   MANDALA_TOKEN=mdl_... node mandala-bot.mjs --url wss://HOST/ws [--ladder | --challenge NAME]
+//                        [--games N] [--max-games K] [--ca-file FILE]
 //
 // Node >= 22 has `WebSocket` built in; on Node 20.10+ run `node --experimental-websocket`.
 // It speaks protocol version 1 (protocol/PROTOCOL.md): says hello, accepts every challenge,
 // answers every decision with one of its legal moves, plays several games at once, and
 // reconnects after a dropped connection. One line per game start and end goes to stderr.
 
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { connect as tlsConnect } from 'node:tls';
 import { parseArgs } from 'node:util';
 
-const USAGE = `usage: node mandala-bot.mjs --url ws://HOST:PORT/ws --token TOKEN [--ladder | --challenge NAME]
-                          [--games N] [--max-games K]
+const USAGE = `usage: node mandala-bot.mjs --url ws[s]://HOST:PORT/ws [--ladder | --challenge NAME]
+                          [--games N] [--max-games K] [--ca-file FILE] [--token-file FILE | --token TOKEN]
   --url URL         the server's WebSocket endpoint (default ws://127.0.0.1:8080/ws)
-  --token TOKEN     the bot's token (or the environment variable MANDALA_TOKEN)
+  MANDALA_TOKEN     (environment) the bot's token; or --token-file FILE, or --token TOKEN (seen in ps)
   --challenge NAME  challenge that bot, again after each game
   --ladder          join the ladder (seek) and play the games it starts
   --games N         stop after N games (default: play until interrupted)
-  --max-games K     games played at once (hello's max_games, default 1)`;
-const NO_RECONNECT = { 4001: 'bad token', 4002: 'unsupported version', 4009: 'replaced' };
+  --max-games K     games played at once (hello's max_games, default 1)
+  --ca-file FILE    for wss://: the private CA that signed the server's certificate (or MANDALA_CA_FILE)`;
+const NO_RECONNECT = { 4001: 'bad token', 4002: 'unsupported version', 4009: 'replaced', 4011: 'token retired', 4012: 'TLS required' };
 const PAIR_WAIT_MS = 15000; // with --games on the ladder: how long to wait for a pair's return game
 const log = (text) => process.stderr.write(`${new Date().toISOString()} ${text}\n`);
 
@@ -51,12 +55,16 @@ class Bot {
   }
 
   connect() {
+    if (this.tokenFile) this.token = readToken(this.tokenFile); // a rotation may have written a new one
     log(`connecting to ${this.url}`);
     Object.assign(this, { welcomed: false, challengeOut: false, unseekSent: false, waiting: false });
     const ws = (this.ws = new WebSocket(this.url));
     ws.onopen = () => this.send({ type: 'hello', protocol: 1, token: this.token, max_games: this.maxGames, client: 'mandala-bot.mjs/2.0' });
     ws.onmessage = (e) => { try { this.handle(JSON.parse(e.data)); } catch (err) { log(`failed on a frame: ${err.stack || err}`); } };
-    ws.onclose = (event) => this.closed(event.code, event.reason);
+    let ended = false; // Node 20 fires no close after a failed connection: its error ends it then
+    const end = (code, reason) => { if (!ended && (ended = true)) this.closed(code, reason); };
+    ws.onclose = (event) => end(event.code, event.reason);
+    ws.onerror = () => setTimeout(() => end(1006, ''), 50);
   }
 
   send(msg) { if (this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(msg)); }
@@ -67,8 +75,10 @@ class Bot {
     else this.resolve(code);
   }
 
-  closed(code, reason) {
+  async closed(code, reason) {
     if (this.exitCode !== undefined) return this.resolve(this.exitCode);
+    if (code === 4011 && this.tokenFile && await this.rotated()) return this.connect();
+    if (!this.welcomed && this.url.startsWith('wss:') && await tlsFailure(this.url)) return this.resolve(1);
     if (NO_RECONNECT[code]) {
       log(`connection closed (${code} ${reason || NO_RECONNECT[code]}); not reconnecting`);
       return this.resolve(1);
@@ -80,6 +90,16 @@ class Bot {
     const delay = Math.round(Math.min(30000, 500 * 2 ** this.failures) * (0.75 + Math.random() * 0.5));
     log(`connection closed (${code}${reason ? ` ${reason}` : ''}); reconnecting in ${delay} ms`);
     return setTimeout(() => this.connect(), delay);
+  }
+
+  /** After 4011: wait up to 10 s for the token file to hold a new token (mandala bot rotate writes it there). */
+  async rotated() {
+    for (let i = 0; i < 100; i++, await new Promise((r) => { setTimeout(r, 100); })) {
+      try {
+        if (readToken(this.tokenFile) !== this.token) { log('token retired: reconnecting with the new one'); return true; }
+      } catch { /* being written */ }
+    }
+    return false;
   }
 
   wantMore() { return this.gamesWanted === undefined || this.started < this.gamesWanted; }
@@ -200,9 +220,33 @@ class Bot {
   }
 }
 
+// ------------------------------------------------------------------ TLS and the token
+
+function readToken(file) {
+  const token = readFileSync(file, 'utf8').trim();
+  if (!token || /\s/.test(token)) throw new Error(`--token-file ${file}: not a token (one line, the token)`);
+  return token;
+}
+
+/** Whether TLS is why a wss:// connection failed: then say why, with the URL (retrying would not help). */
+function tlsFailure(url) {
+  const { hostname, port } = new URL(url);
+  const host = hostname.replace(/^\[|\]$/g, '');
+  return new Promise((resolve) => {
+    const socket = tlsConnect({ host, port: Number(port || 443), servername: /^[\d.:]+$/.test(host) ? undefined : host });
+    socket.once('secureConnect', () => resolve(socket.destroy() && false));
+    socket.once('error', (err) => {
+      if (!/CERT|SIGNATURE|ISSUER|SSL|TLS/.test(err.code ?? '')) return resolve(false);
+      log(`cannot connect to ${url}: TLS: ${err.message} (${err.code}); if the server's certificate comes from a private`
+        + ' certificate authority, give its CA file with --ca-file or MANDALA_CA_FILE; a server without TLS is ws://');
+      return resolve(true);
+    });
+  });
+}
+
 // ------------------------------------------------------------------ command line
 
-const VALUED = ['--url', '--token', '--challenge', '--games', '--max-games'];
+const VALUED = ['--url', '--token', '--token-file', '--ca-file', '--challenge', '--games', '--max-games'];
 
 function options(argv, env) {
   const args = []; // a token may begin with "-": join each option that takes a value with the next word
@@ -210,17 +254,18 @@ function options(argv, env) {
   const { values } = parseArgs({
     args,
     options: { url: { type: 'string', default: 'ws://127.0.0.1:8080/ws' }, token: { type: 'string' },
+      'token-file': { type: 'string' }, 'ca-file': { type: 'string', default: env.MANDALA_CA_FILE || undefined },
       challenge: { type: 'string' }, ladder: { type: 'boolean' }, games: { type: 'string' },
       'max-games': { type: 'string', default: '1' } },
   });
-  const positive = (text, name) => {
-    if (/^[1-9]\d*$/.test(text)) return Number(text);
-    throw new Error(`${name} must be a positive integer, not ${text}`);
-  };
-  const token = values.token ?? env.MANDALA_TOKEN;
-  if (!token) throw new Error('no token: pass --token or set MANDALA_TOKEN');
+  const positive = (text, name) => { if (/^[1-9]\d*$/.test(text)) return Number(text); throw new Error(`${name} must be a positive integer, not ${text}`); };
+  const tokenFile = values['token-file'];
+  if (tokenFile && values.token) throw new Error('--token and --token-file exclude each other');
+  const token = values.token ?? (tokenFile ? readToken(tokenFile) : env.MANDALA_TOKEN);
+  if (!token) throw new Error('no token: set MANDALA_TOKEN, or pass --token-file FILE or --token TOKEN');
   if (values.ladder && values.challenge) throw new Error('--ladder and --challenge exclude each other');
-  return { url: values.url, token, opponent: values.challenge, ladder: Boolean(values.ladder),
+  if (values['ca-file']) readFileSync(values['ca-file']); // unreadable: say so now
+  return { url: values.url, token, tokenFile, caFile: values['ca-file'], opponent: values.challenge, ladder: Boolean(values.ladder),
     gamesWanted: values.games === undefined ? undefined : positive(values.games, '--games'),
     maxGames: Math.min(64, positive(values['max-games'], '--max-games')) };
 }
@@ -232,15 +277,20 @@ try {
   process.stderr.write(`${err.message}\n${USAGE}\n`);
   process.exit(2);
 }
-if (typeof WebSocket === 'undefined') {
+if (opts.caFile && process.env.NODE_EXTRA_CA_CERTS !== opts.caFile) {
+  // Node reads extra CA certificates only at start: run again with them, passing signals on.
+  const child = spawn(process.execPath, [...process.execArgv, ...process.argv.slice(1)],
+    { stdio: 'inherit', env: { ...process.env, NODE_EXTRA_CA_CERTS: opts.caFile } });
+  for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => child.kill(sig));
+  child.on('exit', (code, signal) => process.exit(code ?? (signal ? 130 : 1)));
+} else if (typeof WebSocket === 'undefined') {
   log(`Node ${process.versions.node} has no built-in WebSocket: use Node >= 22, or run node --experimental-websocket (Node 20.10+)`);
   process.exit(1);
+} else {
+  const bot = new Bot(opts);
+  for (const sig of ['SIGINT', 'SIGTERM']) process.once(sig, () => { log('interrupted; closing'); bot.stop(130); });
+  bot.connect();
+  const code = await bot.done;
+  log(`done: ${bot.finished} game${bot.finished === 1 ? '' : 's'} played`);
+  process.exit(code);
 }
-const bot = new Bot(opts);
-const interrupt = () => { log('interrupted; closing'); bot.stop(130); };
-process.once('SIGINT', interrupt);
-process.once('SIGTERM', interrupt);
-bot.connect();
-const code = await bot.done;
-log(`done: ${bot.finished} game${bot.finished === 1 ? '' : 's'} played`);
-process.exit(code);

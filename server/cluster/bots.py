@@ -13,10 +13,11 @@ import msgspec
 
 from protocol.messages import CLOSE_REPLACED, Accept, Challenged, Decision, Decline, PlayMove, Resign, Seek, Unseek
 
+from ..common.logs import about
 from ..common.refusal import Refusal
 from ..connections.connection import Connection, encode
 from .bus import PREFIX, ClusterBus, ClusterUnavailable
-from .messages import Capacity, FromBot, ToBot, ToConn
+from .messages import Capacity, FromBot, ToBot, ToConn, TokenRetired
 from .parts import ServerParts
 from .presence import ClusterPresence, Place, text_of
 
@@ -103,7 +104,7 @@ class ClusterBots:
     def handlers(self) -> dict[type, Callable[[str, Any], None]]:
         """What this part hears on the bus, by the message's type."""
         return {Capacity: self._on_capacity, ToBot: self._on_to_bot, ToConn: self._on_to_conn,
-                FromBot: self._on_from_bot}
+                FromBot: self._on_from_bot, TokenRetired: self._on_token_retired}
 
     async def load(self) -> None:
         """Learn where every bot is and how many games each plays at a time (at start, and when
@@ -131,7 +132,7 @@ class ClusterBots:
             self._post_capacity(bot, conn.max_games)
             return await self.presence.attach(bot, conn.id)
         except ClusterUnavailable as e:
-            log.warning("node %s: bot %s is known here only: %s", self.node, bot, e)
+            log.warning("node %s: bot %s is known here only: %s", self.node, bot, e, extra=about(bot=bot))
             return None
 
     def detached(self, bot: str, place: Place | None) -> bool:
@@ -149,6 +150,26 @@ class ClusterBots:
         self.capacity[bot] = max_games
         self.bus.post_command(lambda pipe: pipe.hset(CAPACITY, bot, max_games))
         self.bus.post(None, Capacity(bot, max_games))
+
+    async def token_retired(self, bot: str, token_hash: str) -> None:
+        """A token of ``bot`` was retired on this node (its connection here is closed already):
+        every other node closes the one that said hello with it. Without Redis the others
+        learn it when they check their bots' tokens on its return (:meth:`check_tokens`)."""
+        try:
+            await self.bus.broadcast(TokenRetired(bot, token_hash))
+        except ClusterUnavailable as e:
+            log.warning("node %s: the other nodes could not be told that a token of %s was retired: %s",
+                        self.node, bot, e)
+
+    async def check_tokens(self) -> None:
+        """Close each connection here whose token was retired meanwhile (Redis was lost, so the
+        news may not have come)."""
+        for bot, conn in list(self.parts.presence.local_bots()):
+            row = await self.parts.storage.bot_by_name(bot)
+            if conn.token_hash is not None and (row is None or row.token_hash != conn.token_hash):
+                log.info("node %s: bot %s's token was retired while Redis was lost: closing its connection",
+                         self.node, bot)
+                self.parts.presence.retire(bot, conn.token_hash)
 
     def challenge_node(self, challenge_id: str) -> str | None:
         """The node holding a challenge offered to a bot here from another node."""
@@ -213,6 +234,10 @@ class ClusterBots:
         else:
             conn.send_watched(m.watched, bytes(m.frame))
 
+    def _on_token_retired(self, sender: str, m: TokenRetired) -> None:
+        if sender != self.node:
+            self.parts.presence.retire(m.bot, m.token_hash)
+
     def _on_from_bot(self, sender: str, m: FromBot) -> None:
         parts, bot, msg = self.parts, m.bot, m.message
         try:
@@ -229,7 +254,8 @@ class ClusterBots:
             elif isinstance(msg, Unseek):
                 parts.ladder.unseek(bot)
             else:
-                log.warning("node %s: %s forwarded %s for bot %s: ignored", self.node, sender, type(msg).__name__, bot)
+                log.warning("node %s: %s forwarded %s for bot %s: ignored", self.node, sender, type(msg).__name__, bot,
+                            extra=about(bot=bot))
         except Refusal as r:
             seat = parts.presence.get(bot)
             if seat is not None:

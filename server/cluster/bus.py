@@ -331,6 +331,11 @@ class ClusterBus(Generic[M]):
         self._dropped[reason] += 1
 
     @property
+    def backlog(self) -> int:
+        """Messages posted and not yet handed to Redis."""
+        return self._posted - self._sent
+
+    @property
     def dropped(self) -> int:
         """Messages dropped because they did not decode."""
         return sum(self._dropped.values())

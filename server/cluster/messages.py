@@ -41,6 +41,14 @@ class ToConn(msgspec.Struct, tag="to_conn", frozen=True):
     audience's pace); ``None`` for an answer to the connection itself."""
 
 
+class TokenRetired(msgspec.Struct, tag="token_retired", frozen=True):
+    """``bot``'s token with this hash was rotated or revoked: the node holding a connection
+    that said hello with it closes it (4011). A hash, never a token, crosses Redis."""
+
+    bot: str
+    token_hash: str
+
+
 class FromBot(msgspec.Struct, tag="from_bot", frozen=True):
     """What ``bot`` sent, for the node that acts on it: a move or a resignation to the game's
     host, an answer to a challenge to the node holding it, a seek to the pairing leader."""
@@ -203,7 +211,7 @@ class LadderAnswer(msgspec.Struct, tag="ladder_answer", frozen=True):
 
 
 ClusterMessage = (
-    Attached | Detached | Capacity | ToBot | ToConn | FromBot | Watching | GameBegan | GameEnded | LeaderIs
+    Attached | Detached | Capacity | ToBot | ToConn | FromBot | TokenRetired | Watching | GameBegan | GameEnded | LeaderIs
     | Standings | Refused | LadderCall | LadderAnswer | TournamentNews | PliesAsked | PliesTold
     | GameAsked | GameTold | StartGame | GameNotStarted | AbortGame
 )

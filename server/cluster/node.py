@@ -45,6 +45,7 @@ from redis.exceptions import RedisError
 from protocol.messages import GameSummary
 
 from ..common.callbacks import cancel_and_wait, spawn
+from ..common.logs import about
 from ..common.refusal import Refusal
 from ..connections.connection import Connection
 from ..ladder.controls import LadderOp
@@ -246,6 +247,9 @@ class ClusterNode:
     def capacity_changed(self, bot: str, max_games: int) -> None:
         self.bots.capacity_changed(bot, max_games)
 
+    async def token_retired(self, bot: str, token_hash: str) -> None:
+        await self.bots.token_retired(bot, token_hash)
+
     def seek(self, bot: str, seeking: bool) -> None:
         self.leadership.seek(bot, seeking)
 
@@ -281,7 +285,8 @@ class ClusterNode:
             return
         for room in list(self.parts.manager.running.values()):
             if any(self.bots.held_elsewhere(bot) for bot in room.players):
-                log.warning("node %s: game %s aborted: Redis is lost and a seat is on another node", self.node, room.id)
+                log.warning("node %s: game %s aborted: Redis is lost and a seat is on another node", self.node, room.id,
+                            extra=about(game=room.id))
                 room.abort()
         for began in list(self.games.values()):
             self.remote_games.host_lost(began, "the cluster lost Redis: the node hosting your game cannot be reached")
@@ -317,3 +322,7 @@ class ClusterNode:
                 conn.place = place
         for room in list(parts.manager.running.values()):
             self.remote_games.game_started(room)
+        try:
+            await self.bots.check_tokens()
+        except Exception as e:  # storage failing too: such a connection stays until it closes
+            log.warning("node %s: could not check its bots' tokens: %s", self.node, e)

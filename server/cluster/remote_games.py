@@ -36,6 +36,7 @@ import mandala
 from protocol.messages import CLOSE_GAME_HOST_LOST, ClientMessage, GameSummary, LiveGameEnded, LiveGameStarted
 
 from ..common.clock import utc_now
+from ..common.logs import about
 from ..common.refusal import Refusal
 from ..connections.connection import Connection, encode
 from ..games.room import PlayedElsewhere
@@ -267,7 +268,7 @@ class RemoteGames:
         self._count(host, setup.players, 1)
         self.bus.post(host, StartGame(setup))
         log.debug("node %s: game %s (%s) placed on %s: %s vs %s", self.node, setup.game_id, setup.kind, host,
-                  *setup.players)
+                  *setup.players, extra=about(game=setup.game_id))
         return True
 
     def host_for(self, players: tuple[str, str]) -> str:
@@ -470,7 +471,7 @@ class RemoteGames:
         for bot in game.players:
             conn = self.parts.presence.get_local(bot)
             if conn is not None:
-                log.warning("node %s: closing bot %s: %s", self.node, bot, why)
+                log.warning("node %s: closing bot %s: %s", self.node, bot, why, extra=about(bot=bot))
                 conn.close(CLOSE_GAME_HOST_LOST, why[:120])
 
     def _forget_game(self, game: GameSummary) -> None:
@@ -553,12 +554,14 @@ class RemoteGames:
                 try:
                     decider.rated_game_stored(room)
                 except Exception:
-                    log.exception("node %s: a listener failed on the stored rated game %s", self.node, room.id)
+                    log.exception("node %s: a listener failed on the stored rated game %s", self.node, room.id,
+                                  extra=about(game=room.id))
         for decider in deciders:
             try:
                 decider.game_ended(room)
             except Exception:
-                log.exception("node %s: a listener failed on the end of game %s", self.node, room.id)
+                log.exception("node %s: a listener failed on the end of game %s", self.node, room.id,
+                              extra=about(game=room.id))
 
     # ------------------------------------------------------------------ games the leader decided
 
@@ -578,7 +581,8 @@ class RemoteGames:
             self._refuse_start(sender, setup, "bad_setup", str(e))
 
     def _refuse_start(self, leader: str, setup: GameSetup, code: str, message: str) -> None:
-        log.info("node %s: game %s for %s not started: %s", self.node, setup.game_id, leader, message)
+        log.info("node %s: game %s for %s not started: %s", self.node, setup.game_id, leader, message,
+                 extra=about(game=setup.game_id))
         self.bus.post(leader, GameNotStarted(setup.game_id, code, message))
 
     def _on_game_not_started(self, sender: str, m: GameNotStarted) -> None:
@@ -593,7 +597,7 @@ class RemoteGames:
         if placing is None:
             return
         log.warning("node %s: game %s (%s, %s vs %s) not started: %s", self.node, game_id, placing.setup.kind,
-                    *placing.setup.players, why)
+                    *placing.setup.players, why, extra=about(game=game_id))
         if not self._leading():
             return
         setup = placing.setup
@@ -608,7 +612,8 @@ class RemoteGames:
     def _on_abort_game(self, sender: str, m: AbortGame) -> None:
         room = self.parts.manager.running.get(m.game_id)
         if room is not None:
-            log.warning("node %s: game %s aborted for %s: %s", self.node, m.game_id, sender, m.why)
+            log.warning("node %s: game %s aborted for %s: %s", self.node, m.game_id, sender, m.why,
+                        extra=about(game=m.game_id))
             room.abort()
 
     def _ended(self, m: GameEnded) -> None:

@@ -36,6 +36,7 @@ from mandala import RecordError
 
 from ..common.callbacks import spawn
 from ..common.clock import utc_now
+from ..common.logs import about
 from ..storage.base import RunningGame
 from .bus import ClusterBus
 from .lease import Lease
@@ -143,12 +144,12 @@ class Takeover:
                 except Exception as e:
                     if loop.time() + backoff > deadline:
                         log.error("node %s: game %s: its move log could not be read for %g s (%s): given up",
-                                  self.node, g.game_id, budget, e)
+                                  self.node, g.game_id, budget, e, extra=about(game=g.game_id))
                         self._give_up(g.game_id, g.epoch, "its move log could not be read")
                         return
                     if backoff == RETRY_MIN_S:
                         log.warning("node %s: taking over game %s failed (%s); retrying for up to %g s",
-                                    self.node, g.game_id, e, budget)
+                                    self.node, g.game_id, e, budget, extra=about(game=g.game_id))
                     await asyncio.sleep(backoff)
                     backoff = min(backoff * 2, RETRY_MAX_S)
             if claim is None:
@@ -156,7 +157,8 @@ class Takeover:
             try:
                 parts.manager.adopt(claim)
             except RecordError as e:
-                log.error("node %s: game %s cannot be rebuilt: %s", self.node, g.game_id, e.message)
+                log.error("node %s: game %s cannot be rebuilt: %s", self.node, g.game_id, e.message,
+                          extra=about(game=g.game_id))
                 self._give_up(g.game_id, claim.row.epoch, "its move log does not replay")
         finally:
             self.taking.discard(g.game_id)
@@ -178,7 +180,8 @@ class Takeover:
                     await self.cluster.parts.storage.abandon_game(game_id, epoch, utc_now())
                     return
                 except Exception as e:
-                    log.debug("node %s: storing game %s aborted failed: %s", self.node, game_id, e)
+                    log.debug("node %s: storing game %s aborted failed: %s", self.node, game_id, e,
+                              extra=about(game=game_id))
                     await asyncio.sleep(backoff)
                     backoff = min(backoff * 2, RETRY_MAX_S)
         finally:

@@ -21,7 +21,7 @@ from protocol.messages import CLOSE_FLOOD, Error, ErrorCode
 from ..config import Settings
 from .outbox import Outbox
 from .pacing import Audience, Feed
-from .peers import client_address
+from .peers import arrived_by_tls, client_address, token_allowed
 from .ratelimit import TokenBucket
 
 log = logging.getLogger(__name__)
@@ -46,9 +46,15 @@ class Connection:
         self.id = next(_ids)
         self.ws = ws
         self.peer = client_address(request, settings)
+        self.tls = arrived_by_tls(request, settings)
+        """Whether it came by TLS (here, or to a trusted proxy)."""
+        self.token_allowed = token_allowed(request, settings)
+        """Whether a ``hello`` with a token may be taken on it (``require_tls``)."""
         self.settings = settings
         self.authenticated = False
         self.bot: str | None = None
+        self.token_hash: str | None = None
+        """The hash of the token it said hello with (a rotation closes it: ``Presence.retire``)."""
         self.max_games = 1
         self.watching: set[str] = set()
         self.place: Any = None

@@ -1,6 +1,9 @@
-"""Who a request comes from: the socket's peer, or behind a trusted proxy the client it names."""
+"""Who a request comes from: the socket's peer, or behind a trusted proxy the client it names;
+and whether it came by TLS, here or to that proxy."""
 
 from __future__ import annotations
+
+import ipaddress
 
 from aiohttp import web
 
@@ -15,6 +18,37 @@ def client_address(request: web.Request, settings: Settings) -> str:
         if forwarded:
             return forwarded.rsplit(",", 1)[-1].strip()
     return request.remote or "?"
+
+
+def arrived_by_tls(request: web.Request, settings: Settings) -> bool:
+    """Whether the request came by TLS: to this server (HTTPS, WSS), or, with
+    ``trust_forwarded_for``, to the proxy, as the last value of its ``X-Forwarded-Proto``
+    says (HAProxy sets it: ``deploy/haproxy.cfg``)."""
+    if request.secure:
+        return True
+    if settings.trust_forwarded_for:
+        proto = request.headers.get("X-Forwarded-Proto")
+        if proto:
+            return proto.rsplit(",", 1)[-1].strip().lower() == "https"
+    return False
+
+
+def is_loopback(address: str) -> bool:
+    """Whether a client address is this machine's own (127.0.0.0/8, ::1, and IPv4 on IPv6)."""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_loopback
+
+
+def token_allowed(request: web.Request, settings: Settings) -> bool:
+    """Whether a token may travel on this request under ``require_tls``: it came by TLS, or
+    from loopback (the client address: behind a trusted proxy, the one it names)."""
+    return (not settings.require_tls or arrived_by_tls(request, settings)
+            or is_loopback(client_address(request, settings)))
 
 
 class AddressCap:

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, Protocol
 
+from protocol.messages import CLOSE_TOKEN_RETIRED
+
 from .connection import Connection
 
 
@@ -42,6 +44,9 @@ class Presence:
         self.connections: set[Connection] = set()
         self.by_id: dict[int, Connection] = {}
         self.elsewhere: Elsewhere | None = None
+        self.retirements = 0
+        """Tokens retired so far (here, or heard of from another node): a ``hello`` that looked
+        its token up while this changed looks it up again (``server/http/ws.py``)."""
 
     def opened(self, conn: Connection) -> None:
         self.connections.add(conn)
@@ -63,6 +68,17 @@ class Presence:
             del self._bots[name]
             return True
         return False
+
+    def retire(self, name: str, token_hash: str) -> bool:
+        """The bot's token with ``token_hash`` was rotated or revoked: close its connection
+        here if it said hello with that token (4011; its games go on as after any disconnect).
+        Whether one was closed."""
+        self.retirements += 1
+        conn = self._bots.get(name)
+        if conn is None or conn.token_hash != token_hash:
+            return False
+        conn.close(CLOSE_TOKEN_RETIRED, "token retired")
+        return True
 
     def get(self, name: str) -> Seat | None:
         """The bot's seat: its connection here, else (in a cluster) on another node."""

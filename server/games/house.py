@@ -17,6 +17,7 @@ from typing import Any
 
 from protocol.messages import Decision
 
+from ..common.logs import about
 from ..common.refusal import Refusal
 
 log = logging.getLogger(__name__)
@@ -41,4 +42,4 @@ class HouseBot:
         try:
             self._play(self.name, d.game_id, d.request_id, self._rng.choice(d.legal))
         except Refusal as r:  # the game ended meanwhile (the opponent resigned or timed out)
-            log.debug("house move in %s refused: %s", d.game_id, r)
+            log.debug("house move in %s refused: %s", d.game_id, r, extra=about(game=d.game_id))

@@ -25,6 +25,7 @@ from mandala.moves import Move
 from mandala.record import move_of
 from protocol.messages import GameKind, GameSummary, PlayMove, Resign
 
+from ..common.logs import about
 from ..common.refusal import Refusal
 from ..config import Settings
 from ..connections.connection import Connection
@@ -32,6 +33,7 @@ from ..connections.presence import Presence
 from ..recording.recorder import GameRecorder
 from ..storage import GameRow
 from ..storage.base import Claim
+from .counters import GameCounters
 from .deals import Deal, build_game
 from .room import GameRoom, Journal, Spectator
 from .seams import GameEvents, GamesElsewhere, GameSetup
@@ -61,6 +63,8 @@ class GameManager:
         """In a cluster, this node's name: the host stored with each game it starts."""
         self.journal: Journal | None = None
         """In a cluster, where each move is stored before it takes effect (the recorder)."""
+        self.counters = GameCounters()
+        """What the games here count for ``GET /metrics``."""
 
     # ------------------------------------------------------------------ starting and ending
 
@@ -91,7 +95,8 @@ class GameManager:
         room = self._room(game_id, players, game, deal, rated=rated, kind=kind, pair_id=pair_id,
                           decision_ms=decision_ms or self.settings.decision_ms, tournament=tournament)
         self.recorder.save(room.to_row())
-        log.debug("game %s started (%s): %s vs %s", game_id, kind, *players)
+        self.counters.started[kind] += 1
+        log.debug("game %s started (%s): %s vs %s", game_id, kind, *players, extra=about(game=game_id))
         for listener in self.listeners:
             listener.game_started(room)
         room.begin()
@@ -161,7 +166,7 @@ class GameManager:
     def _room(self, game_id: str, players: tuple[str, str], game: Game, deal: Deal, **fields: Any) -> GameRoom:
         """A room for ``game``, registered as running here."""
         room = GameRoom(game_id, players, game, deal=deal, deliver=self._deliver, on_end=self._on_end,
-                        host=self.host, journal=self.journal, on_lost=self._lost, **fields)
+                        host=self.host, journal=self.journal, on_lost=self._lost, counters=self.counters, **fields)
         self.running[game_id] = room
         for name in players:
             self._by_bot.setdefault(name, {})[game_id] = room
@@ -191,7 +196,8 @@ class GameManager:
                           kind=row.kind, pair_id=row.pair_id, decision_ms=row.decision_ms, tournament=tournament,
                           epoch=row.epoch, started=row.started)
         room.telemetry.restore(claim.moves)
-        log.warning("game %s taken over at ply %d (epoch %d)", room.id, room.ply, room.epoch)
+        self.counters.taken_over += 1
+        log.warning("game %s taken over at ply %d (epoch %d)", room.id, room.ply, room.epoch, extra=about(game=room.id))
         if self.elsewhere is not None:
             self.elsewhere.adopting(room)
         room.take_over(self.host or "")
@@ -213,7 +219,7 @@ class GameManager:
         """A game is over. A finished game is announced (``game_over`` to its bots, the
         listeners told) once it is durable; an aborted one at once, but in a cluster, where
         another node may have taken the game over, also only once stored."""
-        log.debug("game %s over: %s", room.id, room.outcome)
+        log.debug("game %s over: %s", room.id, room.outcome, extra=about(game=room.id))
         row = room.to_row()
         if room.status == "aborted" and self.journal is None:
             self.recorder.finish(row)
@@ -245,12 +251,14 @@ class GameManager:
             try:
                 listener.rated_game_stored(room)
             except Exception:
-                log.exception("a listener failed on the stored rated game %s", room.id)
+                log.exception("a listener failed on the stored rated game %s", room.id, extra=about(game=room.id))
 
     def _announce(self, room: GameRoom) -> None:
         """Move the room from running to finished, send ``game_over``, tell the listeners."""
         self._unregister(room)
         self.finished[room.id] = room
+        if room.outcome is not None:
+            self.counters.finished[room.kind, room.outcome.end_reason] += 1
         while len(self.finished) > self.settings.finished_cache:
             self.finished.popitem(last=False)
         room.announce()
@@ -258,7 +266,7 @@ class GameManager:
             try:
                 listener.game_ended(room)
             except Exception:
-                log.exception("a listener failed on the end of game %s", room.id)
+                log.exception("a listener failed on the end of game %s", room.id, extra=about(game=room.id))
 
     async def flush(self) -> None:
         """Wait until every game row queued so far is in the database."""

@@ -37,10 +37,13 @@ from protocol.messages import (
 )
 
 from ..common.clock import seconds_since, utc_now
+from ..common.logs import about
 from ..common.refusal import Refusal
+from ..connections.auth import redact
 from ..connections.connection import encode
 from ..storage import GameRow, GameStatus
 from ..storage.base import LoggedMove, MoveWrite
+from .counters import GameCounters
 from .deals import Deal, build_game
 from .summary import game_summary
 from .telemetry import Telemetry, clipped, ms
@@ -115,6 +118,7 @@ class GameRoom:
         journal: Journal | None = None,
         on_lost: Callable[[GameRoom], None] | None = None,
         started: str | None = None,
+        counters: GameCounters | None = None,
     ) -> None:
         self.id = game_id
         self.players = players
@@ -146,6 +150,7 @@ class GameRoom:
         self._on_end = on_end
         self._journal = journal
         self._on_lost = on_lost
+        self._counters = counters if counters is not None else GameCounters()
         self._loop = asyncio.get_running_loop()
         self._t0 = self._loop.time() - (seconds_since(self.started) if started is not None else 0.0)
         self.telemetry = Telemetry(decision_ms)
@@ -290,12 +295,12 @@ class GameRoom:
     def _failed(self) -> None:
         """A step that messages the seats and restarts the clock failed (a bug): abort the
         game rather than leave it waiting for a decision nobody was asked."""
-        log.exception("game %s failed: aborting it", self.id)
+        log.exception("game %s failed: aborting it", self.id, extra=about(game=self.id))
         if not self.over:
             try:
                 self.abort()
             except Exception:
-                log.exception("aborting game %s failed too", self.id)
+                log.exception("aborting game %s failed too", self.id, extra=about(game=self.id))
 
     def _ask(self) -> None:
         """Ask the player to move for a decision and start its clock (or end a finished game)."""
@@ -307,6 +312,7 @@ class GameRoom:
         seat: int = self.game.to_move  # type: ignore[assignment]
         now = self._loop.time()
         self.pending = Pending(seat, self.epoch * REQUEST_EPOCH + self.ply, now)
+        self._counters.decisions += 1
         if self._clock is None:
             self._clock = self._loop.call_at(now + self.decision_ms / 1000, self._clock_rang)
         self._send_decision(self.decision_ms)
@@ -338,9 +344,10 @@ class GameRoom:
             if p is not None and p.request_id == request_id and not self.over:
                 self._note("timeout", p.seat, request_id=request_id, after_ms=self._thought(p.seat),
                            away=True if p.seat in self.away else None)
+                self._counters.timeouts += 1
                 self._end_for(1 - p.seat, "timeout")
         except Exception:
-            log.exception("timeout handling failed in %r", self)
+            log.exception("timeout handling failed in %r", self, extra=about(game=self.id))
 
     def _end_for(self, winner: int | None, reason: str, status: GameStatus = "finished") -> None:
         scores = list(self.game.scores())
@@ -390,6 +397,7 @@ class GameRoom:
         try:
             self._play(seat, request_id, move)
         except Refusal as r:
+            self._counters.refused[r.code] += 1
             if r.code != "game_over":
                 self._note("refused", seat, request_id=request_id, after_ms=self._thought(seat), code=r.code,
                            rule=r.rule, message=r.message, sent=msgspec.to_builtins(move))
@@ -397,9 +405,11 @@ class GameRoom:
 
     def bad_frame(self, seat: int, r: Refusal, text: str) -> None:
         """A frame from ``seat``'s bot that did not decode, naming this game or sent while
-        one of its decisions here was pending."""
+        one of its decisions here was pending (with any token in it hidden: it is kept in the
+        game's telemetry, which replays and exports show)."""
+        self._counters.refused[r.code] += 1
         self._note("refused", seat, request_id=r.request_id, after_ms=self._thought(seat), code=r.code,
-                   message=r.message, sent=clipped(text))
+                   message=r.message, sent=clipped(redact(text)))
 
     def _play(self, seat: int, request_id: int, move: Move) -> None:
         if self.over:
@@ -409,7 +419,8 @@ class GameRoom:
             raise self._refuse("not_your_turn", "no decision of yours is pending in this game", request_id)
         if request_id != p.request_id:
             raise self._refuse("stale_request", f"the pending decision is request_id {p.request_id}", request_id)
-        elapsed = p.thought()
+        received = perf_counter()
+        elapsed = received - p.asked
         if elapsed * 1000 > self.decision_ms:
             self._note("late", seat, request_id=request_id, after_ms=ms(elapsed), sent=msgspec.to_builtins(move))
             self._on_timeout(p.request_id)
@@ -422,7 +433,7 @@ class GameRoom:
             raise self._refuse("illegal_move", e.message, request_id, e.rule) from None
         self.pending = None
         if self._journal is None:
-            self._apply(seat, request_id, code, elapsed)
+            self._apply(seat, request_id, code, elapsed, received)
             return
         # In a cluster the move takes effect once stored: a node that takes the game over
         # replays exactly the moves that were accepted. Meanwhile no decision is pending, so
@@ -431,14 +442,16 @@ class GameRoom:
         self._storing = []
         self._journal.append(
             MoveWrite(self.id, self.epoch, LoggedMove(ply, self.epoch, played_move(seat, code), ms(elapsed))),
-            durable=lambda: self._apply(seat, request_id, code, elapsed, ply),
+            durable=lambda: self._apply(seat, request_id, code, elapsed, received, ply),
             lost=self.lose,
         )
 
-    def _apply(self, seat: int, request_id: int, code: int, elapsed: float, ply: int | None = None) -> None:
+    def _apply(self, seat: int, request_id: int, code: int, elapsed: float, received: float,
+               ply: int | None = None) -> None:
         """Apply an accepted move: confirm it, show it to everyone, ask the next decision.
         A move that was being stored (``ply``) is dropped if the game ended or moved meanwhile;
-        then what the bots asked while it was stored is done."""
+        then what the bots asked while it was stored is done. ``received`` is when the move
+        reached the game (``time.perf_counter``), for the ``move_accepted`` latency."""
         later, self._storing = self._storing, None
         if ply is not None and (self.over or self.lost or self.ply != ply):
             return
@@ -446,6 +459,7 @@ class GameRoom:
         self.telemetry.moved(seat, self.ply - 1, elapsed)
         try:
             self._deliver(self.players[seat], MoveAccepted(self.id, request_id, round(elapsed * 1000, 3)))
+            self._counters.accepted.observe(perf_counter() - received)
             self._broadcast_update(played(self.game))
             self._ask()
         except Exception:
@@ -459,7 +473,8 @@ class GameRoom:
         if self.lost:
             return
         self.release()
-        log.warning("game %s: another node runs it now (its epoch moved past %d); stopped here", self.id, self.epoch)
+        log.warning("game %s: another node runs it now (its epoch moved past %d); stopped here", self.id, self.epoch,
+                    extra=about(game=self.id))
         if self._on_lost is not None:
             self._on_lost(self)
 
@@ -473,7 +488,8 @@ class GameRoom:
         except IllegalMove as e:
             raise self._refuse("illegal_move", e.message, self.ply, e.rule) from None
         except RecordError as e:
-            log.warning("game %s: the deal's reshuffle order does not fit (%s): aborted", self.id, e)
+            log.warning("game %s: the deal's reshuffle order does not fit (%s): aborted", self.id, e,
+                        extra=about(game=self.id))
             self.abort()
             return False
         return True

@@ -25,9 +25,10 @@ from protocol.messages import BotName, GameSummary
 
 from ..arena import ARENA, Arena
 from ..common.clock import utc_now
+from ..common.logs import about
 from ..common.refusal import Refusal
 from ..connections.auth import check_admin, hash_token, new_token
-from ..connections.peers import client_address
+from ..connections.peers import client_address, token_allowed
 from ..games.deals import Deal
 from ..games.room import GameRoom
 from ..games.summary import game_summary
@@ -137,7 +138,17 @@ async def read_body(request: web.Request, tp: type[Any]) -> Any:
         raise ApiError(400, "bad_json", f"the body is not JSON: {e}") from None
 
 
+def require_tls(request: web.Request, arena: Arena) -> None:
+    """Under ``require_tls``, refuse a request that carries or would be answered with a token
+    but did not come by TLS (from anywhere but loopback): 403 ``tls_required``."""
+    if not token_allowed(request, arena.settings):
+        log.warning("%s %s from %s without TLS refused (require_tls)", request.method, request.path,
+                    client_address(request, arena.settings))
+        raise ApiError(403, "tls_required", "this server takes and gives tokens only by TLS: use https://")
+
+
 def require_admin(request: web.Request, arena: Arena) -> None:
+    require_tls(request, arena)
     check = check_admin(request.headers.get("Authorization"), arena.admin_token)
     if check == "missing":
         raise ApiError(401, "unauthorized", "this needs the admin token: Authorization: Bearer <token>",
@@ -152,6 +163,7 @@ def require_admin(request: web.Request, arena: Arena) -> None:
 async def create_bot(request: web.Request) -> web.Response:
     """``POST /api/bots``: register a bot; its token is in this answer and nowhere else."""
     arena = request.app[ARENA]
+    require_tls(request, arena)
     if arena.settings.registration == "admin" or request.headers.get("Authorization"):
         require_admin(request, arena)
     else:
@@ -167,7 +179,7 @@ async def create_bot(request: web.Request) -> web.Response:
         row = await arena.storage.create_bot(body.name, hash_token(token), utc_now(), arena.settings.elo_initial)
     except NameTaken:
         raise ApiError(409, "name_taken", f"a bot named {body.name!r} exists already (names ignore case)") from None
-    log.info("bot %s created", row.name)
+    log.info("bot %s created", row.name, extra=about(bot=row.name))
     return json_response({"name": row.name, "token": token, "created": row.created}, 201)
 
 
@@ -323,7 +335,7 @@ async def get_game(request: web.Request) -> web.Response:
             try:
                 view = mandala.view(mandala.replay(row.record), None)
             except RecordError:
-                log.exception("stored record of %s does not replay", game_id)
+                log.exception("stored record of %s does not replay", game_id, extra=about(game=game_id))
     return json_response({"game_id": game.game_id, "players": game.players, "status": game.status, "ply": game.ply,
                           "view": view, "result": game.result, "kind": game.kind, "tournament_id": game.tournament_id})
 

@@ -21,6 +21,7 @@ from protocol.messages import (
     CLOSE_BAD_TOKEN,
     CLOSE_HELLO_TIMEOUT,
     CLOSE_REPLACED,
+    CLOSE_TLS_REQUIRED,
     CLOSE_UNSUPPORTED_VERSION,
     PROTOCOL_VERSION,
     Accept,
@@ -41,6 +42,7 @@ from protocol.messages import (
 )
 
 from ..arena import ARENA, Arena
+from ..common.logs import about
 from ..common.refusal import Refusal
 from ..config import HARD_FRAME_CAP
 from ..connections.auth import hash_token
@@ -138,7 +140,7 @@ class Session:
         except Refusal as r:
             self.refused(r)
         except Exception:
-            log.exception("handling a frame from %r failed", conn)
+            log.exception("handling a frame from %r failed", conn, extra=about(bot=conn.bot))
             conn.error("internal_error", "the server failed on this message; the failure was logged")
 
     def refused(self, r: Refusal, send: bool = True) -> None:
@@ -226,8 +228,20 @@ class Session:
             self._authenticated()
             conn.send(Welcome(PROTOCOL_VERSION, None, arena.limits, []))
             return
-        row = await arena.storage.bot_by_token_hash(hash_token(m.token))
+        if not conn.token_allowed:
+            log.warning("a hello with a token from %s without TLS refused (require_tls)", conn.peer)
+            conn.error("tls_required", "this server takes tokens only by TLS: connect to wss://; this token crossed "
+                                       "the network unencrypted, so rotate it (POST /api/bots/{name}/token)")
+            conn.close(CLOSE_TLS_REQUIRED, "tls required")
+            return
+        token_hash = hash_token(m.token)
+        while True:  # a token retired while it was looked up is looked up again (Presence.retire)
+            retirements = arena.presence.retirements
+            row = await arena.storage.bot_by_token_hash(token_hash)
+            if arena.presence.retirements == retirements:
+                break
         if row is None:
+            log.info("a hello with a token no bot has (unknown, rotated or revoked) from %s", conn.peer)
             conn.error("bad_token", "no bot has this token")
             conn.close(CLOSE_BAD_TOKEN, "bad token")
             return
@@ -235,6 +249,7 @@ class Session:
             return
         self._authenticated()
         conn.bot = row.name
+        conn.token_hash = token_hash
         conn.max_games = min(m.max_games, arena.settings.max_games)
         old = arena.presence.attach(row.name, conn)
         if old is not None:
@@ -246,7 +261,8 @@ class Session:
             conn.place = await arena.cluster.attached(row.name, conn)
             if arena.presence.get_local(row.name) is not conn:
                 return  # replaced while it was recorded
-        log.info("bot %s connected (%s, client %r)", row.name, conn.peer, m.client)
+        log.info("bot %s connected (%s%s, client %r)", row.name, conn.peer, ", TLS" if conn.tls else "", m.client,
+                 extra=about(bot=row.name))
         arena.manager.bot_arrived(row.name)
         arena.ladder.bot_arrived(row.name)
         arena.tournaments.wake()
@@ -265,7 +281,7 @@ class Session:
         arena.presence.closed(conn)
         arena.manager.connection_closed(conn)
         if conn.bot is not None and arena.presence.detach(conn.bot, conn):
-            log.info("bot %s disconnected", conn.bot)
+            log.info("bot %s disconnected", conn.bot, extra=about(bot=conn.bot))
             if arena.cluster is not None and arena.cluster.detached(conn.bot, conn.place):
                 return  # it is connected to another node now
             arena.manager.bot_left(conn.bot)
@@ -293,11 +309,11 @@ async def _session(arena: Arena, ws: web.WebSocketResponse, request: web.Request
         async for msg in ws:
             await session.on_frame(msg)
     except Exception:
-        log.exception("connection %r failed", conn)
+        log.exception("connection %r failed", conn, extra=about(bot=conn.bot))
     finally:
         try:
             session.closed()
         except Exception:
-            log.exception("cleaning up %r failed", conn)
+            log.exception("cleaning up %r failed", conn, extra=about(bot=conn.bot))
         await conn.shutdown()
     return ws

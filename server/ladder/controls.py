@@ -12,6 +12,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Literal
 
+from ..common.logs import about
 from ..storage import BotRow
 from .service import Ladder
 
@@ -69,7 +70,7 @@ async def _remove(ladder: Ladder, bot: str | None) -> Answer:
         raise ControlRefused(409, "already_removed", f"{row.name} is removed already")
     await ladder.remove(row.name)
     await ladder.refresh_standings()
-    log.info("bot %s removed from the ladder", row.name)
+    log.info("bot %s removed from the ladder", row.name, extra=about(bot=row.name))
     return {"bot": row.name, "state": "removed"}
 
 
@@ -79,7 +80,7 @@ async def _restore(ladder: Ladder, bot: str | None) -> Answer:
         raise ControlRefused(409, "not_removed", f"{row.name} is not removed (it is {ladder.state(row.name)})")
     await ladder.restore(row.name)
     await ladder.refresh_standings()
-    log.info("bot %s restored to the ladder (qualifies again)", row.name)
+    log.info("bot %s restored to the ladder (qualifies again)", row.name, extra=about(bot=row.name))
     return {"bot": row.name, "state": ladder.state(row.name)}
 
 

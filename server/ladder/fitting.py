@@ -12,14 +12,24 @@ What crosses to the worker is packed first, in a thread and a slice of the rows 
 (:func:`_pack`): the bots' names once and the totals as arrays, which pickle as bytes, instead
 of half a million tuples pickled in one call that would hold the GIL for a fifth of a second.
 The ratings come back as arrays and become :class:`Fit` objects the same way (:func:`_unpack`).
+
+The worker ends with the server, however the server ends (``kill -9`` included,
+:func:`_die_with`): otherwise it would wait for work for ever, holding the server's log open,
+and so would the resource tracker ``multiprocessing`` starts beside it, which ends once the
+worker has (it reads a pipe the server and the worker hold until both are gone).
 """
 
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import logging
 import multiprocessing
+import os
 import signal
+import sys
+import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -42,22 +52,56 @@ SLICE = 8192
 
 
 def _executor() -> ProcessPoolExecutor:
+    """The worker pool, started on the event loop's thread (the worker is spawned by the
+    thread that first submits to it, and :func:`_die_with` ties it to that thread's life)."""
     global _pool
     if _pool is None:
         _pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
-                                    initializer=_start_worker)
+                                    initializer=_start_worker, initargs=(os.getpid(),))
     return _pool
 
 
-def _start_worker() -> None:
+def _start_worker(server: int) -> None:
     """In the worker: a terminal's Ctrl-C reaches the whole process group, but the server ends
     its worker itself; without this the worker dies of it with a ``KeyboardInterrupt`` traceback.
     BLAS on one thread: the fit's dense products are small, and a second thread only spins
     (it doubled the CPU of the small factorizations, measured)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with(server)
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(1)
+
+
+PR_SET_PDEATHSIG = 1
+"""``prctl(2)``: the signal the kernel sends this process when the thread that started it ends."""
+WATCH_S = 1.0
+"""How often the worker looks whether its server is still its parent, where the kernel cannot
+tell it (not Linux)."""
+
+
+def _die_with(server: int) -> None:
+    """End this worker as soon as ``server``, its parent, ends. On Linux the kernel sends it
+    ``SIGKILL`` then (``PR_SET_PDEATHSIG``); elsewhere a thread looks every :data:`WATCH_S`
+    whether it has another parent now (an orphan is adopted by init or a subreaper). A server
+    gone before the signal was asked for is caught by the look that follows."""
+    if not _kernel_kills_orphan():
+        threading.Thread(target=_watch, args=(server,), name="watch-server", daemon=True).start()
+    if os.getppid() != server:
+        os._exit(1)
+
+
+def _kernel_kills_orphan() -> bool:
+    if sys.platform != "linux":
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    return bool(libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0)
+
+
+def _watch(server: int) -> None:
+    while os.getppid() == server:
+        time.sleep(WATCH_S)
+    os._exit(1)
 
 
 @dataclass(frozen=True)

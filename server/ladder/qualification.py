@@ -16,6 +16,7 @@ from typing import Literal
 
 from protocol.messages import LadderState
 
+from ..common.logs import about
 from ..common.refusal import Refusal
 from ..config import Settings
 from ..games.room import GameRoom
@@ -104,7 +105,7 @@ class Qualifier:
             self.fail(bot, f"qualification failed: {refusal.code} ({refusal.message}); seek again to retry")
 
     def fail(self, bot: str, message: str) -> None:
-        log.info("bot %s failed qualification: %s", bot, message)
+        log.info("bot %s failed qualification: %s", bot, message, extra=about(bot=bot))
         self.bots.pop(bot, None)
         self.failed.add(bot)
         self._stop_seeking(bot)

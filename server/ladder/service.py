@@ -40,6 +40,7 @@ import logging
 import random
 import secrets
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -47,6 +48,7 @@ from protocol.messages import Error, GameKind, LadderState, LadderStatus, LiveSt
 
 from ..common.callbacks import spawn
 from ..common.clock import seconds_since, utc_now
+from ..common.logs import about
 from ..common.refusal import Refusal
 from ..config import Settings
 from ..connections.presence import Presence
@@ -129,6 +131,8 @@ class Ladder:
         self.places: dict[str, LadderStanding] = {}
         self.seeking: set[str] = set()
         self.pairs: dict[str, Pair] = {}
+        self.pairings: Counter[str] = Counter()
+        """Duplicate pairs made here, by kind (``ladder``, ``qualification``), for ``GET /metrics``."""
         self.returns: list[Pair] = []
         """Pairs whose first game is over and whose return game waits for its bots."""
         self.last_opponent: dict[str, str] = {}
@@ -438,7 +442,7 @@ class Ladder:
     async def _list(self, bot: str) -> None:
         """List a bot that passed qualification; while storage fails, keep trying to store it."""
         self.places[bot] = "listed"
-        log.info("bot %s qualified: listed on the ladder", bot)
+        log.info("bot %s qualified: listed on the ladder", bot, extra=about(bot=bot))
         self._tell(bot)
         self.changed()
         recorder = self.manager.recorder
@@ -682,6 +686,7 @@ class Ladder:
         deal = Deal(first_player=self.rng.choice((0, 1)), reshuffle_seed=self.rng.getrandbits(63))
         pair = Pair(f"{kind[0]}{next(self._ids)}-{secrets.token_urlsafe(4)}", (seats[0], seats[1]), deal, kind)
         self.pairs[pair.id] = pair
+        self.pairings[kind] += 1
         return pair
 
     def _start(self, pair: Pair, players: tuple[str, str]) -> None:

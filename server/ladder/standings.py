@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -63,6 +64,9 @@ class Standings:
         """Each bot's stored Elo as last read (pairing prefers close ratings)."""
         self._refresh: asyncio.Task[None] | None = None
         self._dirty = False
+        self.refreshes = 0
+        """Tables computed here (``GET /metrics``), and the seconds they took in all."""
+        self.refresh_s = 0.0
 
     @property
     def table(self) -> LiveStandings:
@@ -117,6 +121,7 @@ class Standings:
 
     async def refresh(self) -> LiveStandings:
         """Compute the table now and publish it."""
+        began = time.perf_counter()
         ladder = self.ladder
         # Under the rating lock, the stored ratings and game counts and the totals kept in
         # memory (added to as each rated game is stored, under the same lock) are one snapshot.
@@ -152,4 +157,6 @@ class Standings:
         ]
         self.table = LiveStandings(paused=ladder.paused, standings=table, total=len(table), offset=0)
         ladder.publish(self.table)
+        self.refreshes += 1
+        self.refresh_s += time.perf_counter() - began
         return self.table

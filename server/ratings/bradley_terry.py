@@ -49,7 +49,12 @@ path solves exactly, and holds it to the bounds below):
   intervals of ±230 (tests, 400 bots: bound 5 %).
 
 The probes are seeded, so the same totals give the same intervals. A bot without games gets
-its exact interval at every size (to the solves' tolerance).
+its exact interval at every size (to the solves' tolerance), and so does a bot in a small
+connected part of the graph (at most :data:`MIN_AGGREGATE` bots with games, as most are in a
+large ladder's first games): ``A`` is block-diagonal over the parts, and each small part's
+block is inverted on its own. Before, each small part took an aggregate of its own, and a
+ladder of 10,000 bots a game or two old had thousands of them: a refresh took 4–17 s of CPU
+instead of half a second.
 """
 
 from __future__ import annotations
@@ -407,9 +412,14 @@ class _TwoLevel:
     little more than the mean, a few large ones.
     """
 
-    def __init__(self, aggregate: _Ints, count: int) -> None:
+    def __init__(self, aggregate: _Ints, count: int, small: _Ints) -> None:
         self.aggregate = aggregate
         self.count = count
+        self.small = small
+        """Each bot's connected part when that part has at most :data:`MIN_AGGREGATE` bots with
+        games (else −1): such a part is its own small block of ``A``, inverted exactly
+        (:meth:`_Sparse.exact_small`) instead of taking an aggregate (an early ladder has
+        thousands of them, and the coarse matrix would be thousands wide)."""
         import scipy.sparse
 
         self.rows = np.flatnonzero(aggregate >= 0)
@@ -438,14 +448,18 @@ class _TwoLevel:
             return order
 
         order = walk(int(np.argmax(has_games))) if has_games.any() else np.zeros(0, np.int64)
+        small = np.full(size, -1, np.int64)
         if len(order) == has_games.sum():  # one connected part (and bots without games)
             label = np.zeros(size, np.int64)
         else:
             parts, label = connected_components(graph, directed=False)
             bots = np.bincount(label, has_games, parts)
-            for part in np.flatnonzero(bots > MIN_AGGREGATE):  # a smaller part is one aggregate
+            for part in np.flatnonzero(bots > MIN_AGGREGATE):
                 if part != label[order[0]]:
                     walk(int(np.argmax(label == part)))
+            in_small = has_games & (bots[label] <= MIN_AGGREGATE)
+            small[in_small] = label[in_small]
+            has_games = has_games & ~in_small  # a small part takes no aggregate
         spread = float(np.abs(rank[pairs.lo] - rank[pairs.hi]).mean()) if len(pairs.lo) else 0.0
         width = max(MIN_AGGREGATE, round(0.75 * spread), -(-size // MOST_AGGREGATES))
         by = np.lexsort((rank, label))
@@ -457,7 +471,7 @@ class _TwoLevel:
         new = first | (position % width == 0)
         aggregate = np.full(size, -1, np.int64)
         aggregate[by] = np.cumsum(new) - 1
-        return cls(aggregate, int(new.sum()))
+        return cls(aggregate, int(new.sum()), small)
 
 
 class _Sparse:
@@ -474,9 +488,11 @@ class _Sparse:
         if r:
             # E = ZᵀAZ, from the pairs: each pair's weight off the diagonal of its two aggregates.
             a = levels.aggregate
-            al, ah = a[pairs.lo], a[pairs.hi]  # a pair's two bots have games: both in aggregates
+            al, ah = a[pairs.lo], a[pairs.hi]  # a pair's two bots are in aggregates, or both in a small part
+            big = al >= 0
+            al, ah, hb = al[big], ah[big], h[big]
             e = np.diag(np.bincount(a[levels.rows], diagonal[levels.rows], r))
-            e -= np.bincount(al * r + ah, h, r * r).reshape(r, r) + np.bincount(ah * r + al, h, r * r).reshape(r, r)
+            e -= np.bincount(al * r + ah, hb, r * r).reshape(r, r) + np.bincount(ah * r + al, hb, r * r).reshape(r, r)
             self.coarse_inverse = np.linalg.inv(e)
 
     def scale(self, v: _Array, x: _Array) -> _Array:
@@ -524,6 +540,38 @@ class _Sparse:
             rz, rz_before = dot(r, z), rz
             p = z + (rz / rz_before) * p
         return x
+
+    def exact_small(self) -> tuple[_Ints, _Array]:
+        """The bots of small parts (:attr:`_TwoLevel.small`) and their ``C[i,i]``, exactly:
+        ``A`` is block-diagonal over the graph's parts, so each small part's block is inverted
+        on its own (all the parts of one size at once)."""
+        small, pairs = self.levels.small, self.pairs
+        bots = np.flatnonzero(small >= 0)
+        values = np.empty(len(bots))
+        if not len(bots):
+            return bots, values
+        by = bots[np.argsort(small[bots], kind="stable")]
+        starts = np.flatnonzero(np.r_[True, small[by][1:] != small[by][:-1]])
+        sizes = np.diff(np.r_[starts, len(by)])
+        block, local, width = (np.full(self.pairs.size, -1, np.int64) for _ in range(3))
+        block[by] = np.repeat(np.arange(len(starts)), sizes)
+        local[by] = np.arange(len(by)) - np.repeat(starts, sizes)
+        width[by] = np.repeat(sizes, sizes)
+        at = np.empty(self.pairs.size, np.int64)
+        at[bots] = np.arange(len(bots))
+        for k in np.unique(sizes).tolist():
+            number = np.full(len(starts), -1, np.int64)
+            number[sizes == k] = np.arange(int((sizes == k).sum()))
+            mine = by[width[by] == k]
+            mats = np.zeros((int((sizes == k).sum()), k, k))
+            mats[number[block[mine]], local[mine], local[mine]] = self.diagonal[mine]
+            inside = width[pairs.lo] == k  # a pair's two bots are in the same part
+            lo, hi, h = pairs.lo[inside], pairs.hi[inside], self.h[inside]
+            mats[number[block[lo]], local[lo], local[hi]] -= h  # each pair once: no repeats
+            mats[number[block[lo]], local[hi], local[lo]] -= h
+            inverse = np.linalg.inv(mats)
+            values[at[mine]] = inverse[number[block[mine]], local[mine], local[mine]]
+        return bots, values
 
     def neumann(self, x: _Array) -> _Array:
         """``N·x``, ``N = D⁻¹ + D⁻¹WD⁻¹ + D⁻¹WD⁻¹WD⁻¹``: the first terms of ``A⁻¹``'s series."""
@@ -601,6 +649,9 @@ def _estimated_diagonal(system: _Sparse, m: _Array) -> _Array:
     most = min(max(PROBES, PROBE_WORK // (2 * len(system.pairs.lo) + 20 * n)), MOST_PROBES)
     total, squares, done = np.zeros(n), np.zeros(n), 0
     level = m.mean() - 2.0 * m  # what turns C[i,i] into the relative variance
+    small, exact = system.exact_small()
+    estimated = np.ones(n, dtype=bool)
+    estimated[small] = False
     while done < most:
         z = rng.choice(np.array([-1.0, 1.0]), size=(n, PROBES))
         sample = z * (system.solve(z, rtol=1e-4) - system.approximate(z))
@@ -609,6 +660,8 @@ def _estimated_diagonal(system: _Sparse, m: _Array) -> _Array:
         done += PROBES
         mean = total / done
         error = np.sqrt(np.maximum(squares / done - mean * mean, 0.0) / (done - 1))
-        if np.all(error <= PROBE_TARGET * (diag + mean + level)):
+        if np.all((error <= PROBE_TARGET * (diag + mean + level))[estimated]):
             break
-    return diag + total / done
+    out = diag + total / done
+    out[small] = exact
+    return out

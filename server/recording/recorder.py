@@ -37,6 +37,7 @@ from typing import Any
 
 from ..common.callbacks import call_safely
 from ..common.clock import utc_now
+from ..common.logs import about
 from ..common.refusal import Refusal
 from ..config import Settings
 from ..ratings import elo
@@ -176,6 +177,16 @@ class GameRecorder:
         return round(max(1.0, self._backoff), 1)
 
     @property
+    def queued(self) -> int:
+        """Writes waiting for storage: game rows and, in a cluster, moves."""
+        return len(self._queue)
+
+    @property
+    def spooled(self) -> int:
+        """Finished games waiting in the spool file for storage to come back."""
+        return sum(1 for w in self._queue if w.spooled)
+
+    @property
     def pending(self) -> int:
         """Finished games not yet in the database."""
         return sum(1 for w in self._queue if w.final and w.row is not None and w.row.status == "finished")
@@ -187,7 +198,7 @@ class GameRecorder:
             "storage": self.failing,
             "since": self.failing_since,
             "pending": self.pending,
-            "spooled": sum(1 for w in self._queue if w.spooled),
+            "spooled": self.spooled,
             "spool": str(self.spool.path),
             "spool_failing": self.spool_failing,
         }
@@ -335,7 +346,8 @@ class GameRecorder:
         """Store a game's last row now (games go through the queue; this is its last step).
         Storing a game already stored changes nothing; one another node runs now is dropped."""
         if await self._store([Write(row, final=True)]):
-            log.warning("game %s: another node runs it now; its spooled end was not stored", row.game_id)
+            log.warning("game %s: another node runs it now; its spooled end was not stored", row.game_id,
+                        extra=about(game=row.game_id))
 
     def _for_storage(self, w: Write) -> GameWrite | MoveWrite:
         if w.move is not None:

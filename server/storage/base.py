@@ -305,6 +305,10 @@ class Storage(Protocol):
 
     async def bot_by_token_hash(self, token_hash: str) -> BotRow | None: ...
 
+    async def replace_token_hash(self, bot: str, old: str, new: str) -> bool:
+        """Give the bot (case-insensitive name) the token hash ``new`` if its hash is still
+        ``old``, in one statement: of two rotations of one token, one wins. Whether it did."""
+
     async def bot_by_name(self, name: str) -> BotRow | None:
         """Case-insensitive lookup; the row carries the canonical spelling."""
 

@@ -233,6 +233,11 @@ class PostgresStorage(OneGameWrites):
         r = await self._p().fetchrow(f"SELECT {_BOT_COLUMNS} FROM bots WHERE token_hash = $1", token_hash)
         return BotRow(*r) if r else None
 
+    async def replace_token_hash(self, bot: str, old: str, new: str) -> bool:
+        status = await self._p().execute(
+            "UPDATE bots SET token_hash = $3 WHERE lower(name) = lower($1) AND token_hash = $2", bot, old, new)
+        return bool(status == "UPDATE 1")
+
     async def bot_by_name(self, name: str) -> BotRow | None:
         r = await self._p().fetchrow(f"SELECT {_BOT_COLUMNS} FROM bots WHERE lower(name) = lower($1)", name)
         return BotRow(*r) if r else None

@@ -254,6 +254,10 @@ class SqliteStorage(OneGameWrites):
             raise NameTaken(name) from None
         return BotRow(name, token_hash, created)
 
+    def _replace_token_hash(self, bot: str, old: str, new: str) -> bool:
+        cur = self._conn().execute("UPDATE bots SET token_hash = ? WHERE name = ? AND token_hash = ?", (new, bot, old))
+        return cur.rowcount == 1
+
     def _bot_where(self, column: str, value: str) -> BotRow | None:
         row = self._conn().execute(f"SELECT {_BOT_COLUMNS} FROM bots WHERE {column} = ?", (value,)).fetchone()
         return BotRow(*row) if row else None
@@ -593,6 +597,9 @@ class SqliteStorage(OneGameWrites):
 
     async def bot_by_token_hash(self, token_hash: str) -> BotRow | None:
         return await self._run(self._bot_where, "token_hash", token_hash)
+
+    async def replace_token_hash(self, bot: str, old: str, new: str) -> bool:
+        return await self._run(self._replace_token_hash, bot, old, new)
 
     async def bot_by_name(self, name: str) -> BotRow | None:
         return await self._run(self._bot_where, "name", name)

@@ -14,7 +14,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from arena_testkit import free_port, read_until
+from arena_testkit import children, descendants, free_port, gone, read_until
 
 
 def test_demo_puts_the_bots_on_the_ladder(tmp_path: Path) -> None:
@@ -50,31 +50,6 @@ def test_demo_puts_the_bots_on_the_ladder(tmp_path: Path) -> None:
 def get_json(url: str) -> Any:
     with urllib.request.urlopen(url, timeout=5) as resp:
         return json.load(resp)
-
-
-def children(pid: int) -> dict[int, str]:
-    """The processes whose parent is ``pid``: their command lines, by pid."""
-    found = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue  # ended meanwhile
-        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-            found[int(entry.name)] = cmdline.replace(b"\0", b" ").decode(errors="replace")
-    return found
-
-
-def gone(pid: int) -> bool:
-    """Whether ``pid`` has ended (a zombie has ended too, only its entry waits to be reaped)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] == "Z"
 
 
 def test_a_bot_that_exits_leaves_the_demo_running_and_sigterm_stops_everything(tmp_path: Path) -> None:
@@ -159,17 +134,6 @@ def test_a_demo_killed_outright_takes_its_children_with_it(tmp_path: Path) -> No
     demo.kill()  # SIGKILL: no clean-up runs in the demo itself
     assert demo.wait(timeout=30) == -signal.SIGKILL
     assert_all_gone(kids, port)
-
-
-def descendants(pid: int) -> dict[int, str]:
-    """Every process below ``pid``: its children, theirs (the standings' worker of the server), …"""
-    found: dict[int, str] = {}
-    todo = [pid]
-    while todo:
-        for child, cmd in children(todo.pop()).items():
-            found[child] = cmd
-            todo.append(child)
-    return found
 
 
 def wait_for_the_fitting_worker(parent: subprocess.Popen[str]) -> dict[int, str]:

@@ -16,16 +16,20 @@ from typing import Any
 import aiohttp
 
 from arena_testkit import (
+    FITTING,
     SERVE,
     Seen,
     ServeProcess,
     assert_ratings_replay,
+    fitting,
     free_port,
     ladder_bot,
     stored_games,
     wait_until,
 )
 from cluster_kit import node
+from server.ladder.tally import Tally
+from server.ratings import bradley_terry
 from server.storage.postgres import PostgresStorage
 
 BOTS = ["ann", "ben", "cat"]
@@ -63,7 +67,8 @@ async def test_kill_9_of_the_pairing_leader_stops_pairing_for_less_than_5_s(
                     for i, b in enumerate(BOTS)]
             await wait_until(lambda: n2.rated_games(http), 60, "no rated game was played")
             await wait_until(lambda: len(seen.started) >= 12, 60, "the ladder did not get busy")
-            n1.kill(signal.SIGKILL)
+            assert fitting(n1.family()) == FITTING  # the leader's standings' worker runs
+            n1.kill(signal.SIGKILL)  # and ends with it (ServeProcess.kill fails on what it leaves behind)
             loop = asyncio.get_running_loop()
             killed_at, before = loop.time(), set(seen.started)
             await wait_until(lambda: set(seen.started) - before, 10, "pairing never resumed")
@@ -75,6 +80,13 @@ async def test_kill_9_of_the_pairing_leader_stops_pairing_for_less_than_5_s(
             await wait_until(lambda: len(seen.over) >= count + 6, 30, "the new leader's games did not finish")
             await _stop(bots)
             await wait_until(lambda: _none_running(http, n2), 15, "games still running on n2")
+            store = PostgresStorage(database, max_size=2)
+            await store.open()
+            try:
+                await wait_until(lambda: _standings_refit(http, n2, store), 15,
+                                 "the new leader's standings are not the fit of the stored games")
+            finally:
+                await store.close()
         finally:
             await _stop(bots)
             for server in (n1, n2):
@@ -91,6 +103,22 @@ async def test_kill_9_of_the_pairing_leader_stops_pairing_for_less_than_5_s(
     finally:
         await store.close()
     assert {e.code for e in seen.errors} <= {"game_over"}, seen.errors
+
+
+async def _standings_refit(http: aiohttp.ClientSession, server: ServeProcess, store: PostgresStorage) -> bool:
+    """Whether the standings ``server`` serves are those a Bradley–Terry fit of every stored rated
+    game gives (rounded as served; centred on the listed bots' stored Elo, as the server does)."""
+    async with http.get(server.url + "/api/ladder") as resp:
+        served = (await resp.json())["standings"]
+    listed = [s["bot"] for s in served]
+    center = sum(s["elo"] for s in served) / len(served)
+    fits = bradley_terry.fit_tally(Tally.of(await store.rated_results()).rows(), listed, center)
+    want = [(b, round(fits[b].rating, 1), round(fits[b].low, 1), round(fits[b].high, 1))
+            for b in sorted(listed, key=lambda b: (-fits[b].rating, b))]
+    got = [(s["bot"], s["rating"], s["low"], s["high"]) for s in served]
+    return sorted(listed) == sorted(BOTS) and all(
+        g[0] == w[0] and all(abs(x - y) <= 0.11 for x, y in zip(g[1:], w[1:], strict=True))
+        for g, w in zip(got, want, strict=True))
 
 
 async def _is(value: Any, expected: object) -> bool:

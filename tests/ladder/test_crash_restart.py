@@ -1,17 +1,34 @@
 """``kill -9`` of a busy ladder server, then a restart on the same database: every game a bot
 saw finish is stored with its result, games cut off are aborted, and every bot's rating
-equals a replay of the stored rated games through the Elo formula."""
+equals a replay of the stored rated games through the Elo formula. A server killed so leaves
+no process behind: its standings' worker and the resource tracker beside it end with it (as
+``ServeProcess.kill`` checks of every server a test kills)."""
 
 from __future__ import annotations
 
 import asyncio
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import aiohttp
 import msgspec
 
-from arena_testkit import Seen, ServeProcess, assert_ratings_replay, free_port, ladder_bot, stored_games, wait_until
+from arena_testkit import (
+    FITTING,
+    Seen,
+    ServeProcess,
+    assert_all_gone,
+    assert_ratings_replay,
+    descendants,
+    fitting,
+    free_port,
+    gone,
+    ladder_bot,
+    stored_games,
+    wait_until,
+)
 from server.storage.sqlite import SqliteStorage
 
 BOTS = ["ann", "ben", "cat", "dan"]
@@ -70,3 +87,44 @@ async def test_kill_9_during_a_busy_ladder_loses_nothing(tmp_path: Path) -> None
             assert served[name]["games"] == games and served[name]["elo"] == round(rating, 1)
     finally:
         await store.close()
+
+
+
+async def test_kill_9_of_a_server_leading_the_ladder_leaves_no_process_behind(tmp_path: Path) -> None:
+    config = tmp_path / "arena.toml"
+    config.write_text("")
+    async with aiohttp.ClientSession() as http:
+        server = ServeProcess(str(tmp_path / "ladder.db"), free_port(), config, tmp_path / "server.log")
+        try:
+            await server.ready(http)
+            # A server leads its ladder from the start, and its first standings start the worker.
+            family = await wait_until(lambda: (f := server.family()) and fitting(f) == FITTING
+                                      and f, 30, "the standings' worker did not start")
+        except BaseException:
+            server.kill()
+            raise
+    server.kill(signal.SIGKILL)  # fails if a process of the server's outlives it by ten seconds
+    assert all(gone(pid) for pid in family) and descendants(server.proc.pid) == {}
+
+
+WATCHED = """
+import os, sys
+from server.ladder import fitting
+print(os.getpid(), flush=True)
+fitting._watch(os.getppid())  # where the kernel cannot end an orphan: the worker watches its parent
+"""
+
+
+def test_where_no_kernel_ends_an_orphan_the_worker_ends_when_its_parent_does() -> None:
+    # A parent (here a shell) starts a process that watches it as the worker does; the parent
+    # is killed outright, and the watcher ends by itself.
+    parent = subprocess.Popen(["sh", "-c", f'"{sys.executable}" -c \'{WATCHED}\' & wait'], stdout=subprocess.PIPE,
+                              start_new_session=True)
+    try:
+        assert parent.stdout is not None
+        watcher = int(parent.stdout.readline())
+        assert not gone(watcher) and watcher in descendants(parent.pid)
+    finally:
+        parent.kill()
+        parent.wait(30)
+    assert_all_gone({watcher: "the watcher"}, "after its parent was killed")

@@ -19,7 +19,17 @@ from dataclasses import field as default
 import pytest
 
 from server.config import ConfigError, load_settings
-from server.ladder.large import BRACKET, EXPLORE_EVERY, SHARE, WAIT_SLACK, Field, Pairing, allowed, placement_pairs
+from server.ladder.large import (
+    BRACKET,
+    EXPLORE_EVERY,
+    SHARE,
+    SLICE,
+    WAIT_SLACK,
+    Field,
+    Pairing,
+    allowed,
+    placement_pairs,
+)
 from server.ladder.matchmaking import Meetings
 
 WAIT_S = 5.0
@@ -291,3 +301,40 @@ def test_the_share_cap_lets_a_first_pair_through_and_a_rematch_once_both_played_
     assert not allowed(meetings, "a", "b")  # a could (4 of 32), b not yet
     meetings.add("b", "y0", 2)
     assert allowed(meetings, "a", "b") and allowed(meetings, "b", "a")
+
+
+def test_a_thundering_herd_of_10000_seekers_is_paired_in_bounded_steps_and_none_starves() -> None:
+    """After a restart every bot of an established ladder of 10,000 seeks at once (the ratings
+    and the meetings known from the stored totals). The pass hands its pairs over in steps of
+    at most SLICE pairs, with a step for at most SLICE seekers looked at (what the server runs
+    between two turns of its loop, ``run_in_slices``), never all at once; and pass after pass,
+    as their waits grow, every seeker is paired."""
+    n = 10_000
+    rng = random.Random(7)
+    bots = [f"b{i:05d}" for i in range(n)]
+    field, meetings = Field(), Meetings()
+    strength = {b: rng.gauss(1500, 250) for b in bots}
+    for i, b in enumerate(bots):  # each bot has met a few others: a ladder a few games old
+        for other in (bots[(i + 1) % n], bots[rng.randrange(n)]):
+            if other != b:
+                meetings.add(b, other, 2)
+                field.played_before(b, other, 2)
+    field.update((b, strength[b], 60.0, meetings.total(b)) for b in bots)
+    free, waited, passes = list(bots), [0.0] * n, 0
+    paired: set[str] = set()
+    while free:
+        passes += 1
+        steps = list(field.pairing(free, waited, meetings, rng, WAIT_S))
+        if passes == 1:
+            assert len(steps) >= n // SLICE  # the herd's pass is many steps, not one
+        assert max(len(step) for step in steps) <= SLICE
+        for p in (p for step in steps for p in step):
+            assert p.a not in paired and p.b not in paired and allowed(meetings, p.a, p.b)
+            paired.update((p.a, p.b))
+            field.started(p)
+            meetings.add(p.a, p.b, 2)
+        if passes == 1:
+            assert len(paired) >= 0.9 * n  # most of the herd is paired at once
+        free = [b for b in free if b not in paired]
+        waited = [WAIT_S] * len(free)  # the rest wait until they take the nearest the cap allows
+        assert passes <= 3, f"{len(free)} seekers still unpaired after {passes} passes"

@@ -203,6 +203,30 @@ def test_the_estimated_intervals_are_within_their_bound_of_the_exact_ones(oppone
         assert model.stronger(a, b) == pytest.approx(dense.stronger(a, b), abs=1e-9)
 
 
+def test_an_early_ladder_of_many_small_parts_has_their_exact_intervals() -> None:
+    """A ladder a game or two old: a few hundred small parts (pairs, chains, a triangle) beside
+    one large part. Each small part's block is inverted exactly, so its bots' intervals are the
+    dense fit's to the solves' tolerance; the large part's are estimated within 5 %."""
+    rng = random.Random(4)
+    rows: list[Row] = []
+    for k in range(0, 600, 3):  # 200 parts of three bots: a chain, or a triangle
+        a, b, c = (f"s{k + d}" for d in range(3))
+        rows += [(a, b, rng.randint(0, 2), 0, 1), (b, c, 1, rng.randint(0, 1), 0)]
+        if k % 2:
+            rows.append((a, c, 0, 1, rng.randint(0, 2)))
+    rows += [(f"s{k}", f"s{k + 1}", 1, 0, 0) for k in range(600, 700, 2)]  # 50 pairs
+    rows += synthetic(200, 6, False, seed=3)  # one large part
+    players = ["idle"] + [f"s{k}" for k in range(700)]
+    exact = bradley_terry.fit_tally(rows, players)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(bradley_terry, "DENSE_MAX", 0)
+        fits = bradley_terry.fit_tally(rows, players)
+    small = {b: f for b, f in exact.items() if b.startswith("s") or b == "idle"}
+    assert len(small) == 701
+    assert_same_fits({b: fits[b] for b in small}, small, interval=1e-6)
+    assert_same_fits(fits, exact, interval=0.05)
+
+
 def test_the_same_totals_give_the_same_intervals() -> None:
     """The probes are seeded: a refresh of unchanged totals changes nothing."""
     rows = synthetic(300, 20, False, seed=1)

@@ -20,7 +20,7 @@ from protocol import messages, schema
 from protocol.live import LiveBatch
 from protocol.messages import CLIENT_TYPES, ClientMessage, ServerMessage
 
-DOC = Path(schema.__file__).resolve().parent / "PROTOCOL.md"
+DOC = Path(__file__).resolve().parents[2] / "protocol" / "PROTOCOL.md"
 BLOCK = re.compile(r"^```(\w*)[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
 
 

@@ -9,15 +9,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import protocol
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 
 import transcript
 
-DOC = Path(protocol.__file__).resolve().parent / "PROTOCOL.md"
+DOC = Path(__file__).resolve().parents[2] / "protocol" / "PROTOCOL.md"
 DOC_GAME_ID = "sH3f9QkB"
-DOC_TOKEN = "o4mZB2n8v1uJc3Qx6V0yHkTq9sWdLpEa7fNrGtYbKiM"
+DOC_TOKEN = "mdl_o4mZB2n8v1uJc3Qx6V0yHkTq9sWdLpEa7fNrGtYbKiM"
 ELAPSED = re.compile(r'"elapsed_ms": [0-9.]+')
 
 

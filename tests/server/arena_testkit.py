@@ -456,10 +456,79 @@ class ServeProcess:
             return sum(s["games"] for s in (await resp.json())["standings"]) // 2
 
     def kill(self, sig: int = signal.SIGKILL) -> int:
+        """End the server with ``sig`` and wait for it; fail if a process it started (its
+        standings' worker, the resource tracker beside it) outlives it by :data:`LEFTOVER_S`."""
+        family = descendants(self.proc.pid)
         self.proc.send_signal(sig)
         code = self.proc.wait(timeout=30)
         self.log.close()
+        assert_all_gone(family, f"after signal {sig} to the server")
         return code
+
+    def family(self) -> dict[int, str]:
+        """Every process below the server now: its command lines by pid."""
+        return descendants(self.proc.pid)
+
+
+def children(pid: int) -> dict[int, str]:
+    """The processes whose parent is ``pid``: their command lines, by pid (Linux: ``/proc``)."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue  # ended meanwhile
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            found[int(entry.name)] = cmdline.replace(b"\0", b" ").decode(errors="replace")
+    return found
+
+
+def descendants(pid: int) -> dict[int, str]:
+    """Every process below ``pid``: its children, theirs (the standings' worker of a server), …"""
+    found: dict[int, str] = {}
+    todo = [pid]
+    while todo:
+        for child, cmd in children(todo.pop()).items():
+            found[child] = cmd
+            todo.append(child)
+    return found
+
+
+def gone(pid: int) -> bool:
+    """Whether ``pid`` has ended (a zombie has ended too: only its entry waits for its parent, and
+    init in a container may never reap it)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] == "Z"
+
+
+FITTING = ["resource_tracker", "spawn_main"]
+"""The processes a server leading a ladder starts: the standings' worker (``spawn_main``) and the
+resource tracker ``multiprocessing`` starts beside it."""
+
+
+def fitting(family: dict[int, str]) -> list[str]:
+    """Which of a server's processes (:meth:`ServeProcess.family`) are those of :data:`FITTING`."""
+    return sorted(kind for cmd in family.values() for kind in FITTING if kind in cmd)
+
+
+LEFTOVER_S = 10.0
+"""How long the processes of an ended server may take to end in turn (in practice: at once)."""
+
+
+def assert_all_gone(family: dict[int, str], when: str, timeout: float = LEFTOVER_S) -> None:
+    """Poll until every process of ``family`` has ended; fail naming those left after ``timeout``
+    seconds."""
+    deadline = time.monotonic() + timeout
+    while not all(gone(pid) for pid in family):
+        left = {pid: cmd for pid, cmd in family.items() if not gone(pid)}
+        assert time.monotonic() < deadline, f"{when}, {len(left)} process(es) left behind: {left}"
+        time.sleep(0.05)
 
 
 async def wait_until(check: Callable[[], Any], timeout: float, what: str, every: float = 0.05) -> Any:

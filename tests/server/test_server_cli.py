@@ -67,11 +67,11 @@ async def test_bot_create_command(make_arena: Any, capsys: Any) -> None:
     await arena.connect(token)  # the printed token works
     # --url, its name before --server, still works (hidden).
     code = await asyncio.to_thread(main, ["bot", "create", "cli-bot", "--url", url, "--admin-token", "admin-secret-token"])
-    assert code == 1 and "409 name_taken" in capsys.readouterr().err
+    assert code == 1 and "error: name_taken: " in capsys.readouterr().err
     code = await asyncio.to_thread(main, ["bot", "create", "cli-bot2", "--url", url, "--admin-token", "admin-secret-token"])
     assert code == 0 and "bot cli-bot2 created" in capsys.readouterr().out
     code = await asyncio.to_thread(main, ["bot", "create", "other", "--url", url, "--admin-token", ""])
-    assert code == 1 and "401 unauthorized" in capsys.readouterr().err
+    assert code == 1 and "error: unauthorized: " in capsys.readouterr().err
 
 
 def _leaves(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> dict[tuple[str, ...], argparse.ArgumentParser]:
@@ -88,7 +88,7 @@ def _leaves(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> dict
 def test_every_command_that_talks_to_a_server_names_it_server_and_still_takes_url() -> None:
     leaves = _leaves(build_parser())
     talking = {path for path, p in leaves.items() if "--server" in p._option_string_actions}
-    assert talking == {("bot", "create"), ("export",), ("tournament", "create"), ("tournament", "status"),
+    assert talking == {("bot", "create"), ("bot", "rotate"), ("bot", "revoke"), ("export",), ("tournament", "create"), ("tournament", "status"),
                        ("tournament", "results"), ("tournament", "records")} | {
         ("tournament", op) for op in CONTROLS}
     # No command names the server any other way (serve and demo run one: --host and --port).
@@ -96,8 +96,28 @@ def test_every_command_that_talks_to_a_server_names_it_server_and_still_takes_ur
     for path in talking:
         parser = leaves[path]
         assert "--server URL" in parser.format_help() and "--url" not in parser.format_help()
-        needs = {("bot", "create"): ["NAME"], ("export",): [], ("tournament", "create"): []}.get(path, ["ID"])
+        needs = {("bot", "create"): ["NAME"], ("bot", "rotate"): ["NAME"], ("bot", "revoke"): ["NAME"], ("export",): [],
+                 ("tournament", "create"): []}.get(path, ["ID"])
         for flag in ("--server", "--url"):
             args = parser.parse_args([*needs, flag, "http://arena.example:9000/"])
             assert args.server == "http://arena.example:9000"
         assert parser.parse_args(needs).server == DEFAULT_SERVER == "http://127.0.0.1:8080"
+
+
+def test_the_log_format_and_the_metrics_from_file_environment_and_flag(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "arena.toml"
+    config.write_text('log_format = "json"\nmetrics = "public"\nmetrics_max_age_s = 5\n')
+    s = load_settings(config, {}, environ={})
+    assert (s.log_format, s.metrics, s.metrics_max_age_s) == ("json", "public", 5.0)
+    assert load_settings(None, {}, environ={"MANDALA_LOG_FORMAT": "json"}).log_format == "json"
+    s = load_settings(config, {"log_format": "text", "metrics": "off"}, environ={"MANDALA_LOG_FORMAT": "json"})
+    assert (s.log_format, s.metrics) == ("text", "off")  # a flag wins
+    for line in ('log_format = "xml"', 'metrics = "everyone"', "metrics_max_age_s = -1"):
+        config.write_text(line + "\n")
+        name = line.split()[0]
+        with pytest.raises(ConfigError, match=name):
+            load_settings(config, environ={})
+        assert main(["serve", "--config", str(config), "--db", str(tmp_path / "x.db")]) == 2
+        assert f"$.{name}" in capsys.readouterr().err
+    assert not (tmp_path / "x.db").exists()

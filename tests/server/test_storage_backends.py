@@ -66,6 +66,15 @@ async def test_bots(storage: Storage) -> None:
                                          Standing(bot="bob", rating=1500.0, rated_games=0)]
 
 
+async def test_a_token_hash_is_replaced_only_while_it_is_the_one_read(storage: Storage) -> None:
+    await bots(storage, "Alice")
+    assert await storage.replace_token_hash("alice", "hash-Alice", "hash-2")  # names ignore case
+    assert not await storage.replace_token_hash("Alice", "hash-Alice", "hash-3")  # the other rotation lost
+    assert await storage.bot_by_token_hash("hash-Alice") is None
+    assert (await storage.bot_by_token_hash("hash-2")).name == "Alice"  # type: ignore[union-attr]
+    assert not await storage.replace_token_hash("carol", "hash-carol", "hash-4")
+
+
 async def test_games_save_list_and_abort(storage: Storage) -> None:
     await bots(storage, "alice", "bob")
     await storage.save_game(game("g1", "alice", "bob", status="running", started="2024-01-01T00:00:01.000Z"))

@@ -16,7 +16,14 @@ The client connects and says ``hello``, decodes every frame with the protocol's 
 answers each ``decision`` within its deadline (:class:`~mandala_client.games.Chooser`), plays
 up to ``max_games`` games at once, and reconnects with backoff after a dropped connection (the
 server resumes the running games, §13) — except after the close codes that say a retry would
-fail again (4001 bad token, 4002 protocol version, 4009 replaced by another connection).
+fail again (4001 bad token, 4002 protocol version, 4009 replaced by another connection, 4011
+token retired, 4012 TLS required). A bot whose token comes from a file (``token_file``) reads it
+at each connection, so after a rotation (4011) it waits a few seconds for the file to hold the
+new token and goes on with it: ``mandala bot rotate NAME --token-file FILE`` writes it there.
+
+A ``wss://`` server's certificate is verified against the system's trust store and, for a
+private certificate authority, ``ca_file``; one that does not verify stops the client with
+the reason (:mod:`mandala_client.tls`).
 
 What it does besides answering decisions, by mode: with ``ladder`` it sends ``seek`` after
 every ``welcome`` (so again after a reconnect); with ``challenge`` it keeps one challenge to
@@ -47,6 +54,8 @@ from mandala import Move
 from protocol.messages import (
     CLOSE_BAD_TOKEN,
     CLOSE_REPLACED,
+    CLOSE_TLS_REQUIRED,
+    CLOSE_TOKEN_RETIRED,
     CLOSE_UNSUPPORTED_VERSION,
     PROTOCOL_VERSION,
     Accept,
@@ -72,7 +81,9 @@ from protocol.messages import (
     Welcome,
 )
 
+from .credentials import CredentialError, read_token_file
 from .games import Chooser, Fallback, FinishedGame, GameState, call_hook
+from .tls import client_context, explain
 
 log = logging.getLogger("mandala_client")
 
@@ -80,8 +91,14 @@ NO_RETRY: dict[int, str] = {
     CLOSE_BAD_TOKEN: "the server does not know this token",
     CLOSE_UNSUPPORTED_VERSION: f"the server does not speak protocol version {PROTOCOL_VERSION}",
     CLOSE_REPLACED: "another connection of this bot took over",
+    CLOSE_TOKEN_RETIRED: "this token was rotated or revoked: connect with the bot's new token",
+    CLOSE_TLS_REQUIRED: "the server takes tokens only by TLS: connect to its wss:// address",
 }
 """Close codes after which reconnecting would fail again or fight the other connection (§15.3)."""
+
+ROTATION_WAIT_S = 10.0
+"""After 4011, how long a client whose token comes from a file waits for the new one there."""
+ROTATION_POLL_S = 0.1
 
 RETRY_AFTER_S = 1.0
 """Pause before challenging again after a decline, an offline opponent or a rate limit."""
@@ -107,12 +124,16 @@ class ConnectionRejected(ClientError):
         self.code = code
 
 
-def _software() -> str:
+def version() -> str:
+    """The installed client distribution's version (``dev`` when run from a bare checkout)."""
     try:
-        version = metadata.version("mandala-arena")
+        return metadata.version("mandala-arena-client")
     except metadata.PackageNotFoundError:
-        version = "dev"
-    return f"mandala_client/{version} (python)"
+        return "dev"
+
+
+def _software() -> str:
+    return f"mandala_client/{version()} (python)"
 
 
 class Client:
@@ -124,7 +145,11 @@ class Client:
     decision, default 20 % of it within 50–500 ms) and ``fallback`` (``"random"`` or
     ``"first"`` legal move). ``reconnect_delay_s`` doubles after each failed attempt up to
     ``max_reconnect_delay_s``; after ``max_failures`` attempts in a row without a ``welcome``
-    the client gives up (``None``: never).
+    the client gives up (``None``: never). ``token`` is the bot's token, or ``token_file`` the
+    file that holds it (read again at each connection); ``ca_file`` the CA file of a private
+    certificate authority that signed a ``wss://`` server's certificate. Raises
+    :class:`~mandala_client.credentials.CredentialError` for a token file and
+    :class:`~mandala_client.tls.TlsSetupError` for a CA file that cannot be read.
     """
 
     def __init__(
@@ -132,7 +157,9 @@ class Client:
         bot: Any,
         *,
         url: str,
-        token: str,
+        token: str | None = None,
+        token_file: str | None = None,
+        ca_file: str | None = None,
         max_games: int = 1,
         ladder: bool = False,
         challenge: str | None = None,
@@ -153,9 +180,13 @@ class Client:
             raise ValueError(f"games is at least 1 (or None: no limit), not {games}")
         if ladder and challenge:
             raise ValueError("ladder and challenge exclude each other")
+        if (token is None) == (token_file is None):
+            raise ValueError("give the bot's token, or the file that holds it (token_file), not both")
         self.bot = bot
         self.url = url
-        self.token = token
+        self.token_file = token_file
+        self.token = token if token is not None else read_token_file(token_file)  # type: ignore[arg-type]
+        self._ssl = client_context(ca_file)
         self.max_games = max_games
         self.ladder = ladder
         self.challenge_opponent = challenge
@@ -193,6 +224,8 @@ class Client:
         self._stopped = asyncio.Event()
         self._session_error: Error | None = None
         self._fatal: ClientError | None = None
+        self._again_now = False
+        """Reconnect at once, not counted as a failure (a new token was found in the file)."""
         self._challenge_out = False
         self._unseek_sent = False
         self._reseeks = 0
@@ -228,6 +261,9 @@ class Client:
                     raise self._fatal
                 if self._stopping:
                     break
+                if self._again_now:
+                    self._again_now = False
+                    continue
                 failures = 0 if self.welcomes > before else failures + 1
                 if self.max_failures is not None and failures >= self.max_failures:
                     raise ClientError(f"cannot connect to {self.url} ({why}); gave up after {failures} attempts")
@@ -287,8 +323,9 @@ class Client:
         self._challenge_out = False
         self._unseek_sent = False
         self._session_error = None
+        self._reread_token()
         try:
-            async with session.ws_connect(self.url, heartbeat=self.heartbeat_s) as ws:
+            async with session.ws_connect(self.url, heartbeat=self.heartbeat_s, ssl=self._ssl) as ws:
                 self._ws = ws
                 if self._stopping:
                     return "stopped"
@@ -302,6 +339,9 @@ class Client:
                         return f"error: {ws.exception()}"
                 code = ws.close_code
         except (TimeoutError, aiohttp.ClientError, OSError) as e:
+            tls = explain(self.url, e)
+            if tls is not None:  # retrying would meet the same certificate
+                self._fatal = ClientError(tls)
             return f"{e.__class__.__name__}: {e}"
         finally:
             self._ws = None
@@ -310,11 +350,42 @@ class Client:
             for timer in self._timers:
                 timer.cancel()
             self._timers.clear()
+        rotated = code in (CLOSE_TOKEN_RETIRED, CLOSE_BAD_TOKEN) and self.token_file and not self._stopping
+        if rotated and await self._new_token(ROTATION_WAIT_S if code == CLOSE_TOKEN_RETIRED else 0.0):
+            self._again_now = True
+            self._log(logging.INFO, "closed with %d: reconnecting with the new token in %s", code, self.token_file)
+            return f"closed with {code}"
         if code in NO_RETRY and not self._stopping:
             last = self._session_error.message if self._session_error else ""
             self._fatal = ConnectionRejected(
                 f"closed with {code}: {NO_RETRY[code]}" + (f" ({last})" if last else "") + "; not reconnecting", code)
         return f"closed with {code}"
+
+    def _reread_token(self) -> None:
+        """A token file is read at each connection (a rotation may have written a new one)."""
+        if self.token_file is None:
+            return
+        try:
+            self.token = read_token_file(self.token_file)
+        except CredentialError as e:
+            self._log(logging.WARNING, "%s; trying the token read before", e)
+
+    async def _new_token(self, wait_s: float) -> bool:
+        """Whether the token file holds another token than the one just refused, waiting up to
+        ``wait_s`` for it (the rotation's answer may not be written there yet)."""
+        assert self.token_file is not None
+        old = self.token
+        deadline = time.monotonic() + wait_s
+        while True:
+            self._reread_token()
+            if self.token != old:
+                return True
+            if time.monotonic() >= deadline or self._stopping:
+                return False
+            try:
+                await asyncio.wait_for(self._stopped.wait(), ROTATION_POLL_S)
+            except TimeoutError:
+                pass
 
     async def _on_frame(self, data: str, received: float) -> None:
         try:
@@ -545,7 +616,9 @@ async def run_bot(
     bot: Any,
     *,
     url: str,
-    token: str,
+    token: str | None = None,
+    token_file: str | None = None,
+    ca_file: str | None = None,
     ladder: bool = False,
     challenge: str | None = None,
     accept: bool = True,
@@ -555,6 +628,6 @@ async def run_bot(
 ) -> list[FinishedGame]:
     """Play ``bot`` on the server at ``url`` until ``games`` games are over (``None``: until
     cancelled); see :class:`Client` for ``options``. Returns the finished games."""
-    client = Client(bot, url=url, token=token, ladder=ladder, challenge=challenge, accept=accept,
-                    games=games, max_games=max_games, **options)
+    client = Client(bot, url=url, token=token, token_file=token_file, ca_file=ca_file, ladder=ladder,
+                    challenge=challenge, accept=accept, games=games, max_games=max_games, **options)
     return await client.run()

@@ -15,6 +15,8 @@ Bot specs:
 
 * ``random``, ``greedy``, ``search``: the shipped bots;
 * ``package.module:Class``: any importable class (the current directory is searched too);
+* ``policy:package.module:attr``: a policy trained in the environment
+  (:mod:`mandala_client.env.policy`), played by a :class:`~mandala_client.env.policy.PolicyBot`;
 * either followed by ``,key=value`` options passed to the constructor
   (``search,iterations=400``; values are read as JSON when they parse);
 * ``cmd:COMMAND ...``: an external program speaking JSON lines
@@ -83,6 +85,8 @@ def bot_factory(spec: str) -> Callable[..., Any]:
         return lambda seed=None, budget=None: ExternalBot(argv, budget=budget)
     name, *opts = spec.split(",")
     options = dict(_option(o) for o in opts)
+    if name.startswith("policy:"):
+        return _policy_factory(name[len("policy:"):], options)
     cls: Any
     if name in SHORTCUTS:
         cls = SHORTCUTS[name]
@@ -107,6 +111,30 @@ def bot_factory(spec: str) -> Callable[..., Any]:
         if budget is not None and (takes_any or "budget" in params):
             kwargs.setdefault("budget", budget)
         return cls(**kwargs)
+
+    return make
+
+
+def _named(name: str) -> Any:
+    """The object ``package.module:attr`` names."""
+    module_name, sep, attr = name.partition(":")
+    if not sep or not module_name or not attr:
+        raise SpecError(f"{name!r} is not package.module:attr")
+    try:
+        return getattr(_import(module_name), attr)
+    except (ImportError, AttributeError) as e:
+        raise SpecError(f"cannot load {name!r}: {e}") from None
+
+
+def _policy_factory(name: str, options: dict[str, Any]) -> Callable[..., Any]:
+    """A bot factory for ``policy:package.module:attr`` (a policy over the environment's
+    observations; :mod:`mandala_client.env.policy` says how the options build it)."""
+    from .env.policy import PolicyBot, make_policy
+
+    target = _named(name)
+
+    def make(seed: int | None = None, budget: float | None = None) -> Any:
+        return PolicyBot(make_policy(target, options, seed))
 
     return make
 

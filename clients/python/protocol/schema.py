@@ -1,4 +1,4 @@
-"""Generate the JSON Schema files in ``protocol/schema/`` from the msgspec structs.
+"""Generate the JSON Schema files in the checkout's ``protocol/schema/`` from the msgspec structs.
 
 The structs in :mod:`protocol.messages` and :mod:`mandala` are the single
 source of truth; the schema files are derived from them so that bots in other
@@ -35,7 +35,11 @@ from mandala.views import View
 from .live import LiveMessage
 from .messages import PROTOCOL_VERSION, ClientMessage, ServerMessage
 
-SCHEMA_DIR = Path(__file__).resolve().parent / "schema"
+SCHEMA_DIR = Path(__file__).resolve().parents[3] / "protocol" / "schema"
+"""The checkout's ``protocol/schema/``, beside PROTOCOL.md: the contract for bots in every
+language lives at the top of the checkout, these types in the client distribution
+(``clients/python/protocol/``). Installed from a wheel, this module still builds the documents
+(:func:`generate`); ``--dir`` says where to write them."""
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 SCHEMAS: dict[str, tuple[Any, str, str, bool]] = {
@@ -135,18 +139,20 @@ def write(directory: Path = SCHEMA_DIR) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m protocol.schema", description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="do not write; exit 1 if a checked-in file is stale")
+    parser.add_argument("--dir", type=Path, default=SCHEMA_DIR, help=f"where the files are (default {SCHEMA_DIR})")
     args = parser.parse_args(argv)
+    directory: Path = args.dir
     if args.check:
-        names = stale()
+        names = stale(directory)
         if names:
-            print(f"stale JSON Schema in {SCHEMA_DIR}: {', '.join(names)}", file=sys.stderr)
+            print(f"stale JSON Schema in {directory}: {', '.join(names)}", file=sys.stderr)
             print("regenerate with: make schema", file=sys.stderr)
             return 1
         print(f"{len(SCHEMAS)} schema files up to date")
         return 0
-    written = write()
+    written = write(directory)
     for name in written:
-        print(f"wrote {SCHEMA_DIR / name}")
+        print(f"wrote {directory / name}")
     if not written:
         print(f"{len(SCHEMAS)} schema files up to date")
     return 0

@@ -263,6 +263,7 @@ ErrorCode = Literal[
     "not_authenticated",
     "already_authenticated",
     "bad_token",
+    "tls_required",
     "spectator",
     "unknown_game",
     "not_your_game",
@@ -335,6 +336,12 @@ CLOSE_HELLO_TIMEOUT = 4003
 CLOSE_FLOOD = 4008
 CLOSE_REPLACED = 4009
 CLOSE_GAME_HOST_LOST = 4010
+CLOSE_TOKEN_RETIRED = 4011
+"""The token this connection said hello with was rotated or revoked (``POST`` or ``DELETE
+/api/bots/{name}/token``): reconnect only with the new one."""
+CLOSE_TLS_REQUIRED = 4012
+"""A ``hello`` with a token on a connection that did not arrive by TLS, on a server that
+requires it (``require_tls``)."""
 
 
 # --------------------------------------------------------------------------- /live -> viewers

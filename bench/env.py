@@ -1,0 +1,243 @@
+"""The training environments' speed on one core, beside the engine's own.
+
+Each figure is decisions a second of CPU over whole games, a random legal move at each, pinned
+to one core with numpy's BLAS on one thread, the best of ``--runs`` runs of ``--games`` games:
+
+- ``engine``: the engine alone (``legal_codes``, ``push_code``), as ``make bench`` measures it;
+- ``engine_with_views``: the same, plus the deciding seat's view (``mandala.view``), which is
+  what any player of a decision is shown (the server builds it for every ``decision``);
+- ``aec``: the PettingZoo environment driven the documented way (``agent_iter``, ``last``,
+  ``step``), each observation encoded and masked;
+- ``gym``: the Gymnasium environment against the random bot, counting the learner's steps and,
+  separately, every decision of the game;
+- ``batch``: :class:`mandala_client.env.GameBatch` of ``--batch`` games, the random legal
+  action of each row drawn with one numpy call;
+- ``aec_mlp`` and ``batch_mlp``: the same two with :class:`mandala_client.env.MLPPolicy`
+  (64 hidden units) choosing, one observation at a time or a batch at a time, as in training;
+- ``per_decision_us``: where a step's time goes, over the positions of 100 random games: the
+  engine's move (legal codes and push), the seat's view, the encoding, the mask, and a whole
+  PettingZoo step (``last`` and ``step``) for comparison (CPU time, the best of three).
+
+Run with ``.venv/bin/python bench/env.py``; docs/training.md lists the figures measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import time
+from collections.abc import Callable
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from mandala import Game, view
+from mandala_cli.selfplay_cmd import play_random
+from mandala_client.env import GameBatch, MandalaGymEnv, MLPPolicy, env
+from mandala_client.env.encoding import action_mask, encode
+
+
+def _clock() -> float:
+    """CPU seconds of this process: on a shared machine, what the work cost rather than how
+    long others kept it waiting (on an idle core the two agree)."""
+    return time.process_time()
+
+
+def _engine(games: int, seed: int) -> float:
+    """``mandala selfplay``'s loop (``make bench``'s figure), timed like the others."""
+    rand = random.Random(seed).random
+    decisions = 0
+    start = _clock()
+    for i in range(games):
+        game = Game.new(seed=f"{seed}:{i}", first_player=i % 2)  # type: ignore[arg-type]
+        legal_codes, push = game.legal_codes, game.push_code
+        while game.to_move is not None:
+            codes = legal_codes()
+            push(codes[int(rand() * len(codes))])
+        decisions += len(game.history)
+    return decisions / (_clock() - start)
+
+
+def _engine_with_views(games: int, seed: int) -> float:
+    rand = random.Random(seed).random
+    decisions = 0
+    start = _clock()
+    for i in range(games):
+        game = Game.new(seed=f"{seed}:{i}", first_player=i % 2)  # type: ignore[arg-type]
+        while game.to_move is not None:
+            view(game, game.to_move)
+            codes = game.legal_codes()
+            game.push_code(codes[int(rand() * len(codes))])
+        decisions += len(game.history)
+    return decisions / (_clock() - start)
+
+
+def _aec(games: int, seed: int) -> float:
+    rand = random.Random(seed).random
+    e = env()
+    decisions = 0
+    start = _clock()
+    for i in range(games):
+        e.reset(seed=seed * 100_003 + i)
+        for _agent in e.agent_iter():
+            obs, _reward, terminated, truncated, _info = e.last()
+            if terminated or truncated:
+                e.step(None)
+                continue
+            legal = np.flatnonzero(obs["action_mask"])
+            e.step(int(legal[int(rand() * len(legal))]))
+            decisions += 1
+    return decisions / (_clock() - start)
+
+
+def _gym(games: int, seed: int) -> tuple[float, float]:
+    rand = random.Random(seed).random
+    e = MandalaGymEnv(opponent="random")
+    steps = decisions = 0
+    start = _clock()
+    for i in range(games):
+        obs, _info = e.reset(seed=seed * 100_003 + i)
+        terminated = False
+        while not terminated:
+            legal = np.flatnonzero(obs["action_mask"])
+            obs, _reward, terminated, _truncated, _info = e.step(int(legal[int(rand() * len(legal))]))
+            steps += 1
+        assert e.game is not None
+        decisions += len(e.game.history)
+    elapsed = _clock() - start
+    return steps / elapsed, decisions / elapsed
+
+
+def _batch(games: int, seed: int, size: int) -> float:
+    rng = np.random.default_rng(seed)
+    batch = GameBatch(size, seed=seed)
+    _obs, mask = batch.observations()
+    start = _clock()
+    while batch.finished < games:
+        actions = np.argmax(mask * rng.random(mask.shape), axis=1)  # a random legal action per row
+        _obs, mask, _ended = batch.step(actions)
+    return batch.decisions / (_clock() - start)
+
+
+def _aec_mlp(games: int, seed: int) -> float:
+    policy = MLPPolicy(seed=seed)
+    e = env()
+    decisions = 0
+    start = _clock()
+    for i in range(games):
+        e.reset(seed=seed * 100_003 + i)
+        for _agent in e.agent_iter():
+            obs, _reward, terminated, truncated, _info = e.last()
+            if terminated or truncated:
+                e.step(None)
+                continue
+            e.step(policy.act(obs))
+            decisions += 1
+    return decisions / (_clock() - start)
+
+
+def _batch_mlp(games: int, seed: int, size: int) -> float:
+    policy = MLPPolicy(seed=seed)
+    batch = GameBatch(size, seed=seed)
+    obs, mask = batch.observations()
+    start = _clock()
+    while batch.finished < games:
+        obs, mask, _ended = batch.step(policy.act_batch(obs, mask))
+    return batch.decisions / (_clock() - start)
+
+
+def _parts(seed: int) -> dict[str, float]:
+    """Microseconds per decision of each part of a step, over the positions of 100 games."""
+    rand = random.Random(seed).random
+    lines = []
+    for i in range(100):
+        game = Game.new(seed=i)
+        moves = []
+        while game.to_move is not None:
+            codes = game.legal_codes()
+            moves.append(codes[int(rand() * len(codes))])
+            game.push_code(moves[-1])
+        lines.append((i, moves))
+
+    def per_decision(work: Callable[[Game], object]) -> float:
+        n = 0
+        start = time.process_time()
+        for i, moves in lines:
+            game = Game.new(seed=i)
+            for code in moves:
+                work(game)
+                game.push_code(code)
+                n += 1
+        return (time.process_time() - start) / n * 1e6
+
+    engine = min(per_decision(lambda g: g.legal_codes()) for _ in range(3))
+    viewed = min(per_decision(lambda g: (g.legal_codes(), view(g, g.to_move))) for _ in range(3))
+    encoded = min(per_decision(lambda g: (g.legal_codes(), encode(view(g, g.to_move)))) for _ in range(3))
+    masked = min(per_decision(lambda g: (action_mask(g.legal_codes()), encode(view(g, g.to_move)))) for _ in range(3))
+    e = env()
+
+    def aec_step() -> float:
+        n = 0
+        start = time.process_time()
+        for i, moves in lines:
+            e.reset(options={"game": Game.new(seed=i)})
+            for code in moves:
+                e.last()
+                e.step(code)
+                n += 1
+        return (time.process_time() - start) / n * 1e6
+
+    whole = min(aec_step() for _ in range(3))
+    return {"engine": round(engine, 2), "view": round(viewed - engine, 2), "encode": round(encoded - viewed, 2),
+            "mask": round(masked - encoded, 2), "aec_step": round(whole, 2)}
+
+
+def _best(runs: int, measure: Callable[[int], float]) -> float:
+    return max(measure(run) for run in range(runs))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--games", type=int, default=500, help="games per run (default 500)")
+    parser.add_argument("--runs", type=int, default=3, help="runs per figure, the best kept (default 3)")
+    parser.add_argument("--batch", type=int, default=64, help="games stepped together in the batch form (default 64)")
+    args = parser.parse_args()
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core
+    threadpool_limits(1)  # and one BLAS thread: more only fight over it
+    play_random(0, 200)  # warm the engine's per-hand move tables
+    n = args.games
+    engine = _best(args.runs, lambda r: _engine(n, r + 1))
+    with_views = _best(args.runs, lambda r: _engine_with_views(n, r + 1))
+    aec = _best(args.runs, lambda r: _aec(n, r + 1))
+    gyms = [_gym(n, r + 1) for r in range(args.runs)]
+    gym_steps, gym_decisions = max(gyms)
+    batch = _best(args.runs, lambda r: _batch(n, r + 1, args.batch))
+    aec_mlp = _best(args.runs, lambda r: _aec_mlp(n, r + 1))
+    batch_mlp = _best(args.runs, lambda r: _batch_mlp(n, r + 1, args.batch))
+    figures = {
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "games_per_run": n,
+        "engine_decisions_per_s": round(engine),
+        "engine_with_views_decisions_per_s": round(with_views),
+        "aec_steps_per_s": round(aec),
+        "gym_learner_steps_per_s": round(gym_steps),
+        "gym_decisions_per_s": round(gym_decisions),
+        f"batch{args.batch}_decisions_per_s": round(batch),
+        "aec_mlp_steps_per_s": round(aec_mlp),
+        f"batch{args.batch}_mlp_decisions_per_s": round(batch_mlp),
+        "aec_over_engine": round(aec / engine, 3),
+        "aec_over_engine_with_views": round(aec / with_views, 3),
+        "batch_over_engine": round(batch / engine, 3),
+        "batch_mlp_over_aec_mlp": round(batch_mlp / aec_mlp, 3),
+        "per_decision_us": _parts(1),
+    }
+    print(json.dumps(figures, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,122 @@
+"""Many games at once: one call steps every game and returns the observations and masks of
+the next decisions as two arrays, so the conversion to numbers and a policy's forward pass
+run once per batch instead of once per decision.
+
+::
+
+    from mandala_client.env import GameBatch
+
+    batch = GameBatch(64, seed=1, opponent="random")   # opponent=None: self-play
+    obs, mask = batch.observations()                    # (64, 167) float32, (64, 151) int8
+    while batch.finished < 1000:
+        actions = my_policy(obs, mask)                   # one legal action per row
+        obs, mask, ended = batch.step(actions)
+
+Row ``i`` is game ``i``'s next decision for the seat that takes it (``batch.seats[i]``):
+``encode(view(game, seat))`` and its mask, as the PettingZoo environment gives that agent.
+With an ``opponent`` (any :data:`.opponents.Opponent`) every row is the learner's decision,
+the learner's seat drawn per game, and the opponent's moves are made inside ``step``; without
+one, one policy plays both seats (self-play). A game that ends is dealt anew in its row at
+once: ``ended`` lists ``(row, rewards by seat, info)`` for the games that ended in the step,
+with the rewards and ``info`` of :mod:`.aec` (and ``info["seat"]``, the learner's seat).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from mandala import Game, view
+
+from .core import AGENTS, RewardMode, check_modes, checked_code, end_info, final_rewards, new_game
+from .encoding import ACTION_COUNT, encode_batch
+from .opponents import Opponent, Seat
+
+Ended = tuple[int, tuple[float, float], dict[str, Any]]
+
+
+class GameBatch:
+    """``size`` games, each dealt from ``seed`` in turn, so a batch repeats exactly for the
+    same seed and actions (and a seeded named opponent)."""
+
+    def __init__(self, size: int, seed: int | None = None, opponent: Opponent | None = None,
+                 reward: RewardMode = "win") -> None:
+        if not isinstance(size, int) or size < 1:
+            raise ValueError(f"size is a positive number of games, not {size!r}")
+        check_modes(reward, "raise", 1.0)
+        self.size = size
+        self.reward_mode: RewardMode = reward
+        self._rng = random.Random(None if seed is None else int(seed))
+        self._other = None if opponent is None else Seat(opponent, self._rng.getrandbits(63))
+        self.learner: list[int | None] = [None] * size
+        """Each row's learning seat (``None`` in self-play)."""
+        self.games: list[Game] = []
+        self.finished = 0
+        """Games that ended so far."""
+        self.decisions = 0
+        """Decisions the actions of :meth:`step` took so far (one per row per step)."""
+        for i in range(size):
+            self.games.append(self._deal(i))
+
+    def _deal(self, row: int) -> Game:
+        """A new game for ``row``, advanced to the learner's first decision."""
+        while True:
+            game = new_game(self._rng, None)
+            if self._other is not None:
+                self.learner[row] = self._rng.randrange(2)
+                self._advance(game, row)
+            if game.to_move is not None:
+                return game
+
+    def _advance(self, game: Game, row: int) -> None:
+        other, me = self._other, self.learner[row]
+        if other is not None:
+            while game.to_move is not None and game.to_move != me:
+                game.push_code(other.move(game))
+
+    @property
+    def seats(self) -> list[int]:
+        """The seat deciding in each row."""
+        return [g.to_move for g in self.games]  # type: ignore[misc]
+
+    def observations(self) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int8]]:
+        """Each row's observation and action mask, for the seat deciding there."""
+        games = self.games
+        obs = encode_batch([view(g, g.to_move) for g in games])
+        mask = np.zeros((len(games), ACTION_COUNT), dtype=np.int8)
+        rows: list[int] = []
+        cols: list[int] = []
+        for i, g in enumerate(games):
+            codes = g.legal_codes()
+            rows += [i] * len(codes)
+            cols += codes
+        mask[rows, cols] = 1
+        return obs, mask
+
+    def step(self, actions: Sequence[int] | npt.NDArray[np.integer[Any]]
+             ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int8], list[Ended]]:
+        """Play ``actions[i]`` in row ``i`` for every row; the next observations and masks,
+        and the games that ended. An action outside its row's mask raises
+        :class:`~.core.IllegalAction` (naming the row and the move) before any game moves."""
+        games = self.games
+        if len(actions) != len(games):
+            raise ValueError(f"one action per game: {len(games)} expected, {len(actions)} given")
+        codes = [checked_code(g, a, f"row {i} ({AGENTS[g.to_move]})")  # type: ignore[index]
+                 for i, (g, a) in enumerate(zip(games, actions, strict=True))]
+        ended: list[Ended] = []
+        for i, g in enumerate(games):
+            g.push_code(codes[i])
+            self._advance(g, i)
+            if g.to_move is None:
+                info = end_info(g)
+                info["seat"] = self.learner[i]
+                ended.append((i, final_rewards(g, self.reward_mode), info))
+                games[i] = self._deal(i)
+        self.finished += len(ended)
+        self.decisions += len(games)
+        obs, mask = self.observations()
+        return obs, mask, ended

@@ -1,0 +1,64 @@
+"""The server's log: lines for a person (``text``, the default) or one JSON object a line for a
+log pipeline (``json``: Loki, Elasticsearch, ``jq``), through ``python-json-logger``.
+
+A JSON line has ``time`` (ISO 8601, UTC), ``level``, ``logger`` (the module that logged it),
+``message`` and, where known, the fields a search needs:
+
+- ``node``: this server's node name (``--node``; by default the host name and port), on every line;
+- ``request_id``: the HTTP request or ``/ws`` connection whose handling logged the line, or
+  started the work that did (:data:`REQUEST_ID`, set by ``server/http/requests.py``);
+- ``game`` and ``bot``: the game or bot a line is about, given by the line itself
+  (``extra=about(game=…)``).
+
+Tokens are never logged, in either format: no log call is given one (a bot's token exists only
+in its ``hello`` and in the answer that creates the bot; the admin token only in headers,
+which no log line prints).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from contextvars import ContextVar
+from typing import Literal
+
+LogFormat = Literal["text", "json"]
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+REQUEST_ID: ContextVar[str | None] = ContextVar("request_id", default=None)
+"""The request (or WebSocket connection) being handled, for the lines logged meanwhile."""
+
+
+def about(*, game: str | None = None, bot: str | None = None) -> dict[str, str]:
+    """The ``extra`` of a log call about a game or a bot: its fields in a JSON line."""
+    fields = {}
+    if game is not None:
+        fields["game"] = game
+    if bot is not None:
+        fields["bot"] = bot
+    return fields
+
+
+class RequestIds(logging.Filter):
+    """Adds the :data:`REQUEST_ID` of the context a line is logged in."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        request_id = REQUEST_ID.get()
+        if request_id is not None and not hasattr(record, "request_id"):
+            record.request_id = request_id
+        return True
+
+
+def configure(level: str, fmt: LogFormat, node: str) -> None:
+    """The root logger's one handler, on standard error, in ``fmt``."""
+    handler = logging.StreamHandler(sys.stderr)
+    if fmt == "json":
+        from pythonjsonlogger.json import JsonFormatter
+
+        handler.setFormatter(JsonFormatter(
+            ["levelname", "name", "message"], timestamp="time", static_fields={"node": node},
+            rename_fields={"levelname": "level", "name": "logger"}, json_ensure_ascii=False))
+        handler.addFilter(RequestIds())
+    else:
+        handler.setFormatter(logging.Formatter(TEXT_FORMAT))
+    logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
