@@ -4,7 +4,7 @@ Everything a node serves (clocks, moves, frames, ``/health`` itself) waits while
 holds the loop, so how late a timer fires is what every peer of the node waits on top of its
 own work. :class:`LoopLag` asks to wake every ``interval_s`` and records how late each wake came,
 keeping the last ``window_s`` of them; ``GET /health`` reports their median, 99th percentile
-and maximum. A stretch of ``B`` seconds during which the loop runs nothing else shows as a wake
+and maximum, and ``GET /metrics`` a histogram of every wake since start. A stretch of ``B`` seconds during which the loop runs nothing else shows as a wake
 at least ``B − interval_s`` late (the wake was asked at most one interval before the stretch
 began), so a stall longer than the interval cannot hide between two samples.
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from bisect import bisect_left
 from collections import deque
 
 import msgspec
@@ -22,6 +23,9 @@ INTERVAL_S = 0.05
 WINDOW_S = 60.0
 """The wakes the figures cover: the last minute, so a monitor polling every few tens of seconds
 sees every stall once at least."""
+BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+"""Upper bounds of the lateness histogram since start (``GET /metrics``), in seconds: about a
+millisecond with room to spare, tens of milliseconds on a busy loop, a second for a stall."""
 
 
 class LagFigures(msgspec.Struct, frozen=True):
@@ -45,6 +49,11 @@ class LoopLag:
         self._wakes: deque[tuple[float, float]] = deque()
         """``(when, how late)`` of each wake in the window, oldest first (loop time, seconds)."""
         self._task: asyncio.Task[None] | None = None
+        self.counts = [0] * (len(BUCKETS_S) + 1)
+        """Wakes since start in each bucket of :data:`BUCKETS_S` (not cumulative; the last is
+        above every bound)."""
+        self.late_s = 0.0
+        """Seconds late, every wake since start together."""
 
     def start(self) -> None:
         if self._task is None:
@@ -65,7 +74,10 @@ class LoopLag:
             due = loop.time() + self.interval_s
             await asyncio.sleep(self.interval_s)
             now = loop.time()
-            self._wakes.append((now, max(0.0, now - due)))
+            late = max(0.0, now - due)
+            self._wakes.append((now, late))
+            self.counts[bisect_left(BUCKETS_S, late)] += 1
+            self.late_s += late
             while self._wakes[0][0] < now - self.window_s:
                 self._wakes.popleft()
 
@@ -79,3 +91,12 @@ class LoopLag:
 
         return LagFigures(p50_ms=rank(0.50), p99_ms=rank(0.99), max_ms=round(lags[-1] * 1000, 2) if n else 0.0,
                           samples=n, window_s=self.window_s, interval_ms=round(self.interval_s * 1000, 3))
+
+    def cumulative(self) -> list[tuple[str, int]]:
+        """``(le, wakes at most that late)`` for each bound and ``+Inf``, as Prometheus' exposition
+        format has a histogram's buckets."""
+        out, seen = [], 0
+        for bound, n in zip((*(repr(b) for b in BUCKETS_S), "+Inf"), self.counts, strict=True):
+            seen += n
+            out.append((bound, seen))
+        return out

@@ -87,6 +87,12 @@ class ArenaCollector(Collector):
             "From a move reaching its game to its move_accepted being sent (in a cluster, the move is stored first).",
             buckets=accepted.cumulative(), sum_value=accepted.sum)
 
+        lag = arena.loop_lag
+        yield HistogramMetricFamily(
+            "mandala_loop_lag_seconds",
+            "How late the event loop woke a timer that asks to wake every 50 ms (nothing else of the node runs "
+            "meanwhile).", buckets=lag.cumulative(), sum_value=lag.late_s)
+
         yield GaugeMetricFamily("mandala_recorder_queue", "Writes waiting for storage (game rows; moves in a cluster).",
                                 value=recorder.queued)
         yield GaugeMetricFamily("mandala_recorder_pending_games", "Finished games not yet in the database.",
