@@ -59,7 +59,9 @@ class Leadership:
     async def load(self) -> None:
         """At start, and when Redis is back: the lease's holder leads, until told otherwise."""
         holder = await self.bus.redis.get(self.lease.key)
-        if holder is not None and self.leader is None:
+        # This node's own name on a lease it does not hold is a former life of it (killed, then
+        # started again before the lease expired): nobody leads until the lease is taken.
+        if holder is not None and self.leader is None and (text_of(holder) != self.node or self.lease.held):
             self.leader = text_of(holder)
 
     def announce(self) -> None:

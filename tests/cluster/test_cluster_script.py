@@ -90,9 +90,18 @@ def test_a_chaos_kill_then_stop_leaves_no_process_of_the_cluster(tmp_path: Path)
         assert_all_gone({pid: leader, **family}, f"after kill -9 of {leader}")
         cluster("start")  # starts the node that died again
         poll(lambda: all(health(p) for p in node_port.values()), 60, "the cluster did not come back")
-        leader = poll(lambda: (h := health(node_port["node1"])) and h["cluster"]["leader"], 30, "no node leads")
-        poll(lambda: fitting(descendants(pid_file(state / f"{leader}.pid"))) == FITTING, 60,
-             f"{leader}, leading now, did not start its standings' worker")
+        # The node that leads now, as it says itself (another's word may lag behind a change).
+        leader = poll(lambda: next((n for n, p in node_port.items() if (h := health(p)) and h["cluster"]["leader"] == n),
+                                   None), 60, "no node says it leads")
+        new_pid = pid_file(state / f"{leader}.pid")
+        try:
+            poll(lambda: fitting(descendants(new_pid)) == FITTING, 90, f"{leader}, leading now, did not start its standings' worker")
+        except AssertionError as e:
+            lines = (state / f"{leader}.log").read_text(errors="replace").splitlines()
+            log = "\n".join(line for line in lines if "aiohttp.access" not in line)[-4000:]
+            views = {n: (h or {}).get("cluster", {}).get("leader") for n, p in node_port.items() for h in [health(p)]}
+            raise AssertionError(f"{e}; each node's leader: {views}; its processes: {descendants(new_pid)}; "
+                                 f"the end of its log:\n{log}") from None
 
         processes: dict[int, str] = {}
         for name in NODES:
