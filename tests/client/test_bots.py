@@ -95,7 +95,8 @@ def test_search_keeps_to_its_time_budget() -> None:
 
 
 def test_shortcuts_name_the_shipped_bots() -> None:
-    assert {"random": RandomBot, "greedy": GreedyBot, "search": SearchBot} == SHORTCUTS
+    assert {"random": RandomBot, "greedy": GreedyBot, "search": SearchBot} == {k: SHORTCUTS[k] for k in ("random", "greedy", "search")}
+    assert sorted(set(SHORTCUTS) - {"random", "greedy", "search"}) == [f"house:{n}" for n in range(1, 6)]
     bot = load_bot("search,iterations=7,exploration=0.5", seed=1)
     assert isinstance(bot, SearchBot) and bot.iterations == 7 and bot.exploration == 0.5 and bot.budget is None
 

@@ -37,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--token", default=os.environ.get(TOKEN_ENV),
                    help=f"the bot's token (default ${TOKEN_ENV})")
     p.add_argument("--bot", required=True, metavar="SPEC",
-                   help="random, greedy, search or package.module:Class, with ,key=value options"
+                   help="random, greedy, search, house:1 … house:5 or package.module:Class, with ,key=value options"
                         " for its constructor (search,budget=0.5)")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--ladder", action="store_true", help="join the ladder (seek) and play the games it starts")
