@@ -1,7 +1,8 @@
 """Graded house bots ``house:1`` … ``house:5``: fixed strengths a bot author can climb.
 
 Each level is one of the shipped bots with a fixed amount of work per decision
-(never a time budget), so a level plays the same on a fast or a slow machine,
+(never a time budget) and its settings written out, so a level plays the same on a fast
+or a slow machine and stays put when the shipped bots' defaults change,
 its games are reproducible from the seed, and even the strongest costs a fraction
 of a second a decision, cheap enough to run many at once. The measured gaps
 between neighbours are in ``docs/writing-a-bot.md``.
@@ -25,6 +26,11 @@ from .random import RandomBot
 from .search import SearchBot
 
 LEVELS = (1, 2, 3, 4, 5)
+
+def _search(seed: int | None, iterations: int) -> SearchBot:
+    """The levels' search, its settings written out so that a level stays put when the
+    shipped ``search``'s defaults change."""
+    return SearchBot(seed=seed, iterations=iterations, exploration=0.2, policy="weighted", depth=10)
 
 
 class NoisyGreedyBot:
@@ -53,9 +59,9 @@ def house(level: int, seed: int | None = None, budget: float | None = None) -> A
     if level == 3:
         return GreedyBot(seed=seed)
     if level == 4:
-        return SearchBot(seed=seed, iterations=100)
+        return _search(seed, 100)
     if level == 5:
-        return SearchBot(seed=seed, iterations=1000)
+        return _search(seed, 1000)
     raise ValueError(f"house levels are {LEVELS[0]} to {LEVELS[-1]}, not {level!r}")
 
 
