@@ -110,3 +110,13 @@ class AsyncFirst:
 
 def test_async_bots_are_awaited() -> None:
     _play(AsyncFirst(), RandomBot(seed=3), 11)
+
+
+def test_search_budget_on_the_cpu_clock() -> None:
+    """``clock=cpu`` counts this thread's CPU time (what the clairvoyant benchmark gives both sides)."""
+    game = Game.new(seed=6)
+    bot = load_bot("search,clock=cpu", seed=1, budget=0.02)
+    assert bot.choose(view(game, 0), game.legal_moves) in game.legal_moves
+    assert bot.last_iterations > 1
+    with pytest.raises(ValueError, match="clock"):
+        SearchBot(clock="sundial")
