@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         honest += f",clock={args.clock}"
     reference = {"clock": args.clock}
     done = {(r["deal"], r["honest_seat"]) for r in _read(args.out)} if args.out and args.resume else set()
-    rows = [r for r in _read(args.out)] if args.out and args.resume else []
+    rows = _read(args.out) if args.out and args.resume else []
     if args.out and not args.resume and args.out.exists():
         print(f"{args.out} exists: pass --resume to add to it", file=sys.stderr)
         return 2
