@@ -95,7 +95,8 @@ def test_search_keeps_to_its_time_budget() -> None:
 
 
 def test_shortcuts_name_the_shipped_bots() -> None:
-    assert {"random": RandomBot, "greedy": GreedyBot, "search": SearchBot} == SHORTCUTS
+    assert {"random": RandomBot, "greedy": GreedyBot, "search": SearchBot} == {k: SHORTCUTS[k] for k in ("random", "greedy", "search")}
+    assert sorted(set(SHORTCUTS) - {"random", "greedy", "search"}) == [f"house:{n}" for n in range(1, 6)]
     bot = load_bot("search,iterations=7,exploration=0.5", seed=1)
     assert isinstance(bot, SearchBot) and bot.iterations == 7 and bot.exploration == 0.5 and bot.budget is None
 
@@ -109,3 +110,13 @@ class AsyncFirst:
 
 def test_async_bots_are_awaited() -> None:
     _play(AsyncFirst(), RandomBot(seed=3), 11)
+
+
+def test_search_budget_on_the_cpu_clock() -> None:
+    """``clock=cpu`` counts this thread's CPU time (what the clairvoyant benchmark gives both sides)."""
+    game = Game.new(seed=6)
+    bot = load_bot("search,clock=cpu", seed=1, budget=0.02)
+    assert bot.choose(view(game, 0), game.legal_moves) in game.legal_moves
+    assert bot.last_iterations > 1
+    with pytest.raises(ValueError, match="clock"):
+        SearchBot(clock="sundial")

@@ -54,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="for wss://: the CA file (PEM) of the private certificate authority that signed the "
                         f"server's certificate, beside the system's (default ${CA_FILE_ENV})")
     p.add_argument("--bot", required=True, metavar="SPEC",
-                   help="random, greedy, search or package.module:Class, with ,key=value options"
+                   help="random, greedy, search, house:1 … house:5 or package.module:Class, with ,key=value options"
                         " for its constructor (search,budget=0.5); policy:package.module:attr for a policy"
                         " trained in mandala_client.env")
     mode = p.add_mutually_exclusive_group()

@@ -13,7 +13,8 @@ a server that runs out its clock.
 
 Bot specs:
 
-* ``random``, ``greedy``, ``search``: the shipped bots;
+* ``random``, ``greedy``, ``search``: the shipped bots; ``house:1`` … ``house:5``: the
+  graded house levels (:mod:`mandala_client.bots.levels`);
 * ``package.module:Class``: any importable class (the current directory is searched too);
 * ``policy:package.module:attr``: a policy trained in the environment
   (:mod:`mandala_client.env.policy`), played by a :class:`~mandala_client.env.policy.PolicyBot`;

@@ -1,0 +1,223 @@
+"""The information limit: an honest bot against the same search told the true hidden cards.
+
+The reference (:class:`Clairvoyant`) is the shipped search (``SearchBot``) whose
+iterations all run on copies of the real game: the opponent's hand and cup, the
+deck order and, through the copied generator, every future reshuffle. Only this
+harness can build it, because only the harness holds the real :class:`mandala.Game`;
+a bot's seat gets views (R24), and nothing in ``mandala_client`` imports this file.
+The honest side is any bot spec ``mandala match`` takes, and it is handed only
+``view(game, seat)`` and the legal moves, as a server would.
+
+Each deal is played twice with the seats swapped (same cards, same first player),
+both sides get the same time per decision, measured by default on each thread's
+CPU clock so that a busy machine slows both alike (``--clock wall`` for
+wall-clock), and the honest side's score comes with the Wilson interval of
+``mandala match`` (pairs as units, :mod:`mandala_client.stats`).
+
+    python bench/clairvoyant.py --budget 0.3 --deals 100 --jobs 2 --out clv-0.3.jsonl
+    python bench/clairvoyant.py --summarize clv-0.3.jsonl      # figures of a finished (or partial) run
+
+Every finished game is appended to ``--out`` as one JSON line, so an interrupted
+run keeps its games and ``--resume`` plays only the deals still missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import sys
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mandala import Game, view
+from mandala_client.bots.base import legal_codes
+from mandala_client.bots.search import SearchBot
+from mandala_client.offline import bot_factory
+from mandala_client.stats import summarize
+
+REFERENCE: dict[str, Any] = {"exploration": 0.2, "policy": "weighted", "depth": 10}
+"""The reference search's options: those of ``SearchBot`` as issue 32 measured it, pinned here
+so that the reference stays put when the shipped search changes."""
+
+
+class TrueGame:
+    """A source of games for the search that always returns a copy of the real one."""
+
+    __slots__ = ("game",)
+
+    def __init__(self, game: Game) -> None:
+        self.game = game
+
+    def sample(self, rng: random.Random) -> Game:
+        return self.game.copy()  # the copy carries the generator's state: the same reshuffles to come
+
+
+class Clairvoyant:
+    """The search on the true state. It takes the harness's live ``Game``, never a view,
+    so no bot spec can build it (a spec's options are JSON values)."""
+
+    def __init__(self, game: Game, seed: int | None = None, budget: float | None = None, **options: Any) -> None:
+        if not isinstance(game, Game):
+            raise TypeError("the clairvoyant reference needs the harness's real Game")
+        self._source = TrueGame(game)
+        self.search = SearchBot(seed=seed, budget=budget, **{**REFERENCE, **options})
+
+    def decide(self) -> int:
+        """The code of the move to play in the real game's current decision."""
+        codes = self._source.game.legal_codes()
+        if len(codes) == 1:
+            return codes[0]
+        return self.search.choose_code(self._source, codes)
+
+
+@dataclass(frozen=True)
+class Task:
+    """One game: deal ``deal``, the honest bot in seat ``honest_seat``."""
+
+    deal: int
+    honest_seat: int
+    honest: str
+    reference: dict[str, Any]
+    budget: float
+    seed: int
+
+
+def deal_game(seed: int, deal: int) -> Game:
+    """The game of deal ``deal``: the deck and the reshuffles to come follow from the seed."""
+    return Game.new(seed=f"clairvoyant:{seed}:{deal}", first_player=deal % 2)  # type: ignore[arg-type]
+
+
+def play(task: Task) -> dict[str, Any]:
+    """Play one game; the honest side's score and how much each side searched."""
+    start = time.perf_counter()
+    game = deal_game(task.seed, task.deal)
+    me = task.honest_seat
+    bot_seed = random.Random(f"{task.seed}:{task.deal}:{me}").getrandbits(63)
+    honest = bot_factory(task.honest)(seed=bot_seed, budget=task.budget)
+    ref = Clairvoyant(game, seed=bot_seed ^ 1, budget=task.budget, **task.reference)
+    iterations = [[], []]  # per searched decision: honest, reference
+    while game.to_move is not None:
+        if game.to_move == me:
+            legal = game.legal_moves
+            move = honest.choose(view(game, me), legal)
+            game.push_code(legal_codes([move])[0])
+            if len(legal) > 1 and hasattr(honest, "last_iterations"):
+                iterations[0].append(honest.last_iterations)
+        else:
+            many = len(game.legal_codes()) > 1
+            game.push_code(ref.decide())
+            if many:
+                iterations[1].append(ref.search.last_iterations)
+    w = game.winner()
+    return {
+        "deal": task.deal, "honest_seat": me, "score": 0.5 if w is None else 1.0 if w == me else 0.0,
+        "points": list(game.scores()), "end_reason": game.end_reason, "plies": len(game.history),
+        "honest_iterations": _mean(iterations[0]), "reference_iterations": _mean(iterations[1]),
+        "seconds": round(time.perf_counter() - start, 2),
+    }
+
+
+def _mean(xs: list[int]) -> float | None:
+    return round(sum(xs) / len(xs), 1) if xs else None
+
+
+def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The honest side's figures over the deals whose two games are both in."""
+    by_deal: dict[int, dict[int, dict[str, Any]]] = {}
+    for r in rows:
+        by_deal.setdefault(r["deal"], {})[r["honest_seat"]] = r
+    scores: list[float] = []
+    for deal in sorted(by_deal):
+        pair = by_deal[deal]
+        if len(pair) == 2:
+            scores += [pair[0]["score"], pair[1]["score"]]
+    s = summarize(scores, paired=True)
+    its = [r["honest_iterations"] for r in rows if r["honest_iterations"]]
+    ref = [r["reference_iterations"] for r in rows if r["reference_iterations"]]
+    return {
+        "deals": s.games // 2, "games": s.games, "wins": s.wins, "draws": s.draws, "losses": s.losses,
+        "score": round(s.score, 4), "score_low": round(_score_of(s.elo_low), 4), "score_high": round(_score_of(s.elo_high), 4),
+        "elo": round(s.elo, 1), "elo_low": round(s.elo_low, 1), "elo_high": round(s.elo_high, 1),
+        "honest_iterations": round(sum(its) / len(its)) if its else None,
+        "reference_iterations": round(sum(ref) / len(ref)) if ref else None,
+    }
+
+
+def _score_of(elo: float) -> float:
+    return 1.0 / (1.0 + 10.0 ** (-elo / 400.0))
+
+
+def _read(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--honest", default="search", help="the honest bot's spec, as for mandala match (default search)")
+    p.add_argument("--budget", type=float, default=0.3, help="seconds per decision for both sides (default 0.3)")
+    p.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
+                   help="what both sides' budgets are measured on (default cpu: each thread's CPU time)")
+    p.add_argument("--deals", type=int, default=100, help="duplicate deals, two games each (default 100)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the deals (default 0)")
+    p.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
+    p.add_argument("--out", type=Path, help="append each finished game to this JSON-lines file")
+    p.add_argument("--resume", action="store_true", help="play only the games missing from --out")
+    p.add_argument("--summarize", type=Path, metavar="FILE", help="print the figures of a run's file and stop")
+    args = p.parse_args(argv)
+    if args.summarize:
+        print(json.dumps(summary(_read(args.summarize))))
+        return 0
+    honest = args.honest
+    if args.clock != "wall" and honest.split(",")[0] == "search" and "clock=" not in honest:
+        honest += f",clock={args.clock}"
+    reference = {"clock": args.clock}
+    done = {(r["deal"], r["honest_seat"]) for r in _read(args.out)} if args.out and args.resume else set()
+    rows = _read(args.out) if args.out and args.resume else []
+    if args.out and not args.resume and args.out.exists():
+        print(f"{args.out} exists: pass --resume to add to it", file=sys.stderr)
+        return 2
+    tasks = [Task(d, s, honest, reference, args.budget, args.seed)
+             for d in range(args.deals) for s in (0, 1) if (d, s) not in done]
+    print(f"# {honest} vs clairvoyant search {REFERENCE} at {args.budget} s ({args.clock}) a decision; "
+          f"{len(tasks)} games to play; {platform.python_implementation()} {platform.python_version()}, "
+          f"{os.cpu_count()} cores", file=sys.stderr)
+    out = args.out.open("a") if args.out else None
+
+    def keep(row: dict[str, Any]) -> None:
+        rows.append(row)
+        if out:
+            out.write(json.dumps(row) + "\n")
+            out.flush()
+        s = summary(rows)
+        print(f"\r{len(rows)} games: {s['wins']}-{s['draws']}-{s['losses']} score {100 * s['score']:.1f}% "
+              f"over {s['deals']} deals", end="", file=sys.stderr, flush=True)
+
+    try:
+        if args.jobs == 1:
+            for t in tasks:
+                keep(play(t))
+        else:
+            with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+                pending: set[Future[dict[str, Any]]] = {pool.submit(play, t) for t in tasks}
+                while pending:
+                    finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    for f in finished:
+                        keep(f.result())
+    finally:
+        if out:
+            out.close()
+    print(file=sys.stderr)
+    print(json.dumps({"honest": honest, "budget": args.budget, "clock": args.clock, "seed": args.seed, **summary(rows)}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,145 @@
+"""The clairvoyant benchmark (``bench/clairvoyant.py``): the reference sees the real game,
+the honest side sees only its view, and nothing a bot can reach builds the reference.
+
+The reference is told the truth only by the harness that holds the real ``Game``: a bot
+spec cannot build it (its options are JSON values), no module of the client or the engine
+imports the benchmark, and the honest bot the harness plays is handed ``view(game, seat)``
+and the legal moves, exactly what a server sends.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import random
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any, ClassVar
+
+import pytest
+
+from mandala import Game, Move, View, view
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("clairvoyant_bench", ROOT / "bench" / "clairvoyant.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
+    spec.loader.exec_module(module)
+    return module
+
+
+bench = _bench()
+
+
+def _advanced(seed: int, plies: int) -> Game:
+    game = Game.new(seed=seed)
+    rng = random.Random(seed)
+    for _ in range(plies):
+        codes = game.legal_codes()
+        game.push_code(codes[rng.randrange(len(codes))])
+    return game
+
+
+def test_no_bot_or_engine_module_imports_the_benchmark() -> None:
+    for package in ("mandala", "clients/python/mandala_client", "protocol", "server"):
+        for path in (ROOT / package).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                    [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+                assert not any(n == "bench" or n.startswith("bench.") or "clairvoyant" in n for n in names), path
+
+
+def test_a_bot_spec_cannot_build_the_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mandala_client.offline import load_bot
+
+    monkeypatch.chdir(ROOT / "bench")  # the directory a spec's module would be found from
+    with pytest.raises(TypeError, match="game"):
+        load_bot("clairvoyant:Clairvoyant", seed=1)
+    with pytest.raises(TypeError, match="real Game"):
+        bench.Clairvoyant(view(Game.new(seed=1), 0))
+
+
+def test_the_reference_searches_copies_of_the_real_game_reshuffles_included() -> None:
+    real = _advanced(4, 30)
+    copy = bench.TrueGame(real).sample(random.Random(0))
+    assert copy is not real and copy.hands == real.hands and copy.deck == real.deck
+    assert copy.starting_cups == real.starting_cups
+    rng = random.Random(7)
+    while not real.is_over:  # the same moves give the same game to the end: the reshuffles to come are the real ones
+        code = rng.choice(real.legal_codes())
+        real.push_code(code)
+        copy.push_code(code)
+    assert copy.reshuffles == real.reshuffles and copy.scores() == real.scores()
+
+
+def test_the_references_choice_depends_on_the_hidden_cards() -> None:
+    """Two deals that look the same from seat 0 and differ behind it: over a few positions the
+    reference (seat 1's search on the truth) must at some point see a difference a view hides."""
+    differs = False
+    for seed in range(6):
+        a = _advanced(seed, 8)
+        if a.to_move is None:
+            continue
+        b = bench.TrueGame(a).sample(random.Random(0))  # then swap a card of the opponent's hand with the deck's top
+        top = b.deck[-1]
+        opp = 1 - a.to_move
+        swap = next((c for c in range(6) if b.hands[opp][c] and c != top), None)
+        if swap is None:
+            continue
+        b.hands[opp][swap] -= 1
+        b.hands[opp][top] += 1
+        b.deck[-1] = swap
+        b._forget_derived()
+        assert view(a, a.to_move) == view(b, a.to_move)  # the mover cannot tell them apart
+        picks = {bench.Clairvoyant(g, seed=3, iterations=200).decide() for g in (a, b)}
+        differs = differs or len(picks) > 1
+    assert differs
+
+
+class Spy:
+    """A honest bot that records what it was handed."""
+
+    calls: ClassVar[list[tuple[Any, Any]]] = []
+
+    def __init__(self, seed: int | None = None, budget: float | None = None) -> None:
+        self._rng = random.Random(seed)
+
+    def choose(self, v: View, legal: list[Move]) -> Move:
+        Spy.calls.append((v, legal))
+        return legal[self._rng.randrange(len(legal))]
+
+
+def test_the_honest_side_is_handed_its_view_and_the_legal_moves_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    Spy.calls = []
+    seen: list[tuple[View, list[Move]]] = []
+    original = bench.view
+
+    def recording_view(game: Game, seat: int | None = None) -> View:
+        v = original(game, seat)
+        seen.append((v, game.legal_moves))
+        return v
+
+    monkeypatch.setattr(bench, "view", recording_view)
+    row = bench.play(bench.Task(deal=0, honest_seat=1, honest="test_clairvoyant_bench:Spy",
+                                reference={"iterations": 10}, budget=0.0, seed=0))
+    assert row["score"] in (0.0, 0.5, 1.0) and row["honest_seat"] == 1
+    assert len(Spy.calls) == len(seen) > 10
+    for (v, legal), (expected, expected_legal) in zip(Spy.calls, seen, strict=True):
+        assert isinstance(v, View) and v.seat == 1 and v == expected and legal == expected_legal
+
+
+def test_a_short_run_reports_the_honest_sides_score_with_its_interval(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "run.jsonl"
+    assert bench.main(["--honest", "search,iterations=5", "--budget", "0.001", "--deals", "1", "--out", str(out)]) == 0
+    rows = [line for line in out.read_text().splitlines() if line]
+    assert len(rows) == 2
+    figures = bench.summary([__import__("json").loads(r) for r in rows])
+    assert figures["deals"] == 1 and figures["games"] == 2
+    assert 0.0 <= figures["score_low"] <= figures["score"] <= figures["score_high"] <= 1.0
+    assert bench.main(["--deals", "1", "--out", str(out)]) == 2  # an existing file is added to only with --resume
