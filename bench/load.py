@@ -603,12 +603,20 @@ def compare_tls(args: argparse.Namespace) -> None:
         ("server RSS per live game, KB", "rss_per_game_kb"),
         ("load client's CPU (1.0: its core is full)", "client_cpu"),
     ]
+    side_by_side(rows, ("ws://", plain), ("wss://", secure))
+
+
+def side_by_side(rows: list[tuple[str, str]], before: tuple[str, dict[str, Any]],
+                 after: tuple[str, dict[str, Any]]) -> None:
+    """Two runs' figures in columns, with the second's ratio to the first where both are numbers."""
+    (label_a, a_run), (label_b, b_run) = before, after
     width = max(len(r[0]) for r in rows)
-    print(f"{'':{width}}  {'ws://':>10}  {'wss://':>10}  {'ratio':>6}")
+    wa, wb = max(10, len(label_a)), max(10, len(label_b))
+    print(f"{'':{width}}  {label_a:>{wa}}  {label_b:>{wb}}  {'ratio':>6}")
     for name, key in rows:
-        a, b = plain[key], secure[key]
+        a, b = a_run[key], b_run[key]
         ratio = f"{b / a:.2f}" if isinstance(a, (int, float)) and isinstance(b, (int, float)) and a else "-"
-        print(f"{name:{width}}  {a!s:>10}  {b!s:>10}  {ratio:>6}")
+        print(f"{name:{width}}  {a!s:>{wa}}  {b!s:>{wb}}  {ratio:>6}")
 
 
 def compare_audience(args: argparse.Namespace) -> None:
@@ -636,12 +644,7 @@ def compare_audience(args: argparse.Namespace) -> None:
         ("server RSS per audience member, KB", "rss_per_member_kb"),
         ("load client's CPU (1.0: its core is full)", "client_cpu"),
     ]
-    width = max(len(r[0]) for r in rows)
-    print(f"{'':{width}}  {'no audience':>12}  {label:>{max(12, len(label))}}  {'ratio':>6}")
-    for name, key in rows:
-        a, b = quiet[key], watched[key]
-        ratio = f"{b / a:.2f}" if isinstance(a, (int, float)) and isinstance(b, (int, float)) and a else "-"
-        print(f"{name:{width}}  {a!s:>12}  {b!s:>{max(12, len(label))}}  {ratio:>6}")
+    side_by_side(rows, ("no audience", quiet), (label, watched))
 
 
 def compare_scraped(args: argparse.Namespace) -> None:

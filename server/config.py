@@ -192,14 +192,17 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
         )
 
 
-ENV_ADMIN_TOKEN = "MANDALA_ADMIN_TOKEN"
-ENV_DATABASE_URL = "DATABASE_URL"
-ENV_SPOOL = "MANDALA_SPOOL"
-ENV_REDIS_URL = "REDIS_URL"
-ENV_NODE = "MANDALA_NODE"
-ENV_TLS_CERT = "MANDALA_TLS_CERT"
-ENV_TLS_KEY = "MANDALA_TLS_KEY"
-ENV_LOG_FORMAT = "MANDALA_LOG_FORMAT"
+ENVIRONMENT = {
+    "MANDALA_ADMIN_TOKEN": "admin_token",
+    "DATABASE_URL": "db",
+    "MANDALA_SPOOL": "spool_path",
+    "REDIS_URL": "redis",
+    "MANDALA_NODE": "node",
+    "MANDALA_TLS_CERT": "tls_cert",
+    "MANDALA_TLS_KEY": "tls_key",
+    "MANDALA_LOG_FORMAT": "log_format",
+}
+"""The environment variables that set a setting (when not empty): variable → setting."""
 
 
 _NODE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,40}")
@@ -216,7 +219,7 @@ def load_settings(
 ) -> Settings:
     """Merge defaults < TOML file < ``MANDALA_ADMIN_TOKEN``, ``DATABASE_URL``, ``MANDALA_SPOOL``,
     ``REDIS_URL``, ``MANDALA_NODE``, ``MANDALA_TLS_CERT``, ``MANDALA_TLS_KEY`` and
-    ``MANDALA_LOG_FORMAT`` < ``overrides`` (``None`` values skipped)."""
+    ``MANDALA_LOG_FORMAT`` (:data:`ENVIRONMENT`) < ``overrides`` (``None`` values skipped)."""
     values: dict[str, Any] = {}
     if config is not None:
         try:
@@ -224,22 +227,7 @@ def load_settings(
         except (OSError, tomllib.TOMLDecodeError) as e:
             raise ConfigError(f"{config}: {e}") from None
     env = os.environ if environ is None else environ
-    if env.get(ENV_ADMIN_TOKEN):
-        values["admin_token"] = env[ENV_ADMIN_TOKEN]
-    if env.get(ENV_DATABASE_URL):
-        values["db"] = env[ENV_DATABASE_URL]
-    if env.get(ENV_SPOOL):
-        values["spool_path"] = env[ENV_SPOOL]
-    if env.get(ENV_REDIS_URL):
-        values["redis"] = env[ENV_REDIS_URL]
-    if env.get(ENV_NODE):
-        values["node"] = env[ENV_NODE]
-    if env.get(ENV_TLS_CERT):
-        values["tls_cert"] = env[ENV_TLS_CERT]
-    if env.get(ENV_TLS_KEY):
-        values["tls_key"] = env[ENV_TLS_KEY]
-    if env.get(ENV_LOG_FORMAT):
-        values["log_format"] = env[ENV_LOG_FORMAT]
+    values.update({setting: env[name] for name, setting in ENVIRONMENT.items() if env.get(name)})
     values.update({k: v for k, v in (overrides or {}).items() if v is not None})
     try:
         settings = msgspec.convert(values, Settings)
