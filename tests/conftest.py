@@ -22,6 +22,24 @@ from server.app import create_app
 
 MakeArena = Callable[..., Awaitable[Harness]]
 
+SHARED_REDIS = "tests/cluster/"
+"""The cluster tests share one Redis (its channels are not per database), so under
+``pytest -n`` (``make test``) they run one after another on one worker."""
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """pytest-xdist's scope scheduling: the cluster tests are one scope, every other test
+    file one (so a module's fixtures, such as the install test's builds, are made once).
+    xdist's own ``xdist_group`` marks no longer group under pytest 9.2."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedRedisScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return SHARED_REDIS if nodeid.startswith(SHARED_REDIS) else nodeid.split("::", 1)[0]
+
+    return SharedRedisScheduling(config, log)
+
 
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:

@@ -49,10 +49,18 @@ def clean_env() -> dict[str, str]:
 
 def run(*cmd: str | Path, cwd: Path, timeout: float = 600) -> str:
     """Run a command to its end; its output, or a failure that shows it."""
-    done = subprocess.run([str(c) for c in cmd], cwd=cwd, env=clean_env(), capture_output=True, text=True,
-                          timeout=timeout)
-    assert done.returncode == 0, f"{' '.join(map(str, cmd))} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
-    return done.stdout
+    return run_together([cmd], cwd=cwd, timeout=timeout)[0]
+
+
+def run_together(cmds: list[tuple[str | Path, ...]], cwd: Path, timeout: float = 600) -> list[str]:
+    """Run commands that do not depend on each other at once, each to its end; their outputs,
+    or a failure that shows the first that failed."""
+    started = [subprocess.Popen([str(c) for c in cmd], cwd=cwd, env=clean_env(), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True) for cmd in cmds]
+    outputs = [p.communicate(timeout=timeout) for p in started]
+    for cmd, p, (out, err) in zip(cmds, started, outputs, strict=True):
+        assert p.returncode == 0, f"{' '.join(map(str, cmd))} exited {p.returncode}:\n{out}\n{err}"
+    return [out for out, _ in outputs]
 
 
 def checkout_files() -> list[str]:
@@ -81,18 +89,18 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
         (src / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / name, src / name)
     dist = where / "dist"
-    run(sys.executable, "-m", "build", "--outdir", dist, src / "clients" / "python", cwd=where)
-    run(sys.executable, "-m", "build", "--outdir", dist, src, cwd=where)
+    dist.mkdir()
+    # Each build in its own isolated environment, the two at once.
+    run_together([(sys.executable, "-m", "build", "--outdir", dist, source)
+                  for source in (src / "clients" / "python", src)], cwd=where)
     wheelhouse = where / "wheelhouse"
-    run(sys.executable, "-m", "pip", "wheel", "-q", "--wheel-dir", wheelhouse, "--find-links", dist, "mandala-arena",
-        cwd=where)
-    envs = {}
-    for name, what in (("arena", "mandala-arena"), ("client", "mandala-arena-client")):
-        venv = where / name
-        run(sys.executable, "-m", "venv", venv, cwd=where)
-        run(venv / "bin" / "python", "-m", "pip", "install", "-q", "--no-index", "--find-links", wheelhouse, what,
-            cwd=where)
-        envs[name] = venv
+    # The two environments made while the wheelhouse is gathered.
+    envs = {"arena": where / "arena", "client": where / "client"}
+    run_together([(sys.executable, "-m", "pip", "wheel", "-q", "--wheel-dir", wheelhouse, "--find-links", dist,
+                   "mandala-arena"), *((sys.executable, "-m", "venv", venv) for venv in envs.values())], cwd=where)
+    run_together([(venv / "bin" / "python", "-m", "pip", "install", "-q", "--no-index", "--find-links", wheelhouse,
+                   what) for venv, what in ((envs["arena"], "mandala-arena"), (envs["client"], "mandala-arena-client"))],
+                 cwd=where)
     yield Built(dist, wheelhouse, envs["arena"], envs["client"])
 
 
