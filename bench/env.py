@@ -15,8 +15,11 @@ to one core with numpy's BLAS on one thread, the best of ``--runs`` runs of ``--
 - ``aec_mlp`` and ``batch_mlp``: the same two with :class:`mandala_client.env.MLPPolicy`
   (64 hidden units) choosing, one observation at a time or a batch at a time, as in training;
 - ``per_decision_us``: where a step's time goes, over the positions of 100 random games: the
-  engine's move (legal codes and push), the seat's view, the encoding, the mask, and a whole
-  PettingZoo step (``last`` and ``step``) for comparison (CPU time, the best of three).
+  engine's move (legal codes and push); the reference path a bot takes on the server's frames
+  (the seat's view, its encoding, the mask from the legal codes); the environments' path
+  (:mod:`mandala_client.env.observer`: the observation from the game directly, the mask); a
+  whole PettingZoo step (``last`` and ``step``); and the random choice from the mask that the
+  ``aec`` driver makes (``np.flatnonzero``) (CPU time, the best of three).
 
 Run with ``.venv/bin/python bench/env.py``; docs/training.md lists the figures measured.
 """
@@ -38,6 +41,7 @@ from mandala import Game, view
 from mandala_cli.selfplay_cmd import play_random
 from mandala_client.env import GameBatch, MandalaGymEnv, MLPPolicy, env
 from mandala_client.env.encoding import action_mask, encode
+from mandala_client.env.observer import Observer, legal_mask
 
 
 def _clock() -> float:
@@ -173,10 +177,16 @@ def _parts(seed: int) -> dict[str, float]:
                 n += 1
         return (time.process_time() - start) / n * 1e6
 
+    observer = Observer()
+
     engine = min(per_decision(lambda g: g.legal_codes()) for _ in range(3))
     viewed = min(per_decision(lambda g: (g.legal_codes(), view(g, g.to_move))) for _ in range(3))
     encoded = min(per_decision(lambda g: (g.legal_codes(), encode(view(g, g.to_move)))) for _ in range(3))
     masked = min(per_decision(lambda g: (action_mask(g.legal_codes()), encode(view(g, g.to_move)))) for _ in range(3))
+    observed = min(per_decision(lambda g: (g.legal_codes(), observer.observe(g, g.to_move))) for _ in range(3))  # type: ignore[arg-type]
+    fast = min(per_decision(lambda g: (legal_mask(g.legal_codes()), observer.observe(g, g.to_move))) for _ in range(3))  # type: ignore[arg-type]
+    chosen = min(per_decision(lambda g: np.flatnonzero(legal_mask(g.legal_codes()))) for _ in range(3))
+    masked_only = min(per_decision(lambda g: legal_mask(g.legal_codes())) for _ in range(3))
     e = env()
 
     def aec_step() -> float:
@@ -192,7 +202,9 @@ def _parts(seed: int) -> dict[str, float]:
 
     whole = min(aec_step() for _ in range(3))
     return {"engine": round(engine, 2), "view": round(viewed - engine, 2), "encode": round(encoded - viewed, 2),
-            "mask": round(masked - encoded, 2), "aec_step": round(whole, 2)}
+            "mask": round(masked - encoded, 2), "observer": round(observed - engine, 2),
+            "observer_mask": round(fast - observed, 2), "aec_step": round(whole, 2),
+            "choice_from_mask": round(chosen - masked_only, 2)}
 
 
 def _best(runs: int, measure: Callable[[int], float]) -> float:

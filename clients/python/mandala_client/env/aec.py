@@ -13,7 +13,8 @@ seats), taking the decisions of one game in the order the rules give them (R5, R
         e.step(action)
 
 Each observation is ``{"observation": encode(view), "action_mask": ...}`` where ``view`` is
-``mandala.view(game, seat)``, the view the server sends that seat (R24); the mask is all zeros
+``mandala.view(game, seat)``, the view the server sends that seat (R24), made without building
+the view (:mod:`.observer`, tested equal to it at every decision); the mask is all zeros
 for the agent whose decision it is not. Rewards come at the end only. The conventions are those
 of PettingZoo's classic games (tic-tac-toe, connect four), with two differences that make
 mistakes loud: an action outside the mask raises :class:`~.core.IllegalAction` (or, with
@@ -46,7 +47,8 @@ from .core import (
     final_rewards,
     new_game,
 )
-from .encoding import ACTION_COUNT, action_mask, encode
+from .encoding import ACTION_COUNT
+from .observer import Observer, legal_mask
 from .spaces import action_space, observation_space
 
 Observation = dict[str, npt.NDArray[Any]]
@@ -87,6 +89,7 @@ class MandalaEnv(AECEnv[str, Observation, int | None]):
         self._game: Game | None = None
         self._over = False
         """The game ended (by the rules, or by a forfeit, which leaves the engine's game running)."""
+        self._observer = Observer()
 
     # ------------------------------------------------------------------ PettingZoo's API
 
@@ -120,10 +123,10 @@ class MandalaEnv(AECEnv[str, Observation, int | None]):
         assert game is not None
         seat = SEAT_OF[agent]
         if game.to_move == seat and not self._over:
-            mask = action_mask(game.legal_codes())
+            mask = legal_mask(game.legal_codes())
         else:
             mask = np.zeros(ACTION_COUNT, dtype=np.int8)
-        return {"observation": encode(view(game, seat)), "action_mask": mask}
+        return {"observation": self._observer.observe(game, seat), "action_mask": mask}
 
     def step(self, action: int | None) -> None:
         game = self._game

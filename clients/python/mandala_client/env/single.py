@@ -40,7 +40,8 @@ from .core import (
     final_rewards,
     new_game,
 )
-from .encoding import ACTION_COUNT, action_mask, encode
+from .encoding import ACTION_COUNT
+from .observer import Observer, legal_mask
 from .opponents import Opponent, Seat
 from .spaces import action_space, observation_space
 
@@ -80,6 +81,7 @@ class MandalaGymEnv(gymnasium.Env[Observation, np.int64]):
         self._me = 0
         self._other: Seat | None = None
         self._over = False
+        self._observer = Observer()
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Observation, dict[str, Any]]:
         super().reset(seed=seed)
@@ -131,17 +133,17 @@ class MandalaGymEnv(gymnasium.Env[Observation, np.int64]):
     def _observe(self, game: Game) -> Observation:
         me = self._me
         if game.to_move == me and not self._over:
-            mask = action_mask(game.legal_codes())
+            mask = legal_mask(game.legal_codes())
         else:
             mask = np.zeros(ACTION_COUNT, dtype=np.int8)
-        return {"observation": encode(view(game, me)), "action_mask": mask}
+        return {"observation": self._observer.observe(game, me), "action_mask": mask}
 
     def action_masks(self) -> npt.NDArray[np.bool_]:
         """The legal actions now, as booleans (the method ``MaskablePPO`` calls)."""
         game = self._game
         if game is None or self._over or game.to_move != self._me:
             return np.zeros(ACTION_COUNT, dtype=bool)
-        return action_mask(game.legal_codes()).astype(bool)
+        return legal_mask(game.legal_codes()).astype(bool)
 
     def view(self) -> View:
         """What the learning seat sees now (R24): the raw view its observation encodes."""

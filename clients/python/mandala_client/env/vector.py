@@ -13,7 +13,8 @@ run once per batch instead of once per decision.
         obs, mask, ended = batch.step(actions)
 
 Row ``i`` is game ``i``'s next decision for the seat that takes it (``batch.seats[i]``):
-``encode(view(game, seat))`` and its mask, as the PettingZoo environment gives that agent.
+``encode(view(game, seat))`` and its mask, as the PettingZoo environment gives that agent
+(made, as there, by :mod:`.observer` without building the view).
 With an ``opponent`` (any :data:`.opponents.Opponent`) every row is the learner's decision,
 the learner's seat drawn per game, and the opponent's moves are made inside ``step``; without
 one, one policy plays both seats (self-play). A game that ends is dealt anew in its row at
@@ -30,10 +31,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from mandala import Game, view
+from mandala import Game
 
 from .core import AGENTS, RewardMode, check_modes, checked_code, end_info, final_rewards, new_game
-from .encoding import ACTION_COUNT, encode_batch
+from .encoding import ACTION_COUNT
+from .observer import Observer, observe_batch
 from .opponents import Opponent, Seat
 
 Ended = tuple[int, tuple[float, float], dict[str, Any]]
@@ -55,6 +57,7 @@ class GameBatch:
         self.learner: list[int | None] = [None] * size
         """Each row's learning seat (``None`` in self-play)."""
         self.games: list[Game] = []
+        self._observers = [Observer() for _ in range(size)]
         self.finished = 0
         """Games that ended so far."""
         self.decisions = 0
@@ -86,16 +89,14 @@ class GameBatch:
     def observations(self) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int8]]:
         """Each row's observation and action mask, for the seat deciding there."""
         games = self.games
-        obs = encode_batch([view(g, g.to_move) for g in games])
-        mask = np.zeros((len(games), ACTION_COUNT), dtype=np.int8)
-        rows: list[int] = []
-        cols: list[int] = []
-        for i, g in enumerate(games):
-            codes = g.legal_codes()
-            rows += [i] * len(codes)
-            cols += codes
-        mask[rows, cols] = 1
-        return obs, mask
+        obs = observe_batch(self._observers, games)
+        masks = bytearray(len(games) * ACTION_COUNT)
+        row = 0
+        for g in games:
+            for c in g.legal_codes():
+                masks[row + c] = 1
+            row += ACTION_COUNT
+        return obs, np.frombuffer(masks, dtype=np.int8).reshape(len(games), ACTION_COUNT)
 
     def step(self, actions: Sequence[int] | npt.NDArray[np.integer[Any]]
              ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int8], list[Ended]]:
@@ -105,8 +106,12 @@ class GameBatch:
         games = self.games
         if len(actions) != len(games):
             raise ValueError(f"one action per game: {len(games)} expected, {len(actions)} given")
-        codes = [checked_code(g, a, f"row {i} ({AGENTS[g.to_move]})")  # type: ignore[index]
-                 for i, (g, a) in enumerate(zip(games, actions, strict=True))]
+        # numpy's integers as Python ints first (bools stay bools, refused below): an int in the
+        # row's legal codes needs no other check, and the message is written only for a bad one
+        given = actions.tolist() if isinstance(actions, np.ndarray) else list(actions)
+        codes = [a if type(a) is int and a in g.legal_codes()
+                 else checked_code(g, a, f"row {i} ({AGENTS[g.to_move]})")  # type: ignore[index]
+                 for i, (g, a) in enumerate(zip(games, given, strict=True))]
         ended: list[Ended] = []
         for i, g in enumerate(games):
             g.push_code(codes[i])
