@@ -668,10 +668,17 @@ def compare_scraped(args: argparse.Namespace) -> None:
     width = max(len(r[0]) for r in rows)
     print(f"means of {args.rounds} windows of {args.seconds:g} s each, alternately, on one server")
     print(f"{'':{width}}  {'no scraper':>12}  {label:>14}  {'ratio':>6}")
+    means: dict[str, tuple[float, ...]] = {}
     for name, key in rows:
-        a, b = (sum(f[key] for s, f in windows if s == scraped) / args.rounds for scraped in (False, True))
+        a, b = means[key] = tuple(sum(f[key] for s, f in windows if s == scraped) / args.rounds
+                                  for scraped in (False, True))
         ratio = f"{b / a:.3f}" if a else "-"
         print(f"{name:{width}}  {a:>12.2f}  {b:>14.2f}  {ratio:>6}")
+    # The scraped windows' server CPU beyond what their decisions cost at the unscraped windows'
+    # price, a scrape: the figure that carries over to a machine where the decisions cost more or less.
+    per_s, cpu_us, scrapes = means["per_s"][1], means["cpu_us"], means["scrapes_per_s"][1]
+    if scrapes:
+        print(f"server CPU per scrape, µs: {(cpu_us[1] - cpu_us[0]) * per_s / scrapes:.0f}")
 
 
 if __name__ == "__main__":
