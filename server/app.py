@@ -40,7 +40,7 @@ from .http.live import setup as setup_live
 from .http.metrics import setup as setup_metrics
 from .http.pages import setup as setup_pages
 from .http.replay import setup as setup_replay
-from .http.requests import request_ids
+from .http.requests import AccessLog, request_ids
 from .http.tokens import setup as setup_tokens
 from .http.tournaments import setup as setup_tournaments
 from .http.ws import websocket_handler
@@ -60,7 +60,8 @@ def create_app(settings: Settings, storage: Storage | None = None) -> web.Applic
     """The whole server, on the storage ``settings.db`` names (a SQLite file or a
     ``postgresql://`` URL) unless ``storage`` is given. With no ``admin_token`` in ``settings`` one is generated
     (``app[ARENA].admin_token``; ``mandala serve`` prints it)."""
-    app = web.Application(middlewares=[request_ids, json_errors], client_max_size=1 << 20)
+    app = web.Application(middlewares=[request_ids, json_errors], client_max_size=1 << 20,
+                          handler_args={"access_log_class": AccessLog})
     storage = storage if storage is not None else open_storage(settings.db)
     presence = Presence()
     recorder = GameRecorder(settings, storage, Spool(settings.spool_path or default_spool_path(settings.db), settings.db))

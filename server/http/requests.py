@@ -3,30 +3,56 @@ is handled carry (``request_id`` in the JSON log, ``server/common/logs.py``) and
 says back in ``X-Request-Id``. Behind a proxy (``trust_forwarded_for``) the proxy may give it:
 an ``X-Request-Id`` of at most 64 letters, digits, ``-``, ``_`` or ``.`` is kept (HAProxy's
 ``unique-id-header``), any other replaced. Without a proxy the server always makes its own, so
-a client cannot write into the log what it likes."""
+a client cannot write into the log what it likes.
+
+The id names a request in the log and is no secret: 64 random bits from a generator seeded
+once from the system's, not a system call for each request (a scraper of ``/metrics`` makes
+a hundred requests a second; ``docs/performance.md``). Their access lines are skipped too
+(:class:`AccessLog`)."""
 
 from __future__ import annotations
 
+import random
 import re
-import secrets
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
+from aiohttp.web_log import AccessLogger
 
 from ..arena import ARENA
 from ..common.logs import REQUEST_ID
 
 HEADER = "X-Request-Id"
 _GIVEN = re.compile(r"[A-Za-z0-9._-]{1,64}")
+_ids = random.Random()  # seeded from os.urandom
+QUIET_PATHS = frozenset({"/metrics"})
+"""Paths whose successful answers get no access line: a scraper asks every few seconds, for ever,
+and a line for each would say nothing but cost the event loop (the logging machinery is about a
+third of such a request's CPU)."""
+
+
+def new_request_id() -> str:
+    """16 hex digits."""
+    return f"{_ids.getrandbits(64):016x}"
 
 
 @web.middleware
 async def request_ids(request: web.Request,
                       handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
     given = request.headers.get(HEADER) if request.app[ARENA].settings.trust_forwarded_for else None
-    request_id = given if given is not None and _GIVEN.fullmatch(given) else secrets.token_hex(8)
+    request_id = given if given is not None and _GIVEN.fullmatch(given) else new_request_id()
     REQUEST_ID.set(request_id)  # not reset: aiohttp's access line for it is written after the handler
     response = await handler(request)
     if not response.prepared:  # a WebSocket's answer went out with its upgrade
         response.headers[HEADER] = request_id
     return response
+
+
+class AccessLog(AccessLogger):
+    """aiohttp's access line (``aiohttp.access``, at ``info``), except for a successful answer to
+    one of :data:`QUIET_PATHS`: a refused scrape (401, 404) is still logged."""
+
+    def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
+        if response.status == 200 and request.path in QUIET_PATHS:
+            return
+        super().log(request, response, time)

@@ -78,6 +78,10 @@ async def test_a_json_log_line_by_line(tmp_path: Path) -> None:
             async with http.post(url + "/api/bots", json={"name": "eve"},
                                  headers={"Authorization": f"Bearer {wrong_admin}"}) as resp:
                 assert resp.status == 403
+            async with http.get(url + "/metrics", headers={"Authorization": f"Bearer {ADMIN}"}) as resp:
+                assert resp.status == 200 and len(resp.headers["X-Request-Id"]) == 16
+            async with http.get(url + "/metrics", headers={"Authorization": f"Bearer {wrong_admin}"}) as resp:
+                assert resp.status == 403
             wrong_bot = "wrong-bot-token-abcdefghijklmnopqrstuvwxyz0"
             refused = await hello(http, url, wrong_bot)
             assert json.loads((await refused.receive()).data)["code"] == "bad_token"
@@ -126,6 +130,8 @@ async def test_a_json_log_line_by_line(tmp_path: Path) -> None:
     assert one("server.games.manager", f"game {game_id} over")["game"] == game_id
     health = [line for line in lines if line["logger"] == "aiohttp.access" and "GET /health" in line["message"]]
     assert {"trace-42", made} <= {line.get("request_id") for line in health}
+    scrapes = [line["message"] for line in lines if line["logger"] == "aiohttp.access" and "GET /metrics" in line["message"]]
+    assert len(scrapes) == 1 and '" 403 ' in scrapes[0], scrapes  # a scrape answered gets no line; a refused one does
 
     for secret in (ADMIN, wrong_admin, wrong_bot, *tokens.values()):
         assert secret not in text

@@ -72,6 +72,11 @@ async def test_openmetrics_for_a_scraper_that_asks_for_it(make_arena: Any) -> No
     assert resp.headers["Content-Type"].startswith("application/openmetrics-text; version=1.0.0")
     text = await resp.text()
     assert text.endswith("# EOF\n") and "mandala_games_started_total{kind=\"ladder\"} 0.0" in text
+    for accept, content_type in [("text/plain", "text/plain; version=0.0.4"),  # the format follows each Accept
+                                 ("application/openmetrics-text", "application/openmetrics-text"),
+                                 ("", "text/plain; version=0.0.4")]:
+        resp = await h.client.get("/metrics", headers={**AUTH, "Accept": accept})
+        assert resp.headers["Content-Type"].startswith(content_type), (accept, resp.headers["Content-Type"])
 
 
 async def test_a_scrape_soon_after_another_gets_the_same_exposition(make_arena: Any) -> None:
