@@ -11,7 +11,22 @@ from typing import Any
 
 import msgspec
 
-from protocol.messages import CLOSE_REPLACED, Accept, Challenged, Decision, Decline, PlayMove, Resign, Seek, Unseek
+from protocol.messages import (
+    CLOSE_REPLACED,
+    Accept,
+    Challenged,
+    Decision,
+    Decline,
+    GameStart,
+    MoveAccepted,
+    OpponentAway,
+    OpponentBack,
+    PlayMove,
+    Resign,
+    Seek,
+    Unseek,
+    Update,
+)
 
 from ..common.logs import about
 from ..common.refusal import Refusal
@@ -25,6 +40,9 @@ log = logging.getLogger(__name__)
 
 CAPACITY = f"{PREFIX}:capacity"
 """Hash: each connected bot's ``max_games``."""
+
+GAME_STREAM = (GameStart, Update, Decision, MoveAccepted, OpponentAway, OpponentBack)
+"""The frames a running game sends its seats: each crosses the bus with its game's epoch."""
 
 
 class RemoteBot:
@@ -48,8 +66,11 @@ class RemoteBot:
     def send(self, msg: Any) -> None:
         if isinstance(msg, bytes):
             out = ToBot(self.name, msgspec.Raw(msg))
-        elif type(msg) is Decision:
-            out = ToBot(self.name, msgspec.Raw(encode(msg)), msg.game_id, msg.request_id)
+        elif type(msg) in GAME_STREAM:
+            room = self._bots.parts.manager.running.get(msg.game_id)
+            out = ToBot(self.name, msgspec.Raw(encode(msg)), msg.game_id,
+                        msg.request_id if type(msg) is Decision else None,
+                        epoch=room.epoch if room is not None else None)
         elif type(msg) is Challenged:
             out = ToBot(self.name, msgspec.Raw(encode(msg)), challenge_id=msg.challenge_id)
         else:
@@ -58,21 +79,23 @@ class RemoteBot:
 
 
 class RemoteSpectator:
-    """A connection of another node watching a game hosted here."""
+    """A connection of another node watching a game hosted here; ``epoch_of(game_id)`` is the
+    epoch this node runs a game at (``None`` if it does not run it), sent with its frames."""
 
-    __slots__ = ("node", "conn", "watching", "_bus")
+    __slots__ = ("node", "conn", "watching", "_bus", "_epoch_of")
 
-    def __init__(self, node: str, conn: int, bus: ClusterBus[Any]) -> None:
+    def __init__(self, node: str, conn: int, bus: ClusterBus[Any], epoch_of: Callable[[str], int | None]) -> None:
         self.node = node
         self.conn = conn
         self.watching: set[str] = set()
         self._bus = bus
+        self._epoch_of = epoch_of
 
     def send(self, msg: Any) -> None:
         self._bus.post(self.node, ToConn(self.conn, msgspec.Raw(msg if isinstance(msg, bytes) else encode(msg))))
 
     def send_watched(self, game_id: str, frame: bytes) -> None:
-        self._bus.post(self.node, ToConn(self.conn, msgspec.Raw(frame), game_id))
+        self._bus.post(self.node, ToConn(self.conn, msgspec.Raw(frame), game_id, self._epoch_of(game_id)))
 
 
 class ClusterBots:
@@ -81,11 +104,12 @@ class ClusterBots:
     bot here that is gone from the seeks sent to the leader, ``asked(bot, game_id,
     request_id)`` records a decision another node's game asks of a bot here, ``refused(bot,
     refusal)`` tells the leader of an error a bot drew here about a game hosted here (it fails
-    a qualifying bot)."""
+    a qualifying bot), ``latest_epoch(game_id)`` is the newest epoch of a game this node knows
+    (a frame of an older one is dropped)."""
 
     def __init__(self, node: str, bus: ClusterBus[Any], parts: ServerParts, *, leading: Callable[[], bool],
                  unseek: Callable[[str], None], asked: Callable[[str, str, int], None],
-                 refused: Callable[[str, Refusal], None],
+                 refused: Callable[[str, Refusal], None], latest_epoch: Callable[[str], int],
                  spawn: Callable[[Coroutine[Any, Any, Any], str], None]) -> None:
         self.node = node
         self.bus = bus
@@ -99,7 +123,10 @@ class ClusterBots:
         self._unseek = unseek
         self._asked = asked
         self._refused = refused
+        self._latest_epoch = latest_epoch
         self._spawn = spawn
+        self.stale = 0
+        """Frames dropped here because their game had moved to a newer epoch (another host)."""
 
     def handlers(self) -> dict[type, Callable[[str, Any], None]]:
         """What this part hears on the bus, by the message's type."""
@@ -219,6 +246,8 @@ class ClusterBots:
         conn = self.parts.presence.get_local(m.bot)
         if conn is None:
             return
+        if m.epoch is not None and m.game_id is not None and self._stale(sender, m.game_id, m.epoch, m.bot):
+            return
         if m.request_id is not None and m.game_id is not None:
             self._asked(m.bot, m.game_id, m.request_id)
         elif m.challenge_id is not None:
@@ -229,10 +258,24 @@ class ClusterBots:
         conn = self.parts.presence.by_id.get(m.conn)
         if conn is None:
             return
+        if m.epoch is not None and m.watched is not None and self._stale(sender, m.watched, m.epoch):
+            return
         if m.watched is None:
             conn.send(bytes(m.frame))
         else:
             conn.send_watched(m.watched, bytes(m.frame))
+
+    def _stale(self, sender: str, game_id: str, epoch: int, bot: str | None = None) -> bool:
+        """Whether a frame of ``game_id`` that ``sender`` sent at ``epoch`` comes from a host
+        that no longer runs the game (paused past its liveness, it published what it had
+        queued as it woke, after the new host had resumed the seats): it is dropped, and the
+        seats and spectators hear the game from its new host only, so no move is shown twice."""
+        if epoch >= self._latest_epoch(game_id):
+            return False
+        self.stale += 1
+        log.warning("node %s: a frame of game %s for %s from %s at epoch %d dropped: the game runs at a newer epoch",
+                    self.node, game_id, bot or "a spectator", sender, epoch, extra=about(game=game_id))
+        return True
 
     def _on_token_retired(self, sender: str, m: TokenRetired) -> None:
         if sender != self.node:

@@ -20,15 +20,21 @@ NO_VIEW = msgspec.Raw(b"null")
 
 
 class ToBot(msgspec.Struct, tag="to_bot", frozen=True, omit_defaults=True):
-    """A frame for ``bot``, to the node holding its connection. A ``decision`` names its game
-    and request (the node lets the answer past the rate limit, as for a local game); a
-    ``challenged`` names its challenge (an ``accept`` or ``decline`` goes back to the sender)."""
+    """A frame for ``bot``, to the node holding its connection. A frame of a game's stream
+    (``game_start``, ``update``, ``decision``, ``move_accepted``, ``opponent_away``,
+    ``opponent_back``) names its game and the ``epoch`` its sender runs it at: the node drops
+    one of an epoch older than it knows (a node paused past its liveness publishes, as it
+    wakes, what it had queued, after the game's new host resumed the seat). A ``decision``
+    also names its request (the node lets the answer past the rate limit, as for a local
+    game); a ``challenged`` names its challenge (an ``accept`` or ``decline`` goes back to the
+    sender)."""
 
     bot: str
     frame: msgspec.Raw
     game_id: str | None = None
     request_id: int | None = None
     challenge_id: str | None = None
+    epoch: int | None = None
 
 
 class ToConn(msgspec.Struct, tag="to_conn", frozen=True):
@@ -39,6 +45,9 @@ class ToConn(msgspec.Struct, tag="to_conn", frozen=True):
     watched: str | None = None
     """The game the frame is of, for a watched game's update or end (written at the
     audience's pace); ``None`` for an answer to the connection itself."""
+    epoch: int | None = None
+    """The epoch the sender runs the watched game at: a frame of an older epoch than the
+    receiving node knows is dropped (as a seat's, :class:`ToBot`)."""
 
 
 class TokenRetired(msgspec.Struct, tag="token_retired", frozen=True):
@@ -88,13 +97,14 @@ class GameEnded(msgspec.Struct, tag="game_ended", frozen=True):
     stored with its ratings), or, ``lost``, it cannot go on (its host died and it could not be
     taken over): each node closes its seats there with 4010. ``slot`` (a tournament game's)
     and ``first_player`` are what the leader's director and ladder read of a game's end
-    besides its summary."""
+    besides its summary; ``epoch`` the one it ended at."""
 
     host: str
     game: GameSummary
     lost: bool = False
     slot: int | None = None
     first_player: int = 0
+    epoch: int = 0
 
 
 class StartGame(msgspec.Struct, tag="start_game", frozen=True):

@@ -95,7 +95,8 @@ class ClusterNode:
         leading = leadership.lease.valid
         self.remote_games = games = RemoteGames(self.node, self.bus, parts, leading)
         self.bots = bots = ClusterBots(self.node, self.bus, parts, leading=leading, unseek=leadership.seeking.discard,
-                                       asked=games.asked, refused=leadership.refused, spawn=self._spawn)
+                                       asked=games.asked, refused=leadership.refused,
+                                       latest_epoch=games.latest_epoch, spawn=self._spawn)
         self._handlers = bots.handlers() | games.handlers() | leadership.handlers()
         self.bus.subscribe(self._heard)
         self.bus.health_listeners.append(self._health_changed)

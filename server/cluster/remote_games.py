@@ -241,6 +241,20 @@ class RemoteGames:
         ended = self.ended.get(game_id)
         return ended.host if ended is not None else None
 
+    def latest_epoch(self, game_id: str) -> int:
+        """The newest epoch of ``game_id`` this node knows of: the game's room here (running,
+        or ended lately), its host's ``game_began`` or ``game_ended``; 0 if none. A takeover's
+        ``game_began`` leaves its new host before any frame of the game at that epoch, so a
+        frame of an older epoch that comes after one of the new host's was queued by a former
+        host."""
+        room = self.parts.manager.lookup(game_id)
+        began, ended = self.games.get(game_id), self.ended.get(game_id)
+        return max((k.epoch for k in (room, began, ended) if k is not None), default=0)
+
+    def _running_epoch(self, game_id: str) -> int | None:
+        room = self.parts.manager.running.get(game_id)
+        return room.epoch if room is not None else None
+
     def forward(self, host: str, bot: str, message: ClientMessage) -> None:
         if not self.healthy:
             raise Refusal("cluster_unavailable", "the node hosting this game cannot be reached now",
@@ -340,7 +354,7 @@ class RemoteGames:
         if told.game.status == "running":
             self._learn(GameBegan(host, told.game, told.epoch))
         elif game_id not in self.games:
-            self._ended(GameEnded(host, told.game))
+            self._ended(GameEnded(host, told.game, epoch=told.epoch))
         return self.host_of(game_id)
 
     def _learn(self, began: GameBegan) -> None:
@@ -444,7 +458,8 @@ class RemoteGames:
 
     def game_ended(self, room: GameRoom) -> None:
         self.bus.post_command(lambda pipe: pipe.hdel(GAMES, room.id))
-        self.bus.post(None, GameEnded(self.node, room.summary(), slot=room.slot, first_player=room.game.first_player))
+        self.bus.post(None, GameEnded(self.node, room.summary(), slot=room.slot, first_player=room.game.first_player,
+                                      epoch=room.epoch))
         for spectator in room.spectators:
             if isinstance(spectator, RemoteSpectator):
                 self._spectators.pop((spectator.node, spectator.conn), None)
@@ -457,7 +472,8 @@ class RemoteGames:
     def lose_game(self, began: GameBegan, why: str) -> None:
         """A game whose host is gone cannot go on: every node closes its seats (4010)."""
         log.warning("node %s: %s", self.node, why)
-        ended = GameEnded(began.host, msgspec.structs.replace(began.game, status="aborted"), lost=True)
+        ended = GameEnded(began.host, msgspec.structs.replace(began.game, status="aborted"), lost=True,
+                          epoch=began.epoch)
         self._on_game_ended(self.node, ended)  # here at once; the others when they hear it
         self.bus.post_command(lambda pipe: pipe.hdel(GAMES, began.game.game_id))
         self.bus.post(None, ended)
@@ -489,7 +505,7 @@ class RemoteGames:
         spectator = self._spectators.get(key)
         if m.on:
             if spectator is None:
-                spectator = self._spectators[key] = RemoteSpectator(sender, m.conn, self.bus)
+                spectator = self._spectators[key] = RemoteSpectator(sender, m.conn, self.bus, self._running_epoch)
             try:
                 self.parts.manager.watch(spectator, m.game_id)
             except Refusal as r:
@@ -509,6 +525,8 @@ class RemoteGames:
         if room is not None and m.epoch <= room.epoch:
             return  # an old announcement of a game this node took over since
         known = self.games.get(game_id)
+        if known is not None and m.epoch < known.epoch:
+            return  # a former host announcing again a game another node took over since
         if game_id in self._learned:
             self._learned.discard(game_id)
             known = None  # found a moment before its start was heard: /live hears it now

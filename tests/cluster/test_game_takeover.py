@@ -17,10 +17,13 @@ from typing import Any
 
 import aiohttp
 import msgspec
+import redis.asyncio as aioredis
 
 from arena_testkit import ServeProcess, WsClient, wait_until
 from cluster_kit import FAST, connect, node, replays_to_result, seat_consistency, starts
 from protocol.messages import Challenged, ChallengeSent, Decision, Error, GameOver, GameStart, Update
+from server.cluster.bus import Envelope, node_channel
+from server.cluster.messages import ToBot
 from server.games.room import REQUEST_EPOCH
 from server.storage.postgres import PostgresStorage
 
@@ -246,6 +249,51 @@ async def test_a_node_paused_past_its_liveness_loses_its_game_and_never_applies_
         assert seat_consistency(client.frames) == []
     row = await stored_game(database, game_id)
     assert (row.status, row.host, row.epoch) == ("finished", "n1", 1)
+
+
+async def test_frames_a_paused_host_publishes_as_it_wakes_never_reach_a_seat_its_game_moved_from(
+        database: str, fresh_redis: str, tmp_path: Path) -> None:
+    """A node paused past its liveness may hold frames it had queued but not yet published (bob's
+    ``update`` of the move before the pause); it publishes them as it wakes, after the new host
+    resumed the seat. bob's node drops them (their epoch is older than the game's), so no move
+    is shown to him twice. The late publish is made here, as n2 would make it, then a frame of
+    the new host's, which comes after it: when bob reads that one, n3 has handled both."""
+    async with aiohttp.ClientSession() as http:
+        nodes = await three_nodes(http, database, fresh_redis, tmp_path)
+        n1, n2, n3 = nodes
+        try:
+            tokens = await n1.create_bots(http, ["alice", "bob"])
+            alice, bob, start = await hosted_game(http, nodes, tokens)
+            game_id = start.game_id
+            seats = {start.seat: alice, 1 - start.seat: bob}
+            d = await play_until(seats, game_id, lambda d: d.request_id >= 4 and d.seat == start.seat)
+            last = [f for f in bob.frames if isinstance(f, Update) and f.game_id == game_id][-1]
+            while last.ply < d.request_id:  # the update of the move before d, on its way through n3
+                last = await bob.until(Update, 10)
+            assert last.ply == d.request_id and last.move is not None
+            n2.proc.send_signal(signal.SIGSTOP)
+            resumed = await bob.until(GameStart, 10)
+            assert resumed.resumed and resumed.game_id == game_id
+            now = await bob.until(Update, 10)
+            assert (now.ply, now.move) == (d.request_id, None)
+            r = aioredis.Redis.from_url(fresh_redis)
+            try:
+                for sender, frame, epoch in (("n2", last, 0), ("n1", now, 1)):
+                    to_bot = ToBot("bob", msgspec.Raw(msgspec.json.encode(frame)), game_id, epoch=epoch)
+                    await r.publish(node_channel("n3"), msgspec.json.encode(Envelope(sender, [to_bot])))
+            finally:
+                await r.aclose()
+            assert await bob.until(Update, 10) == now
+            await wait_until(lambda: f"a frame of game {game_id} for bob from n2 at epoch 0 dropped" in log_of(n3), 5,
+                             "n3 never said it dropped the late frame")
+            n2.proc.send_signal(signal.SIGCONT)
+        finally:
+            for n in nodes:
+                if n.proc.poll() is None:
+                    n.proc.send_signal(signal.SIGCONT)
+                    n.kill(signal.SIGTERM)
+    assert seat_consistency(bob.frames) == []
+    assert [f.ply for f in bob.frames if isinstance(f, Update) and f.game_id == game_id][-3:] == [d.request_id] * 3
 
 
 async def test_a_node_that_stops_leaves_its_game_to_another_node(
