@@ -4,8 +4,11 @@ at a time and ``/live`` shows the top of, computed and published.
 Listed bots are ranked by a Bradley–Terry fit over every rated game since the last ratings
 reset (``fitting.py``, over the totals of ``tally.py``), each with its 95% interval (so the
 number, the order and the interval are one quantity), the live Elo beside it, and W/D/L.
-Changes closer together than ``STANDINGS_DELAY_S`` are computed and pushed once. Only the
-leading node computes them; the others keep the table the leader broadcasts.
+Changes closer together than ``STANDINGS_DELAY_S`` are computed and pushed once, and a refresh
+waits after the last one ended at least ``STANDINGS_PACE`` times what that one took
+(:func:`refresh_wait`): however many games end, computing the standings takes at most
+1 / (1 + ``STANDINGS_PACE``) of the time. Only the leading node computes them; the others keep
+the table the leader broadcasts.
 """
 
 from __future__ import annotations
@@ -32,6 +35,23 @@ log = logging.getLogger(__name__)
 
 STANDINGS_DELAY_S = 0.2
 """Standings changes closer together than this are computed and pushed once."""
+
+STANDINGS_PACE = 4.0
+"""A refresh starts at least this many times the last refresh's duration after that one ended:
+refreshing then takes at most a fifth of the wall time (so of a core's CPU: a refresh's CPU,
+the fitting worker's included, is at most its wall time), however often games end. A fit of
+0.1 s (1,000 bots) lets one start every 0.5 s; one of 1 s (10,000 bots) every 5 s, while games
+end many times a second. The duration is wall time: on a busy machine, where a refresh waits
+for a core, the refreshes space out further."""
+
+
+def refresh_wait(now: float, last_end: float | None, last_duration: float) -> float:
+    """How long a refresh asked for at ``now`` waits: the coalescing delay, and as long as it
+    takes for :data:`STANDINGS_PACE` times the last refresh's duration (``last_duration``,
+    ended at ``last_end``) to have passed since that refresh ended."""
+    if last_end is None:
+        return STANDINGS_DELAY_S
+    return max(STANDINGS_DELAY_S, last_end + STANDINGS_PACE * last_duration - now)
 
 
 class Board(Protocol):
@@ -67,6 +87,12 @@ class Standings:
         self.refreshes = 0
         """Tables computed here (``GET /metrics``), and the seconds they took in all."""
         self.refresh_s = 0.0
+        self.last_end: float | None = None
+        """When the last refresh ended (``time.perf_counter``), and how long it took: the next
+        one waits for :func:`refresh_wait`."""
+        self.last_duration = 0.0
+        self._ratings: dict[str, float] = {}
+        """Every bot's fitted rating at the last refresh: the next fit starts from them."""
 
     @property
     def table(self) -> LiveStandings:
@@ -106,10 +132,11 @@ class Standings:
         self.ladder.publish(self.table)
 
     async def _refresh_soon(self) -> None:
-        """Refresh until no change came in meanwhile: a change that arrives while the
-        standings are being read is never lost."""
+        """Refresh until no change came in meanwhile, each paced by the last one's cost
+        (:func:`refresh_wait`): a change that arrives while the standings are being read is
+        never lost, only shown by the next refresh."""
         while self._dirty:
-            await asyncio.sleep(STANDINGS_DELAY_S)
+            await asyncio.sleep(refresh_wait(time.perf_counter(), self.last_end, self.last_duration))
             self._dirty = False
             try:
                 await self.refresh()
@@ -131,7 +158,8 @@ class Standings:
         self.ratings = {r.bot: r.rating for r in rows}
         listed = [r for r in rows if ladder.place(r.bot) == "listed"]
         center = sum(r.rating for r in listed) / len(listed) if listed else self.settings.elo_initial
-        fits = await fit_standings(tally.rows(), [r.bot for r in listed], center)
+        fits = await fit_standings(tally.rows(), [r.bot for r in listed], center, self._ratings)
+        self._ratings = {bot: f.rating for bot, f in fits.items()}
         wdl, met = tally.per_bot()
         now = asyncio.get_running_loop().time()
         listed.sort(key=lambda r: (-fits[r.bot].rating, r.bot))
@@ -158,5 +186,7 @@ class Standings:
         self.table = LiveStandings(paused=ladder.paused, standings=table, total=len(table), offset=0)
         ladder.publish(self.table)
         self.refreshes += 1
-        self.refresh_s += time.perf_counter() - began
+        self.last_end = time.perf_counter()
+        self.last_duration = self.last_end - began
+        self.refresh_s += self.last_duration
         return self.table
