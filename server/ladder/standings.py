@@ -36,13 +36,17 @@ log = logging.getLogger(__name__)
 STANDINGS_DELAY_S = 0.2
 """Standings changes closer together than this are computed and pushed once."""
 
-STANDINGS_PACE = 4.0
+STANDINGS_PACE = 20.0
 """A refresh starts at least this many times the last refresh's duration after that one ended:
-refreshing then takes at most a fifth of the wall time (so of a core's CPU: a refresh's CPU,
-the fitting worker's included, is at most its wall time), however often games end. A fit of
-0.1 s (1,000 bots) lets one start every 0.5 s; one of 1 s (10,000 bots) every 5 s, while games
-end many times a second. The duration is wall time: on a busy machine, where a refresh waits
-for a core, the refreshes space out further."""
+refreshing then takes at most 1/21 (under 5 %) of the wall time, so of a core's CPU (a
+refresh's CPU, the fitting worker's included, is at most its wall time), however often games
+end. A refresh of 0.1 s (1,000 bots on a core of its own) lets one start every 2.1 s; one of
+1 s (10,000 bots) every 21 s. The duration is wall time: on a busy machine, where a refresh
+waits for a core, the refreshes space out further. Why 20: in a cluster the leader may take
+1.25 / N of the servers' CPU, a twelfth more than its share with three nodes, and the fit is
+most of what it does beyond the others (docs/performance.md, *The standings paced by their
+cost*): at a pace of 4 its worker alone took 19 % of the leader's node's CPU in the thousand
+bots' run, and the leader 0.50 of the servers'."""
 
 
 def refresh_wait(now: float, last_end: float | None, last_duration: float) -> float:

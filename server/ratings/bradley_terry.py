@@ -7,15 +7,21 @@ programs report it). Each bot also plays ``prior_draws`` virtual draws against a
 makes the information matrix invertible. Draws count as half a win for each side.
 
 **How it is computed.** The fit reads per-pair totals, so its cost follows the pairs, not the
-games. Newton's method on the log-likelihood, from every bot at ``center``: the gradient and the
+games. Newton's method on the log-likelihood, from every bot at ``center`` or from the ratings
+of the last fit (``start``: a refresh's totals differ from the last one's by a few games, and
+from there Newton takes 4 steps instead of 7): the gradient and the
 information matrix ``A`` are assembled from arrays of the pairs (numpy), ``A`` being the graph
 Laplacian of the pair counts weighted by p(1−p) plus the prior's diagonal. Each step solves ``A``;
 the steps stop when no strength moves by more than 1e-10 (natural-log units). How ``A`` is
 solved depends on the pool's size:
 
-- up to :data:`DENSE_MAX` bots (1,000): dense, by LAPACK (numpy's), and the intervals from the
-  exact covariance ``C = A⁻¹``. Exact to rounding; at most 0.3 s of CPU at 1,000 bots, but
-  cubic: 1 s at 1,500 bots, where the sparse path takes 0.1–0.25 s (``bench/standings_fit.py``).
+- up to :data:`DENSE_MAX` bots (1,000): the intervals from the exact diagonal of the
+  covariance ``C = A⁻¹``, by LAPACK (scipy's): ``A``'s Cholesky factor ``L`` and the column
+  norms of ``L⁻¹``. Newton's steps solve the same dense matrix up to :data:`DENSE_STEPS_MAX`
+  bots, and above that the sparse path's conjugate gradients (below), so that a fit of 1,000
+  bots factors one dense matrix, at the optimum, instead of one per step. Exact to rounding;
+  about 0.1 s of CPU at 1,000 bots (0.25 s with a factorization a step and the whole inverse),
+  but cubic: the sparse path takes 0.1–0.25 s at 1,500 bots (``bench/standings_fit.py``).
 - above: ``A`` stays sparse (scipy.sparse) and each step is a conjugate-gradient solve with a
   two-level preconditioner (:class:`_TwoLevel`: Jacobi, plus an exact solve on aggregates of
   bots that are neighbours in the graph, which carries the slow, pool-wide modes that Jacobi
@@ -77,9 +83,9 @@ LN10_400 = math.log(10.0) / 400.0
 Z95 = 1.959963984540054
 
 DENSE_MAX = 1000
-"""Up to this many bots the exact dense path, above it sparse solves and estimated variances
-(the module's docstring): the dense path costs at most 0.3 s of CPU here and grows with the
-cube of the bots beyond, where the sparse one costs 0.1–0.3 s (``bench/standings_fit.py``)."""
+"""Up to this many bots the exact variances (a dense factorization), above it estimated ones
+(the module's docstring): the dense factorization costs about 0.1 s of CPU here and grows with
+the cube of the bots beyond, where the sparse path costs 0.1–0.3 s (``bench/standings_fit.py``)."""
 
 DENSE_STEPS_MAX = 200
 """Up to this many bots Newton's steps solve the dense matrix too; above (up to
