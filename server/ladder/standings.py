@@ -43,8 +43,8 @@ refresh's CPU, the fitting worker's included, is at most its wall time), however
 end. A refresh of 0.1 s (1,000 bots on a core of its own) lets one start every 2.1 s; one of
 1 s (10,000 bots) every 21 s. The duration is wall time: on a busy machine, where a refresh
 waits for a core, the refreshes space out further. Why 20: in a cluster the leader may take
-1.25 / N of the servers' CPU, a twelfth more than its share with three nodes, and the fit is
-most of what it does beyond the others (docs/performance.md, *The standings paced by their
+1.25 / N of the servers' CPU (with three nodes, a twelfth of the whole beyond its third), and
+the fit is most of what it does beyond the others (docs/performance.md, *The standings paced by their
 cost*): at a pace of 4 its worker alone took 19 % of the leader's node's CPU in the thousand
 bots' run, and the leader 0.50 of the servers'."""
 

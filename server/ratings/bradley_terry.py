@@ -21,7 +21,7 @@ solved depends on the pool's size:
   bots, and above that the sparse path's conjugate gradients (below), so that a fit of 1,000
   bots factors one dense matrix, at the optimum, instead of one per step. Exact to rounding;
   about 0.1 s of CPU at 1,000 bots (0.25 s with a factorization a step and the whole inverse),
-  but cubic: the sparse path takes 0.1–0.25 s at 1,500 bots (``bench/standings_fit.py``).
+  but cubic (3.4 times as much at 1,500 bots), where the sparse path takes 0.1–0.25 s (``bench/standings_fit.py``).
 - above: ``A`` stays sparse (scipy.sparse) and each step is a conjugate-gradient solve with a
   two-level preconditioner (:class:`_TwoLevel`: Jacobi, plus an exact solve on aggregates of
   bots that are neighbours in the graph, which carries the slow, pool-wide modes that Jacobi
@@ -122,6 +122,15 @@ half-width at 400 bots, 0.2–0.3 % with two)."""
 
 DENSE_COARSE = 64
 """Up to this many aggregates, the diagonal's exact part takes dense products with them."""
+
+WARM_STEPS = 10
+"""Newton's steps from a given start (the last refresh's ratings: 4 steps when they are near)
+before the fit starts again from the center…"""
+
+WARM_MOVE_MAX = 1.0
+"""…or as soon as a step from it moves a strength by more than this (natural-log units, 174
+Elo): the start was far (a reset, a bot's totals rewritten), and Newton's method, undamped,
+may run off from there, where from the center it always has converged."""
 
 STEP_TOLERANCE = 1e-10
 """Newton stops once no strength moves by more than this (natural-log units)."""
@@ -300,7 +309,10 @@ def _solve(size: int, i: _Ints, j: _Ints, games: _Array, points: _Array, center:
     pairs = _Pairs(size, np.minimum(i, j), np.maximum(i, j), games, np.where(i < j, points, games - points))
     solution = None
     if start is not None and np.all(np.isfinite(start)):
-        solution = _newton(pairs, prior_draws, iterations, start, keep_covariance)
+        try:
+            solution = _newton(pairs, prior_draws, min(iterations, WARM_STEPS), start, keep_covariance)
+        except np.linalg.LinAlgError:
+            solution = None
     if solution is None:  # no start, or Newton did not settle from it
         solution = _newton(pairs, prior_draws, iterations, keep_covariance=keep_covariance)
         assert solution is not None
@@ -358,8 +370,8 @@ class _Solution:
 def _newton(pairs: _Pairs, prior_draws: float, iterations: int, start: _Array | None = None,
             keep_covariance: bool = True) -> _Solution | None:
     """Newton's method on the log-likelihood from ``start`` (or every bot at 0), then the
-    variances (module docstring); ``None`` if from ``start`` it did not settle (the caller
-    starts again from 0, where it always has). Up to :data:`DENSE_MAX` bots the exact
+    variances (module docstring); ``None`` if from ``start`` it did not settle
+    (:data:`WARM_MOVE_MAX`; the caller starts again from 0, where it always has). Up to :data:`DENSE_MAX` bots the exact
     variances come without the whole covariance, which is computed only if
     ``keep_covariance`` (for :meth:`Model.stronger`; a third more work)."""
     size = pairs.size
@@ -382,6 +394,8 @@ def _newton(pairs: _Pairs, prior_draws: float, iterations: int, start: _Array | 
         moved = float(np.abs(step).max())
         if moved < STEP_TOLERANCE:
             break
+        if start is not None and not moved <= WARM_MOVE_MAX:
+            return None  # the start was far: undamped Newton may run off from there
     else:
         if start is not None:
             return None
