@@ -32,13 +32,13 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from itertools import chain, repeat
 from operator import itemgetter
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -46,6 +46,8 @@ from ..ratings import bradley_terry
 from ..ratings.bradley_terry import Fit
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 _pool: ProcessPoolExecutor | None = None
 
@@ -171,14 +173,32 @@ async def fit_standings(rows: list[tuple[str, str, int, int, int]], players: Seq
     """:func:`~server.ratings.bradley_terry.fit_tally` in the worker, started from the
     ``previous`` ratings (the same answer, sooner); a worker that died is replaced once, then
     the fit runs in a thread."""
+    return (await fit_standings_costed(rows, players, center, previous))[0]
+
+
+async def fit_standings_costed(rows: list[tuple[str, str, int, int, int]], players: Sequence[str],
+                               center: float, previous: Mapping[str, float] | None = None,
+                               ) -> tuple[dict[str, Fit], float]:
+    """:func:`fit_standings`, and the CPU seconds it took: the worker's, and the server's
+    threads' that packed and unpacked (what paces the standings' refreshes)."""
     global _pool
     loop = asyncio.get_running_loop()
-    packed = await asyncio.to_thread(_pack, rows, list(players), previous, center)
+    packed, cost = await asyncio.to_thread(_timed, _pack, rows, list(players), previous, center)
     for _ in range(2):
         try:
-            arrays = await loop.run_in_executor(_executor(), _fit_packed, packed, center)
-            return await asyncio.to_thread(_unpack, packed.names, arrays)
+            arrays, fit_cost = await loop.run_in_executor(_executor(), _timed, _fit_packed, packed, center)
+            fits, unpack_cost = await asyncio.to_thread(_timed, _unpack, packed.names, arrays)
+            return fits, cost + fit_cost + unpack_cost
         except BrokenProcessPool:
             log.warning("the standings' fitting process died: starting another")
             _pool = None
-    return await asyncio.to_thread(bradley_terry.fit_tally, rows, list(players), center)
+    fits, fit_cost = await asyncio.to_thread(_timed, bradley_terry.fit_tally, rows, list(players), center)
+    return fits, cost + fit_cost
+
+
+def _timed(fn: Callable[..., T], *args: Any) -> tuple[T, float]:
+    """``fn(*args)`` and the CPU seconds of the thread that ran it (in the worker: of the
+    worker's process, whose one thread it is besides the pool's own)."""
+    began = time.thread_time()
+    out = fn(*args)
+    return out, time.thread_time() - began

@@ -5,9 +5,9 @@ Listed bots are ranked by a Bradley–Terry fit over every rated game since the 
 reset (``fitting.py``, over the totals of ``tally.py``), each with its 95% interval (so the
 number, the order and the interval are one quantity), the live Elo beside it, and W/D/L.
 Changes closer together than ``STANDINGS_DELAY_S`` are computed and pushed once, and a refresh
-waits after the last one ended at least ``STANDINGS_PACE`` times what that one took
+waits after the last one ended at least ``STANDINGS_PACE`` times the CPU that one took
 (:func:`refresh_wait`): however many games end, computing the standings takes at most
-1 / (1 + ``STANDINGS_PACE``) of the time. Only the leading node computes them; the others keep
+1 / ``STANDINGS_PACE`` of a core. Only the leading node computes them; the others keep
 the table the leader broadcasts.
 """
 
@@ -27,7 +27,7 @@ from ..ratings import elo
 from ..recording.recorder import GameRecorder
 from ..storage import Storage
 from ..storage.base import LadderStanding
-from .fitting import fit_standings
+from .fitting import fit_standings_costed
 from .matchmaking import RecentGames
 from .tally import Tally
 
@@ -36,26 +36,26 @@ log = logging.getLogger(__name__)
 STANDINGS_DELAY_S = 0.2
 """Standings changes closer together than this are computed and pushed once."""
 
-STANDINGS_PACE = 20.0
-"""A refresh starts at least this many times the last refresh's duration after that one ended:
-refreshing then takes at most 1/21 (under 5 %) of the wall time, so of a core's CPU (a
-refresh's CPU, the fitting worker's included, is at most its wall time), however often games
-end. A refresh of 0.1 s (1,000 bots on a core of its own) lets one start every 2.1 s; one of
-1 s (10,000 bots) every 21 s. The duration is wall time: on a busy machine, where a refresh
-waits for a core, the refreshes space out further. Why 20: in a cluster the leader may take
-1.25 / N of the servers' CPU (with three nodes, a twelfth of the whole beyond its third), and
-the fit is most of what it does beyond the others (docs/performance.md, *The standings paced by their
-cost*): at a pace of 4 its worker alone took 19 % of the leader's node's CPU in the thousand
-bots' run, and the leader 0.50 of the servers'."""
+STANDINGS_PACE = 50.0
+"""A refresh starts at least this many times the last refresh's CPU after that one ended: the
+fit's CPU (the fitting worker's, and the threads' that pack the totals for it and unpack its
+answer) and the table's making on the event loop. Refreshing then takes at most 1/50 (2 %) of a
+core, however often games end. It is CPU, not wall time: what a refresh waits for (a core on a
+busy machine, the rating lock, PostgreSQL, the hop to the worker) costs nothing, and a small
+ladder, whose fit takes a millisecond, refreshes 0.2 s after a change as before. A fit of
+1,000 bots (0.1–0.2 s of CPU) lets one start every 5–10 s; of 10,000 (0.4–0.5 s) every
+20–25 s. Why 50: in a cluster the leader may take 1.25 / N of the servers' CPU (with three
+nodes, a twelfth of the whole beyond its third), and the fit is most of what it does beyond
+the others (docs/performance.md, *The standings paced by their cost*)."""
 
 
-def refresh_wait(now: float, last_end: float | None, last_duration: float) -> float:
+def refresh_wait(now: float, last_end: float | None, last_cost: float) -> float:
     """How long a refresh asked for at ``now`` waits: the coalescing delay, and as long as it
-    takes for :data:`STANDINGS_PACE` times the last refresh's duration (``last_duration``,
-    ended at ``last_end``) to have passed since that refresh ended."""
+    takes for :data:`STANDINGS_PACE` times the last refresh's CPU (``last_cost``, seconds;
+    it ended at ``last_end``) to have passed since that refresh ended."""
     if last_end is None:
         return STANDINGS_DELAY_S
-    return max(STANDINGS_DELAY_S, last_end + STANDINGS_PACE * last_duration - now)
+    return max(STANDINGS_DELAY_S, last_end + STANDINGS_PACE * last_cost - now)
 
 
 class Board(Protocol):
@@ -92,9 +92,9 @@ class Standings:
         """Tables computed here (``GET /metrics``), and the seconds they took in all."""
         self.refresh_s = 0.0
         self.last_end: float | None = None
-        """When the last refresh ended (``time.perf_counter``), and how long it took: the next
-        one waits for :func:`refresh_wait`."""
-        self.last_duration = 0.0
+        """When the last refresh ended (``time.perf_counter``), and the CPU seconds it took:
+        the next one waits for :func:`refresh_wait`."""
+        self.last_cost = 0.0
         self._ratings: dict[str, float] = {}
         """Every bot's fitted rating at the last refresh: the next fit starts from them."""
 
@@ -140,7 +140,7 @@ class Standings:
         (:func:`refresh_wait`): a change that arrives while the standings are being read is
         never lost, only shown by the next refresh."""
         while self._dirty:
-            await asyncio.sleep(refresh_wait(time.perf_counter(), self.last_end, self.last_duration))
+            await asyncio.sleep(refresh_wait(time.perf_counter(), self.last_end, self.last_cost))
             self._dirty = False
             try:
                 await self.refresh()
@@ -162,8 +162,9 @@ class Standings:
         self.ratings = {r.bot: r.rating for r in rows}
         listed = [r for r in rows if ladder.place(r.bot) == "listed"]
         center = sum(r.rating for r in listed) / len(listed) if listed else self.settings.elo_initial
-        fits = await fit_standings(tally.rows(), [r.bot for r in listed], center, self._ratings)
+        fits, cost = await fit_standings_costed(tally.rows(), [r.bot for r in listed], center, self._ratings)
         self._ratings = {bot: f.rating for bot, f in fits.items()}
+        on_loop = time.thread_time()  # from here to the end, this thread's alone: no await
         wdl, met = tally.per_bot()
         now = asyncio.get_running_loop().time()
         listed.sort(key=lambda r: (-fits[r.bot].rating, r.bot))
@@ -191,6 +192,6 @@ class Standings:
         ladder.publish(self.table)
         self.refreshes += 1
         self.last_end = time.perf_counter()
-        self.last_duration = self.last_end - began
-        self.refresh_s += self.last_duration
+        self.last_cost = cost + time.thread_time() - on_loop
+        self.refresh_s += self.last_end - began
         return self.table

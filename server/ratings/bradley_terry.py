@@ -20,8 +20,8 @@ solved depends on the pool's size:
   norms of ``L⁻¹``. Newton's steps solve the same dense matrix up to :data:`DENSE_STEPS_MAX`
   bots, and above that the sparse path's conjugate gradients (below), so that a fit of 1,000
   bots factors one dense matrix, at the optimum, instead of one per step. Exact to rounding;
-  about 0.1 s of CPU at 1,000 bots (0.25 s with a factorization a step and the whole inverse),
-  but cubic (3.4 times as much at 1,500 bots), where the sparse path takes 0.1–0.25 s (``bench/standings_fit.py``).
+  0.1–0.2 s of CPU at 1,000 bots, a third to a sixth of what a factorization a step and the
+  whole inverse cost (measured alternately, ``docs/performance.md``), but cubic (3.4 times as much at 1,500 bots), where the sparse path takes 0.1–0.25 s (``bench/standings_fit.py``).
 - above: ``A`` stays sparse (scipy.sparse) and each step is a conjugate-gradient solve with a
   two-level preconditioner (:class:`_TwoLevel`: Jacobi, plus an exact solve on aggregates of
   bots that are neighbours in the graph, which carries the slow, pool-wide modes that Jacobi
@@ -84,7 +84,7 @@ Z95 = 1.959963984540054
 
 DENSE_MAX = 1000
 """Up to this many bots the exact variances (a dense factorization), above it estimated ones
-(the module's docstring): the dense factorization costs about 0.1 s of CPU here and grows with
+(the module's docstring): the dense factorization costs 0.1–0.2 s of CPU here and grows with
 the cube of the bots beyond, where the sparse path costs 0.1–0.3 s (``bench/standings_fit.py``)."""
 
 DENSE_STEPS_MAX = 200
