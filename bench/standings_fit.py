@@ -12,7 +12,9 @@ comparison graph is long and thin and so harder to solve). For each it prints th
 time (``time.process_time``, every thread of the process) and wall time from the rows
 (``fit_tally``), the best of ``--repeat`` runs; the CPU time of the server's fitting worker's
 part alone (the totals already packed into arrays, as ``server/ladder/fitting.py`` hands them
-over from a thread of the server); the reference fit (``tests/ladder/bt_reference.py``) at the sizes in
+over from a thread of the server); the same, started from the ratings of the fit of the
+ladder ``--refresh-games`` games earlier (*warm*: as the server refits, from the last refresh's
+ratings), and its largest difference from the cold fit; the reference fit (``tests/ladder/bt_reference.py``) at the sizes in
 ``--reference``; the largest difference between the two; and with ``--accuracy K``, for
 ladders past ``DENSE_MAX``, the estimated intervals against exact ones for K bots (each an
 exact sparse solve).
@@ -75,6 +77,18 @@ def ladder(size: int, opponents: int, kind: str, seed: int) -> tuple[Rows, list[
     return rows, names
 
 
+def earlier(rows: Rows, games: int, seed: int) -> Rows:
+    """``rows`` as they stood ``games`` games before (one game fewer for as many pairs): the
+    totals the last refresh fitted, whose ratings the next fit starts from."""
+    rng = np.random.default_rng(seed + 1)
+    out = list(rows)
+    for k in rng.choice(len(rows), min(games, len(rows)), replace=False).tolist():
+        a, b, w, d, lost = out[k]
+        if w + d + lost > 1:
+            out[k] = (a, b, w - 1, d, lost) if w else (a, b, w, d - 1, lost) if d else (a, b, w, d, lost - 1)
+    return out
+
+
 def timed(fn: Callable[[], Any], repeat: int) -> tuple[Any, float, float]:
     """``fn()``'s result, and its best CPU and wall time over ``repeat`` runs."""
     best_cpu = best_wall = float("inf")
@@ -114,6 +128,8 @@ def main() -> int:
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--accuracy", type=int, default=0, help="bots whose estimated interval is checked")
     p.add_argument("--blas-threads", type=int, default=1)
+    p.add_argument("--refresh-games", type=int, default=20,
+                   help="games between two refreshes: the warm fit starts from the fit without them (default 20)")
     args = p.parse_args()
     threadpool_limits(args.blas_threads)
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
@@ -126,6 +142,7 @@ def main() -> int:
           f" DENSE_MAX={bradley_terry.DENSE_MAX}")
     reference = {int(x) for x in args.reference.split(",") if x}
     print(f"{'bots':>6} {'kind':>6} {'pairs':>8} {'path':>6} {'CPU s':>7} {'wall s':>7} {'worker CPU':>10}"
+          f" {'warm CPU':>8} {'warm diff':>9}"
           f" {'ref CPU s':>9} {'ref wall s':>10} {'max diff':>9}  accuracy")
     for size in (int(x) for x in args.sizes.split(",")):
         for kind in args.kinds.split(","):
@@ -133,8 +150,13 @@ def main() -> int:
             fits, cpu, wall = timed(lambda rows=rows, names=names: bradley_terry.fit_tally(rows, names, 1500.0), args.repeat)
             packed = fitting._pack(rows, names)
             _, worker_cpu, _ = timed(lambda packed=packed: fitting._fit_packed(packed, 1500.0), args.repeat)
+            before = fitting._fit_packed(fitting._pack(earlier(rows, args.refresh_games, size), names), 1500.0)[0]
+            warm = fitting._pack(rows, names, dict(zip(names, before.tolist(), strict=True)), 1500.0)
+            warm_fit, warm_cpu, _ = timed(lambda warm=warm: fitting._fit_packed(warm, 1500.0), args.repeat)
+            warm_diff = max(float(np.abs(np.array([[f.rating, f.low, f.high] for f in fits.values()])
+                                         - np.column_stack(warm_fit[:3])).max()), 0.0)
             line = (f"{size:>6} {kind:>6} {len(rows):>8} {'dense' if size <= bradley_terry.DENSE_MAX else 'sparse':>6}"
-                    f" {cpu:>7.3f} {wall:>7.3f} {worker_cpu:>10.3f}")
+                    f" {cpu:>7.3f} {wall:>7.3f} {worker_cpu:>10.3f} {warm_cpu:>8.3f} {warm_diff:>9.1e}")
             if size in reference:
                 ref, rcpu, rwall = timed(lambda rows=rows, names=names: bt_reference.fit_tally(rows, names, 1500.0), 1)
                 diff = max(max(abs(ref[b].rating - f.rating), abs(ref[b].low - f.low), abs(ref[b].high - f.high))

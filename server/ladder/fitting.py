@@ -12,6 +12,8 @@ What crosses to the worker is packed first, in a thread and a slice of the rows 
 (:func:`_pack`): the bots' names once and the totals as arrays, which pickle as bytes, instead
 of half a million tuples pickled in one call that would hold the GIL for a fifth of a second.
 The ratings come back as arrays and become :class:`Fit` objects the same way (:func:`_unpack`).
+The last refresh's ratings go along as the fit's start: the totals change little from one
+refresh to the next, and Newton's method from near the answer takes fewer steps.
 
 The worker ends with the server, however the server ends (``kill -9`` included,
 :func:`_die_with`): otherwise it would wait for work for ever, holding the server's log open,
@@ -30,13 +32,13 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from itertools import chain
+from itertools import chain, repeat
 from operator import itemgetter
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -44,6 +46,8 @@ from ..ratings import bradley_terry
 from ..ratings.bradley_terry import Fit
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 _pool: ProcessPoolExecutor | None = None
 
@@ -114,12 +118,16 @@ class _Packed:
     counts: np.ndarray[Any, np.dtype[np.int32]]
     """``(wins, draws, losses)`` of ``first`` against ``second``, one row per pair (32 bits
     each: half what 64 would cost to pickle)."""
+    start: np.ndarray[Any, np.dtype[np.float64]] | None = None
+    """Each bot's rating to start from (the last fit's; ``center`` for a bot it did not have),
+    or ``None``: from ``center``."""
 
 
-def _pack(rows: Sequence[tuple[str, str, int, int, int]], players: Sequence[str]) -> _Packed:
+def _pack(rows: Sequence[tuple[str, str, int, int, int]], players: Sequence[str],
+          previous: Mapping[str, float] | None = None, center: float = 1500.0) -> _Packed:
     """``rows`` numbered as ``fit_tally`` numbers them (``players`` first, then each pair's two
     in turn), a slice at a time: each slice is a few milliseconds in C, between which the
-    event loop's thread takes the GIL back."""
+    event loop's thread takes the GIL back; and ``previous`` ratings as the fit's start."""
     index: dict[str, int] = {}
     for bot in players:
         index.setdefault(bot, len(index))
@@ -136,12 +144,17 @@ def _pack(rows: Sequence[tuple[str, str, int, int, int]], players: Sequence[str]
         second[start:start + len(part)] = np.fromiter(map(index.__getitem__, b), np.int32, len(part))
         counts[start:start + len(part)] = np.fromiter(chain.from_iterable(map(itemgetter(2, 3, 4), part)), np.int32,
                                                       3 * len(part)).reshape(-1, 3)
-    return _Packed(list(index), first, second, counts)
+    names = list(index)
+    initial = None
+    if previous:
+        initial = np.fromiter(map(previous.get, names, repeat(center)), np.float64, len(names))
+    return _Packed(names, first, second, counts, initial)
 
 
 def _fit_packed(packed: _Packed, center: float) -> tuple[np.ndarray[Any, Any], ...]:
     """In the worker: the fit, as arrays (rating, low, high, games) in ``packed.names``' order."""
-    return bradley_terry.fit_arrays(len(packed.names), packed.first, packed.second, packed.counts, center)
+    return bradley_terry.fit_arrays(len(packed.names), packed.first, packed.second, packed.counts, center,
+                                    start=packed.start)
 
 
 def _unpack(names: list[str], arrays: tuple[np.ndarray[Any, Any], ...]) -> dict[str, Fit]:
@@ -156,17 +169,36 @@ def _unpack(names: list[str], arrays: tuple[np.ndarray[Any, Any], ...]) -> dict[
 
 
 async def fit_standings(rows: list[tuple[str, str, int, int, int]], players: Sequence[str],
-                        center: float) -> dict[str, Fit]:
-    """:func:`~server.ratings.bradley_terry.fit_tally` in the worker; a worker that died is
-    replaced once, then the fit runs in a thread."""
+                        center: float, previous: Mapping[str, float] | None = None) -> dict[str, Fit]:
+    """:func:`~server.ratings.bradley_terry.fit_tally` in the worker, started from the
+    ``previous`` ratings (the same answer, sooner); a worker that died is replaced once, then
+    the fit runs in a thread."""
+    return (await fit_standings_costed(rows, players, center, previous))[0]
+
+
+async def fit_standings_costed(rows: list[tuple[str, str, int, int, int]], players: Sequence[str],
+                               center: float, previous: Mapping[str, float] | None = None,
+                               ) -> tuple[dict[str, Fit], float]:
+    """:func:`fit_standings`, and the CPU seconds it took: the worker's, and the server's
+    threads' that packed and unpacked (what paces the standings' refreshes)."""
     global _pool
     loop = asyncio.get_running_loop()
-    packed = await asyncio.to_thread(_pack, rows, list(players))
+    packed, cost = await asyncio.to_thread(_timed, _pack, rows, list(players), previous, center)
     for _ in range(2):
         try:
-            arrays = await loop.run_in_executor(_executor(), _fit_packed, packed, center)
-            return await asyncio.to_thread(_unpack, packed.names, arrays)
+            arrays, fit_cost = await loop.run_in_executor(_executor(), _timed, _fit_packed, packed, center)
+            fits, unpack_cost = await asyncio.to_thread(_timed, _unpack, packed.names, arrays)
+            return fits, cost + fit_cost + unpack_cost
         except BrokenProcessPool:
             log.warning("the standings' fitting process died: starting another")
             _pool = None
-    return await asyncio.to_thread(bradley_terry.fit_tally, rows, list(players), center)
+    fits, fit_cost = await asyncio.to_thread(_timed, bradley_terry.fit_tally, rows, list(players), center)
+    return fits, cost + fit_cost
+
+
+def _timed(fn: Callable[..., T], *args: Any) -> tuple[T, float]:
+    """``fn(*args)`` and the CPU seconds of the thread that ran it (in the worker: of the
+    worker's process, whose one thread it is besides the pool's own)."""
+    began = time.thread_time()
+    out = fn(*args)
+    return out, time.thread_time() - began

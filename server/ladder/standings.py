@@ -4,8 +4,11 @@ at a time and ``/live`` shows the top of, computed and published.
 Listed bots are ranked by a Bradley–Terry fit over every rated game since the last ratings
 reset (``fitting.py``, over the totals of ``tally.py``), each with its 95% interval (so the
 number, the order and the interval are one quantity), the live Elo beside it, and W/D/L.
-Changes closer together than ``STANDINGS_DELAY_S`` are computed and pushed once. Only the
-leading node computes them; the others keep the table the leader broadcasts.
+Changes closer together than ``STANDINGS_DELAY_S`` are computed and pushed once, and a refresh
+waits after the last one ended at least ``STANDINGS_PACE`` times the CPU that one took
+(:func:`refresh_wait`): however many games end, computing the standings takes at most
+1 / ``STANDINGS_PACE`` of a core. Only the leading node computes them; the others keep
+the table the leader broadcasts.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from ..ratings import elo
 from ..recording.recorder import GameRecorder
 from ..storage import Storage
 from ..storage.base import LadderStanding
-from .fitting import fit_standings
+from .fitting import fit_standings_costed
 from .matchmaking import RecentGames
 from .tally import Tally
 
@@ -32,6 +35,29 @@ log = logging.getLogger(__name__)
 
 STANDINGS_DELAY_S = 0.2
 """Standings changes closer together than this are computed and pushed once."""
+
+STANDINGS_PACE = 50.0
+"""A refresh starts at least this many times the last refresh's CPU after that one ended: the
+fit's CPU (the fitting worker's, and the threads' that pack the totals for it and unpack its
+answer) and the table's making on the event loop. Refreshing then takes at most 1/50 (2 %) of a
+core, however often games end. It is CPU, not wall time: what a refresh waits for (a core on a
+busy machine, the rating lock, PostgreSQL, the hop to the worker) costs nothing, and a small
+ladder, whose fit takes a millisecond, refreshes 0.2 s after a change as before. A fit of
+1,000 bots (0.1–0.2 s of CPU) lets one start every 5–10 s; of 10,000 (0.4–0.5 s) every
+20–25 s. Why 50: in a cluster the leader may take 1.25 / N of the servers' CPU (with three
+nodes, a twelfth of the whole beyond its third), and the fit is most of what it does beyond
+the others (docs/performance.md, *The standings paced by their cost*): in the thousand bots'
+run the leader took 0.422 of the servers' CPU (0.496 refreshing at four times the wall time,
+0.385–0.393 at twenty times it, but with tables 16–22 s apart on that busy machine)."""
+
+
+def refresh_wait(now: float, last_end: float | None, last_cost: float) -> float:
+    """How long a refresh asked for at ``now`` waits: the coalescing delay, and as long as it
+    takes for :data:`STANDINGS_PACE` times the last refresh's CPU (``last_cost``, seconds;
+    it ended at ``last_end``) to have passed since that refresh ended."""
+    if last_end is None:
+        return STANDINGS_DELAY_S
+    return max(STANDINGS_DELAY_S, last_end + STANDINGS_PACE * last_cost - now)
 
 
 class Board(Protocol):
@@ -67,6 +93,12 @@ class Standings:
         self.refreshes = 0
         """Tables computed here (``GET /metrics``), and the seconds they took in all."""
         self.refresh_s = 0.0
+        self.last_end: float | None = None
+        """When the last refresh ended (``time.perf_counter``), and the CPU seconds it took:
+        the next one waits for :func:`refresh_wait`."""
+        self.last_cost = 0.0
+        self._ratings: dict[str, float] = {}
+        """Every bot's fitted rating at the last refresh: the next fit starts from them."""
 
     @property
     def table(self) -> LiveStandings:
@@ -106,10 +138,11 @@ class Standings:
         self.ladder.publish(self.table)
 
     async def _refresh_soon(self) -> None:
-        """Refresh until no change came in meanwhile: a change that arrives while the
-        standings are being read is never lost."""
+        """Refresh until no change came in meanwhile, each paced by the last one's cost
+        (:func:`refresh_wait`): a change that arrives while the standings are being read is
+        never lost, only shown by the next refresh."""
         while self._dirty:
-            await asyncio.sleep(STANDINGS_DELAY_S)
+            await asyncio.sleep(refresh_wait(time.perf_counter(), self.last_end, self.last_cost))
             self._dirty = False
             try:
                 await self.refresh()
@@ -131,7 +164,9 @@ class Standings:
         self.ratings = {r.bot: r.rating for r in rows}
         listed = [r for r in rows if ladder.place(r.bot) == "listed"]
         center = sum(r.rating for r in listed) / len(listed) if listed else self.settings.elo_initial
-        fits = await fit_standings(tally.rows(), [r.bot for r in listed], center)
+        fits, cost = await fit_standings_costed(tally.rows(), [r.bot for r in listed], center, self._ratings)
+        self._ratings = {bot: f.rating for bot, f in fits.items()}
+        on_loop = time.thread_time()  # from here to the end, this thread's alone: no await
         wdl, met = tally.per_bot()
         now = asyncio.get_running_loop().time()
         listed.sort(key=lambda r: (-fits[r.bot].rating, r.bot))
@@ -158,5 +193,7 @@ class Standings:
         self.table = LiveStandings(paused=ladder.paused, standings=table, total=len(table), offset=0)
         ladder.publish(self.table)
         self.refreshes += 1
-        self.refresh_s += time.perf_counter() - began
+        self.last_end = time.perf_counter()
+        self.last_cost = cost + time.thread_time() - on_loop
+        self.refresh_s += self.last_end - began
         return self.table

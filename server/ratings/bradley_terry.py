@@ -7,15 +7,21 @@ programs report it). Each bot also plays ``prior_draws`` virtual draws against a
 makes the information matrix invertible. Draws count as half a win for each side.
 
 **How it is computed.** The fit reads per-pair totals, so its cost follows the pairs, not the
-games. Newton's method on the log-likelihood, from every bot at ``center``: the gradient and the
+games. Newton's method on the log-likelihood, from every bot at ``center`` or from the ratings
+of the last fit (``start``: a refresh's totals differ from the last one's by a few games, and
+from there Newton takes 4 steps instead of 7): the gradient and the
 information matrix ``A`` are assembled from arrays of the pairs (numpy), ``A`` being the graph
 Laplacian of the pair counts weighted by p(1−p) plus the prior's diagonal. Each step solves ``A``;
 the steps stop when no strength moves by more than 1e-10 (natural-log units). How ``A`` is
 solved depends on the pool's size:
 
-- up to :data:`DENSE_MAX` bots (1,000): dense, by LAPACK (numpy's), and the intervals from the
-  exact covariance ``C = A⁻¹``. Exact to rounding; at most 0.3 s of CPU at 1,000 bots, but
-  cubic: 1 s at 1,500 bots, where the sparse path takes 0.1–0.25 s (``bench/standings_fit.py``).
+- up to :data:`DENSE_MAX` bots (1,000): the intervals from the exact diagonal of the
+  covariance ``C = A⁻¹``, by LAPACK (scipy's): ``A``'s Cholesky factor ``L`` and the column
+  norms of ``L⁻¹``. Newton's steps solve the same dense matrix up to :data:`DENSE_STEPS_MAX`
+  bots, and above that the sparse path's conjugate gradients (below), so that a fit of 1,000
+  bots factors one dense matrix, at the optimum, instead of one per step. Exact to rounding;
+  0.1–0.2 s of CPU at 1,000 bots, a third to a sixth of what a factorization a step and the
+  whole inverse cost (measured alternately, ``docs/performance.md``), but cubic (3.4 times as much at 1,500 bots), where the sparse path takes 0.1–0.25 s (``bench/standings_fit.py``).
 - above: ``A`` stays sparse (scipy.sparse) and each step is a conjugate-gradient solve with a
   two-level preconditioner (:class:`_TwoLevel`: Jacobi, plus an exact solve on aggregates of
   bots that are neighbours in the graph, which carries the slow, pool-wide modes that Jacobi
@@ -77,9 +83,15 @@ LN10_400 = math.log(10.0) / 400.0
 Z95 = 1.959963984540054
 
 DENSE_MAX = 1000
-"""Up to this many bots the exact dense path, above it sparse solves and estimated variances
-(the module's docstring): the dense path costs at most 0.3 s of CPU here and grows with the
-cube of the bots beyond, where the sparse one costs 0.1–0.3 s (``bench/standings_fit.py``)."""
+"""Up to this many bots the exact variances (a dense factorization), above it estimated ones
+(the module's docstring): the dense factorization costs 0.1–0.2 s of CPU here and grows with
+the cube of the bots beyond, where the sparse path costs 0.1–0.3 s (``bench/standings_fit.py``)."""
+
+DENSE_STEPS_MAX = 200
+"""Up to this many bots Newton's steps solve the dense matrix too; above (up to
+:data:`DENSE_MAX`), the sparse path's conjugate gradients, and the one dense factorization
+is the covariance's, at the optimum: at 1,000 bots a factorization costs more than all of a
+step's conjugate gradients (``bench/standings_fit.py``)."""
 
 PROBES = 16
 """Random vectors per block of the diagonal's estimate above :data:`DENSE_MAX` bots."""
@@ -110,6 +122,15 @@ half-width at 400 bots, 0.2–0.3 % with two)."""
 
 DENSE_COARSE = 64
 """Up to this many aggregates, the diagonal's exact part takes dense products with them."""
+
+WARM_STEPS = 10
+"""Newton's steps from a given start (the last refresh's ratings: 4 steps when they are near)
+before the fit starts again from the center…"""
+
+WARM_MOVE_MAX = 1.0
+"""…or as soon as a step from it moves a strength by more than this (natural-log units, 174
+Elo): the start was far (a reset, a bot's totals rewritten), and Newton's method, undamped,
+may run off from there, where from the center it always has converged."""
 
 STEP_TOLERANCE = 1e-10
 """Newton stops once no strength moves by more than this (natural-log units)."""
@@ -241,15 +262,22 @@ def fit_tally_model(
 
 def fit_arrays(size: int, first: np.ndarray[Any, Any], second: np.ndarray[Any, Any], counts: np.ndarray[Any, Any],
                center: float = 1500.0, prior_draws: float = 2.0, iterations: int = 50,
-               ) -> tuple[_Array, _Array, _Array, _Array]:
+               start: np.ndarray[Any, Any] | None = None) -> tuple[_Array, _Array, _Array, _Array]:
     """:func:`fit_tally` with bots numbered ``0 … size − 1`` and the totals as arrays:
     ``counts[k]`` is ``(wins, draws, losses)`` of ``first[k]`` against ``second[k]``. Returns
     each bot's rating, low, high and games, for a caller that moves the numbers on (a worker
-    process) rather than reading them."""
+    process) rather than reading them. ``start``: each bot's rating to start Newton's method
+    from (the last fit's, for a refresh): the same answer in fewer steps when it is close."""
     counts = np.asarray(counts, dtype=np.float64).reshape(-1, 3)
     points = counts[:, 0] + 0.5 * counts[:, 1]
+    s0 = None
+    if start is not None:
+        s0 = (np.asarray(start, dtype=np.float64).reshape(-1) - center) * LN10_400
+        if s0.shape != (size,):
+            raise ValueError(f"start gives {s0.size} ratings for {size} bots")
     ratings, low, high, played, _ = _solve(size, np.asarray(first, np.int64), np.asarray(second, np.int64),
-                                           counts.sum(axis=1), points, center, prior_draws, iterations)
+                                           counts.sum(axis=1), points, center, prior_draws, iterations, s0,
+                                           keep_covariance=False)
     return ratings, low, high, played
 
 
@@ -263,10 +291,12 @@ def _fit(index: dict[str, int], i: _Ints, j: _Ints, games: _Array, points: _Arra
 
 
 def _solve(size: int, i: _Ints, j: _Ints, games: _Array, points: _Array, center: float, prior_draws: float,
-           iterations: int) -> tuple[_Array, _Array, _Array, _Array, _Solution]:
+           iterations: int, start: _Array | None = None, keep_covariance: bool = True,
+           ) -> tuple[_Array, _Array, _Array, _Array, _Solution]:
     """Ratings, lows, highs and games of bots ``0 … size − 1`` from pairs ``(i, j)`` that played
     ``games`` games in which ``i`` took ``points`` (a pair may come more than once, in either
-    order; a bot against itself and a pair without games count for nothing)."""
+    order; a bot against itself and a pair without games count for nothing); Newton's method
+    starts from the strengths ``start`` if given (``keep_covariance``: :func:`_newton`)."""
     if not prior_draws > 0.0:
         raise ValueError(f"prior_draws must be positive (it makes the fit unique), not {prior_draws!r}")
     if len(i) and (min(i.min(), j.min()) < 0 or max(i.max(), j.max()) >= size):
@@ -277,7 +307,15 @@ def _solve(size: int, i: _Ints, j: _Ints, games: _Array, points: _Array, center:
     i, j, games, points = i[keep], j[keep], games[keep], points[keep]
     played = (np.bincount(i, games, size) + np.bincount(j, games, size)).astype(np.float64)
     pairs = _Pairs(size, np.minimum(i, j), np.maximum(i, j), games, np.where(i < j, points, games - points))
-    solution = _newton(pairs, prior_draws, iterations)
+    solution = None
+    if start is not None and np.all(np.isfinite(start)):
+        try:
+            solution = _newton(pairs, prior_draws, min(iterations, WARM_STEPS), start, keep_covariance)
+        except np.linalg.LinAlgError:
+            solution = None
+    if solution is None:  # no start, or Newton did not settle from it
+        solution = _newton(pairs, prior_draws, iterations, keep_covariance=keep_covariance)
+        assert solution is not None
     ratings = center + solution.strengths / LN10_400
     halves = Z95 * np.sqrt(solution.variances) / LN10_400
     return ratings, ratings - halves, ratings + halves, played, solution
@@ -329,23 +367,23 @@ class _Solution:
     solve: Callable[[_Array], _Array] | None
 
 
-def _newton(pairs: _Pairs, prior_draws: float, iterations: int) -> _Solution:
-    """Newton's method on the log-likelihood, then the variances (module docstring)."""
-    size, lo, hi, games, points = pairs.size, pairs.lo, pairs.hi, pairs.games, pairs.points
-    s = np.zeros(size)
+def _newton(pairs: _Pairs, prior_draws: float, iterations: int, start: _Array | None = None,
+            keep_covariance: bool = True) -> _Solution | None:
+    """Newton's method on the log-likelihood from ``start`` (or every bot at 0), then the
+    variances (module docstring); ``None`` if from ``start`` it did not settle
+    (:data:`WARM_MOVE_MAX`; the caller starts again from 0, where it always has). Up to :data:`DENSE_MAX` bots the exact
+    variances come without the whole covariance, which is computed only if
+    ``keep_covariance`` (for :meth:`Model.stronger`; a third more work)."""
+    size = pairs.size
+    s = np.zeros(size) if start is None else start.copy()
     if size == 0:
         return _Solution(s, s, np.zeros((0, 0)), None)
     system: _Dense | _Sparse | None = None
     levels: _TwoLevel | None = None
     moved = 1.0
     for _ in range(iterations):
-        p = _logistic(s[lo] - s[hi])  # lo's expected score against hi
-        g = points - games * p
-        q = _logistic(s)  # against the phantom, at strength 0
-        grad = np.bincount(lo, g, size) - np.bincount(hi, g, size) + prior_draws * (0.5 - q)
-        h = games * p * (1.0 - p)
-        diagonal = np.bincount(lo, h, size) + np.bincount(hi, h, size) + prior_draws * q * (1.0 - q)
-        if size <= DENSE_MAX:
+        grad, h, diagonal = _derivatives(pairs, s, prior_draws)
+        if size <= min(DENSE_STEPS_MAX, DENSE_MAX):
             system = _Dense(pairs, h, diagonal)
         else:
             levels = levels or _TwoLevel.of(pairs)
@@ -356,13 +394,34 @@ def _newton(pairs: _Pairs, prior_draws: float, iterations: int) -> _Solution:
         moved = float(np.abs(step).max())
         if moved < STEP_TOLERANCE:
             break
+        if start is not None and not moved <= WARM_MOVE_MAX:
+            return None  # the start was far: undamped Newton may run off from there
+    else:
+        if start is not None:
+            return None
     assert system is not None
-    if isinstance(system, _Dense):
-        cov = system.covariance()
-        return _Solution(s, _relative(np.diag(cov), cov.mean(axis=1)), cov, None)
+    if size <= DENSE_MAX:
+        if not isinstance(system, _Dense):  # the steps were sparse: the exact covariance, at the optimum
+            system = _Dense(pairs, *_derivatives(pairs, s, prior_draws)[1:])
+        diag, m = system.inverse_diagonal()
+        return _Solution(s, _relative(diag, m), system.covariance() if keep_covariance else None, None)
+    assert isinstance(system, _Sparse)
     m = system.solve(np.ones(size), rtol=1e-10) / size
     variances = _relative(_estimated_diagonal(system, m), m)
     return _Solution(s, variances, None, partial(system.solve, rtol=1e-10))
+
+
+def _derivatives(pairs: _Pairs, s: _Array, prior_draws: float) -> tuple[_Array, _Array, _Array]:
+    """At strengths ``s``: the log-likelihood's gradient, each pair's weight ``h`` in the
+    information matrix (off its diagonal, negated) and that matrix's diagonal."""
+    size, lo, hi, games, points = pairs.size, pairs.lo, pairs.hi, pairs.games, pairs.points
+    p = _logistic(s[lo] - s[hi])  # lo's expected score against hi
+    g = points - games * p
+    q = _logistic(s)  # against the phantom, at strength 0
+    grad = np.bincount(lo, g, size) - np.bincount(hi, g, size) + prior_draws * (0.5 - q)
+    h = games * p * (1.0 - p)
+    diagonal = np.bincount(lo, h, size) + np.bincount(hi, h, size) + prior_draws * q * (1.0 - q)
+    return grad, h, diagonal
 
 
 def _relative(diag: _Array, m: _Array) -> _Array:
@@ -378,7 +437,10 @@ def _relative(diag: _Array, m: _Array) -> _Array:
 
 
 class _Dense:
-    """The information matrix as a dense array, solved by LAPACK (numpy's)."""
+    """The information matrix as a dense array, solved by LAPACK (scipy's): it is symmetric
+    positive definite (a weighted Laplacian plus the prior's positive diagonal), so by its
+    Cholesky factor, half the work of numpy's LU, and the covariance from the same factor
+    (``potri``) instead of a second factorization."""
 
     def __init__(self, pairs: _Pairs, h: _Array, diagonal: _Array) -> None:
         n = pairs.size
@@ -387,12 +449,54 @@ class _Dense:
         a[pairs.hi, pairs.lo] = -h
         a[np.diag_indices(n)] = diagonal
         self.a = a
+        self._factor: _Array | None = None
+
+    def _cholesky(self) -> _Array | None:
+        """The lower Cholesky factor (in place of ``a``'s copy), ``None`` if LAPACK finds the
+        matrix not positive definite to rounding (then LU, as numpy solves)."""
+        if self._factor is None:
+            from scipy.linalg import lapack
+
+            factor, info = lapack.dpotrf(self.a, lower=1, clean=0)
+            self._factor = factor if info == 0 else np.zeros((0, 0))
+        return self._factor if len(self._factor) == len(self.a) else None
 
     def solve(self, b: _Array, rtol: float = 0.0) -> _Array:
-        return np.asarray(np.linalg.solve(self.a, b), dtype=np.float64)
+        factor = self._cholesky()
+        if factor is None:
+            return np.asarray(np.linalg.solve(self.a, b), dtype=np.float64)
+        from scipy.linalg import lapack
+
+        x, info = lapack.dpotrs(factor, b, lower=1)
+        assert info == 0
+        return np.asarray(x, dtype=np.float64)
+
+    def inverse_diagonal(self) -> tuple[_Array, _Array]:
+        """``C``'s diagonal and row means (``C = A⁻¹``) without ``C``: with ``A = LLᵀ``,
+        ``C[i,i]`` is the squared norm of ``L⁻¹``'s column ``i`` (one triangular inverse, half
+        of what ``C`` itself costs beyond the factor), and the means are one solve."""
+        factor = self._cholesky()
+        n = len(self.a)
+        if factor is None:
+            cov = self.covariance()
+            return np.diag(cov).copy(), cov.mean(axis=1)
+        from scipy.linalg import lapack
+
+        inverse, info = lapack.dtrtri(factor, lower=1)
+        assert info == 0
+        inverse = np.tril(inverse)  # the factor's upper triangle is what ``a`` had there
+        return np.einsum("ki,ki->i", inverse, inverse), self.solve(np.ones(n)) / n
 
     def covariance(self) -> _Array:
-        return np.asarray(np.linalg.inv(self.a), dtype=np.float64)
+        factor = self._cholesky()
+        if factor is None:
+            return np.asarray(np.linalg.inv(self.a), dtype=np.float64)
+        from scipy.linalg import lapack
+
+        inverse, info = lapack.dpotri(factor, lower=1)
+        assert info == 0
+        lower = np.tril(inverse)  # potri fills the lower triangle only
+        return np.asarray(lower + np.tril(lower, -1).T, dtype=np.float64)
 
 
 class _TwoLevel:

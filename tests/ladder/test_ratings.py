@@ -254,3 +254,27 @@ def test_a_fit_as_arrays_is_the_fit_of_the_rows() -> None:
         np.array([r[2:] for r in rows]))
     for k, bot in enumerate(names):
         assert (rating[k], low[k], high[k], games[k]) == (fits[bot].rating, fits[bot].low, fits[bot].high, fits[bot].games)
+
+
+@pytest.mark.parametrize("bots", [50, 300])
+def test_a_fit_started_from_any_ratings_is_the_fit_from_the_center(bots: int) -> None:
+    """A refresh starts the fit from the last one's ratings: near ones (a few games earlier),
+    far ones (every bot 800 points off, some up, some down) and a bad one (not finite) all end
+    at the fit from the center. 300 bots: Newton's steps by conjugate gradients, the intervals
+    from the dense factor (``DENSE_STEPS_MAX`` < 300 ≤ ``DENSE_MAX``)."""
+    rows = synthetic(bots, 8, False, seed=bots)
+    fits = bradley_terry.fit_tally(rows)
+    names = list(fits)
+    index = {b: k for k, b in enumerate(names)}
+    first, second = np.array([index[r[0]] for r in rows]), np.array([index[r[1]] for r in rows])
+    counts = np.array([r[2:] for r in rows])
+    cold = np.array([[f.rating, f.low, f.high] for f in fits.values()])
+    rng = np.random.default_rng(1)
+    near = cold[:, 0] + rng.normal(0.0, 20.0, len(names))
+    far = 1500.0 + rng.choice([-800.0, 800.0], len(names))
+    bad = np.full(len(names), np.nan)
+    for start in (near, far, bad):
+        rating, low, high, _ = bradley_terry.fit_arrays(len(names), first, second, counts, start=start)
+        assert np.abs(np.column_stack([rating, low, high]) - cold).max() < 1e-6
+    with pytest.raises(ValueError, match="start"):
+        bradley_terry.fit_arrays(len(names), first, second, counts, start=near[:-1])
