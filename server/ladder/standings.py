@@ -36,19 +36,19 @@ log = logging.getLogger(__name__)
 STANDINGS_DELAY_S = 0.2
 """Standings changes closer together than this are computed and pushed once."""
 
-STANDINGS_PACE = 50.0
+STANDINGS_PACE = 100.0
 """A refresh starts at least this many times the last refresh's CPU after that one ended: the
 fit's CPU (the fitting worker's, and the threads' that pack the totals for it and unpack its
-answer) and the table's making on the event loop. Refreshing then takes at most 1/50 (2 %) of a
-core, however often games end. It is CPU, not wall time: what a refresh waits for (a core on a
-busy machine, the rating lock, PostgreSQL, the hop to the worker) costs nothing, and a small
+answer) and the table's making on the event loop. Refreshing then takes at most 1/100 (1 %) of
+a core, however often games end. It is CPU, not wall time: what a refresh waits for (a core on
+a busy machine, the rating lock, PostgreSQL, the hop to the worker) costs nothing, and a small
 ladder, whose fit takes a millisecond, refreshes 0.2 s after a change as before. A fit of
-1,000 bots (0.1–0.2 s of CPU) lets one start every 5–10 s; of 10,000 (0.4–0.5 s) every
-20–25 s. Why 50: in a cluster the leader may take 1.25 / N of the servers' CPU (with three
+1,000 bots (0.1–0.2 s of CPU) lets one start every 10–20 s; of 10,000 (0.4–0.5 s) every
+40–50 s. Why 100: in a cluster the leader may take 1.25 / N of the servers' CPU (with three
 nodes, a twelfth of the whole beyond its third), and the fit is most of what it does beyond
 the others (docs/performance.md, *The standings paced by their cost*): in the thousand bots'
-run the leader took 0.422 of the servers' CPU (0.496 refreshing at four times the wall time,
-0.385–0.393 at twenty times it, but with tables 16–22 s apart on that busy machine)."""
+run the leader took 0.422 of the servers' CPU at fifty times the CPU, over the limit of
+0.417, and 0.496 refreshing at four times the wall time."""
 
 
 def refresh_wait(now: float, last_end: float | None, last_cost: float) -> float:
