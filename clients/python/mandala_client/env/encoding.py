@@ -161,25 +161,34 @@ def encode(view: View) -> npt.NDArray[np.float32]:
     The environment builds every observation with this function and
     :class:`~mandala_client.env.policy.PolicyBot` calls it on the server's frames.
     """
-    out, turns, score = _counts(view)
-    obs = np.frombuffer(bytes(out), dtype=np.uint8) * SCALES
-    obs[_TURNS] = turns * _TURNS_SCALE
-    obs[_SCORE] = score * _SCORE_SCALE
-    return obs
+    return scaled(*_counts(view))
 
 
 def encode_batch(views: Sequence[View]) -> npt.NDArray[np.float32]:
     """Several views as one ``(len(views), OBS_SIZE)`` array: row ``i`` is ``encode(views[i])``,
     converted to numbers in one step."""
+    return scaled_batch(map(_counts, views))
+
+
+def scaled(counts: list[int], turns: int, score: int) -> npt.NDArray[np.float32]:
+    """One observation's counts (:func:`_counts`' form: ``turns`` and ``my_score`` beside, as
+    they may pass 255) divided by their scales: the observation."""
+    obs = np.frombuffer(bytes(counts), dtype=np.uint8) * SCALES
+    obs[_TURNS] = turns * _TURNS_SCALE
+    obs[_SCORE] = score * _SCORE_SCALE
+    return obs
+
+
+def scaled_batch(counts: Iterable[tuple[list[int], int, int]]) -> npt.NDArray[np.float32]:
+    """:func:`scaled` of each, as the rows of one array, converted to numbers in one step."""
     rows = bytearray()
     turns: list[int] = []
     scores: list[int] = []
-    for v in views:
-        out, t, s = _counts(v)
+    for out, t, s in counts:
         rows += bytes(out)
         turns.append(t)
         scores.append(s)
-    obs = np.frombuffer(rows, dtype=np.uint8).reshape(len(views), OBS_SIZE) * SCALES
+    obs = np.frombuffer(rows, dtype=np.uint8).reshape(len(turns), OBS_SIZE) * SCALES
     obs[:, _TURNS] = np.array(turns, dtype=np.float32) * _TURNS_SCALE
     obs[:, _SCORE] = np.array(scores, dtype=np.float32) * _SCORE_SCALE
     return obs

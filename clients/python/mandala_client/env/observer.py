@@ -27,7 +27,7 @@ import numpy.typing as npt
 from mandala import Game
 from mandala.cards import CARDS_PER_COLOR
 
-from .encoding import _SCORE, _SCORE_SCALE, _TURNS, _TURNS_SCALE, ACTION_COUNT, OBS_SIZE, RESHUFFLES_CAP, SCALES
+from .encoding import ACTION_COUNT, RESHUFFLES_CAP, scaled, scaled_batch
 
 _PHASE: Final = {"turn": (1, 0, 0), "pick": (0, 1, 0), "over": (0, 0, 1)}
 _NO_DESTRUCTION: Final = (0, 0, 0, 0)
@@ -124,29 +124,15 @@ class Observer:
 
     def observe(self, game: Game, me: int) -> npt.NDArray[np.float32]:
         """``encode(view(game, me))``, made from ``game`` directly."""
-        out, turns, score = self.raw(game, me)
-        obs = np.frombuffer(bytes(out), dtype=np.uint8) * SCALES
-        obs[_TURNS] = turns * _TURNS_SCALE
-        obs[_SCORE] = score * _SCORE_SCALE
-        return obs
+        return scaled(*self.raw(game, me))
 
 
 def observe_batch(observers: Sequence[Observer], games: Sequence[Game]) -> npt.NDArray[np.float32]:
     """Each game's observation for the seat deciding there (``observers[i]`` keeps game
     ``i``'s), as one ``(len(games), OBS_SIZE)`` array, ``encode_batch`` of their views: one
     conversion to numbers for the whole batch."""
-    rows = bytearray()
-    turns: list[int] = []
-    scores: list[int] = []
-    for observer, g in zip(observers, games, strict=True):
-        out, t, s = observer.raw(g, g.to_move)  # type: ignore[arg-type]
-        rows += bytes(out)
-        turns.append(t)
-        scores.append(s)
-    obs = np.frombuffer(rows, dtype=np.uint8).reshape(len(games), OBS_SIZE) * SCALES
-    obs[:, _TURNS] = np.array(turns, dtype=np.float32) * _TURNS_SCALE
-    obs[:, _SCORE] = np.array(scores, dtype=np.float32) * _SCORE_SCALE
-    return obs
+    return scaled_batch(observer.raw(g, g.to_move)  # type: ignore[arg-type]
+                        for observer, g in zip(observers, games, strict=True))
 
 
 def legal_mask(codes: Sequence[int]) -> npt.NDArray[np.int8]:
