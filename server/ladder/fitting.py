@@ -69,9 +69,13 @@ def _start_worker(server: int) -> None:
     """In the worker: a terminal's Ctrl-C reaches the whole process group, but the server ends
     its worker itself; without this the worker dies of it with a ``KeyboardInterrupt`` traceback.
     BLAS on one thread: the fit's dense products are small, and a second thread only spins
-    (it doubled the CPU of the small factorizations, measured)."""
+    (it doubled the CPU of the small factorizations, measured). And scipy's solvers imported
+    now, not in the first fit: the fit's CPU paces the refreshes (``standings.py``), and the
+    import's 0.2 s would hold the first tables of a new leader back by a hundred times that."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with(server)
+    import scipy.linalg.lapack
+    import scipy.sparse.linalg  # noqa: F401
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(1)

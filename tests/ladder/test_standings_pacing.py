@@ -24,7 +24,7 @@ def test_the_wait_is_the_delay_or_the_pace_times_the_last_refresh() -> None:
     # A quick one: the coalescing delay.
     assert refresh_wait(100.0, 100.0, 0.001) == STANDINGS_DELAY_S
     # A slow one that ended long ago: no more wait than the delay.
-    assert refresh_wait(200.0, 100.0, 2.0) == STANDINGS_DELAY_S
+    assert refresh_wait(100.0 + STANDINGS_PACE * 2.0 + 1.0, 100.0, 2.0) == STANDINGS_DELAY_S
     # However costly: refreshing takes at most 1 / PACE of a core.
     for cost in (0.1, 1.0, 10.0):
         assert cost / refresh_wait(50.0, 50.0, cost) <= 1.0 / STANDINGS_PACE + 1e-12
