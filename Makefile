@@ -30,9 +30,10 @@ run: $(STAMP)
 # throwaway Redis (scripts/test-redis.sh) for the cluster tests; if one cannot start, its tests
 # are skipped loudly (they fail under CI=true). Both are stopped whatever pytest's outcome, and
 # pytest's exit status is kept. Debian's chromium for the browser tests and haproxy for the
-# cluster's chaos test (scripts/install-package.sh). The tests run on TEST_JOBS workers (pytest-xdist;
-# `auto`, one a core, at most 4; TEST_JOBS=0 runs them in this process, one after another).
-TEST_JOBS ?= auto
+# cluster's chaos test (scripts/install-package.sh). The tests run on TEST_JOBS workers (pytest-xdist),
+# three even on two cores: most of a test's time is spent waiting on the servers it starts, kills
+# and restarts (TEST_JOBS=0 runs them in this process, one after another).
+TEST_JOBS ?= 3
 test: $(STAMP) lint
 	@scripts/install-package.sh chromium $${MANDALA_CHROMIUM:-/usr/bin/chromium} || echo "make test: chromium is missing; the browser tests will be skipped" >&2; \
 	scripts/install-package.sh haproxy /usr/sbin/haproxy || echo "make test: haproxy is missing; the chaos test will be skipped" >&2; \
@@ -42,7 +43,7 @@ test: $(STAMP) lint
 	redis=$$(scripts/test-redis.sh start) || redis=; \
 	if [ -n "$$redis" ]; then export MANDALA_TEST_REDIS_URL="$$redis"; \
 	else echo "make test: Redis did not start; the cluster tests will be skipped" >&2; fi; \
-	$(PY) -m pytest -q -n $(TEST_JOBS) --maxprocesses 4; status=$$?; \
+	$(PY) -m pytest -q -n $(TEST_JOBS); status=$$?; \
 	scripts/test-postgres.sh stop; scripts/test-redis.sh stop; \
 	exit $$status
 
