@@ -25,7 +25,7 @@ from .cluster.node import ClusterNode
 from .common.clock import utc_now
 from .config import Settings
 from .connections.auth import new_admin_token
-from .connections.outbox import CLOSE_GOING_AWAY
+from .connections.outbox import CLOSE_GOING_AWAY, SHUTDOWN_WAIT_S
 from .connections.pacing import Audience
 from .connections.peers import AddressCap
 from .connections.presence import Presence
@@ -150,7 +150,7 @@ async def _shutdown(app: web.Application) -> None:
     for conn in conns:
         conn.close(CLOSE_GOING_AWAY, "server shutting down")
     if conns:
-        await asyncio.wait([asyncio.ensure_future(c.shutdown()) for c in conns], timeout=5)
+        await asyncio.wait([asyncio.ensure_future(c.shutdown()) for c in conns], timeout=SHUTDOWN_WAIT_S)
     if arena.cluster is not None:
         await arena.cluster.close()
 

@@ -40,7 +40,7 @@ from protocol.tournaments import LiveTournament
 
 from ..config import Settings
 from ..connections.connection import encode
-from ..connections.outbox import CLOSE_GOING_AWAY, Outbox
+from ..connections.outbox import CLOSE_GOING_AWAY, SHUTDOWN_WAIT_S, Outbox
 from ..connections.pacing import in_slices, stalled
 from ..games.room import GameRoom
 from ..recording.recorder import GameRecorder
@@ -457,8 +457,8 @@ class LiveHub:
         self.followers.clear()
         for viewer in viewers:
             viewer.close(CLOSE_GOING_AWAY, "server shutting down")
-        for viewer in viewers:
-            await viewer.shutdown()
+        if viewers:
+            await asyncio.wait([asyncio.ensure_future(v.shutdown()) for v in viewers], timeout=SHUTDOWN_WAIT_S)
 
 
 def _coalesced(events: list[tuple[Key, msgspec.Raw]]) -> list[msgspec.Raw]:

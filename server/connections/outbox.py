@@ -28,6 +28,9 @@ from aiohttp import web
 log = logging.getLogger(__name__)
 
 CLOSE_GOING_AWAY = 1001
+SHUTDOWN_WAIT_S = 5.0
+"""How long a stopping server waits for its sockets' closes to finish (:meth:`Outbox.shutdown`)
+before it goes on without them: a peer gone silent must not hold the stop."""
 """RFC 6455's close code for a server that shuts down."""
 HIGH_WATER = 256 * 1024
 """Bytes the transport may hold unsent before frames wait in the outbox instead."""
