@@ -33,6 +33,7 @@ import platform
 import random
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -79,8 +80,16 @@ def _engine_with_views(games: int, seed: int) -> float:
     return decisions / (_clock() - start)
 
 
-def _aec(games: int, seed: int) -> float:
-    rand = random.Random(seed).random
+def _aec(games: int, seed: int, choose: Callable[[dict[str, Any]], int] | None = None) -> float:
+    """The PettingZoo environment's decisions per second, each chosen by ``choose`` from the
+    observation (a random legal action if none)."""
+    if choose is None:
+        rand = random.Random(seed).random
+
+        def choose(obs: dict[str, Any]) -> int:
+            legal = np.flatnonzero(obs["action_mask"])
+            return int(legal[int(rand() * len(legal))])
+
     e = env()
     decisions = 0
     start = _clock()
@@ -91,8 +100,7 @@ def _aec(games: int, seed: int) -> float:
             if terminated or truncated:
                 e.step(None)
                 continue
-            legal = np.flatnonzero(obs["action_mask"])
-            e.step(int(legal[int(rand() * len(legal))]))
+            e.step(choose(obs))
             decisions += 1
     return decisions / (_clock() - start)
 
@@ -127,20 +135,7 @@ def _batch(games: int, seed: int, size: int) -> float:
 
 
 def _aec_mlp(games: int, seed: int) -> float:
-    policy = MLPPolicy(seed=seed)
-    e = env()
-    decisions = 0
-    start = _clock()
-    for i in range(games):
-        e.reset(seed=seed * 100_003 + i)
-        for _agent in e.agent_iter():
-            obs, _reward, terminated, truncated, _info = e.last()
-            if terminated or truncated:
-                e.step(None)
-                continue
-            e.step(policy.act(obs))
-            decisions += 1
-    return decisions / (_clock() - start)
+    return _aec(games, seed, MLPPolicy(seed=seed).act)
 
 
 def _batch_mlp(games: int, seed: int, size: int) -> float:

@@ -28,7 +28,6 @@ import random
 from typing import Any, ClassVar
 
 import gymnasium
-import numpy as np
 import numpy.typing as npt
 from pettingzoo import AECEnv
 from pettingzoo.utils.env_logger import EnvLogger
@@ -47,8 +46,7 @@ from .core import (
     final_rewards,
     new_game,
 )
-from .encoding import ACTION_COUNT
-from .observer import Observer, legal_mask
+from .observer import Observer
 from .spaces import action_space, observation_space
 
 Observation = dict[str, npt.NDArray[Any]]
@@ -122,11 +120,7 @@ class MandalaEnv(AECEnv[str, Observation, int | None]):
             EnvLogger.error_observe_before_reset()
         assert game is not None
         seat = SEAT_OF[agent]
-        if game.to_move == seat and not self._over:
-            mask = legal_mask(game.legal_codes())
-        else:
-            mask = np.zeros(ACTION_COUNT, dtype=np.int8)
-        return {"observation": self._observer.observe(game, seat), "action_mask": mask}
+        return self._observer.observation(game, seat, game.to_move == seat and not self._over)
 
     def step(self, action: int | None) -> None:
         game = self._game

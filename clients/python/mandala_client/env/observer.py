@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -125,6 +125,12 @@ class Observer:
     def observe(self, game: Game, me: int) -> npt.NDArray[np.float32]:
         """``encode(view(game, me))``, made from ``game`` directly."""
         return scaled(*self.raw(game, me))
+
+    def observation(self, game: Game, me: int, deciding: bool) -> dict[str, npt.NDArray[Any]]:
+        """What the environments hand seat ``me``: the observation and the mask of its legal
+        actions, all zeros unless it is ``deciding``."""
+        mask = legal_mask(game.legal_codes()) if deciding else np.zeros(ACTION_COUNT, dtype=np.int8)
+        return {"observation": self.observe(game, me), "action_mask": mask}
 
 
 def observe_batch(observers: Sequence[Observer], games: Sequence[Game]) -> npt.NDArray[np.float32]:

@@ -132,11 +132,7 @@ class MandalaGymEnv(gymnasium.Env[Observation, np.int64]):
 
     def _observe(self, game: Game) -> Observation:
         me = self._me
-        if game.to_move == me and not self._over:
-            mask = legal_mask(game.legal_codes())
-        else:
-            mask = np.zeros(ACTION_COUNT, dtype=np.int8)
-        return {"observation": self._observer.observe(game, me), "action_mask": mask}
+        return self._observer.observation(game, me, game.to_move == me and not self._over)
 
     def action_masks(self) -> npt.NDArray[np.bool_]:
         """The legal actions now, as booleans (the method ``MaskablePPO`` calls)."""
