@@ -214,8 +214,10 @@ async def test_kill_9_of_the_leader_takes_over_only_the_games_it_hosted(
 
             await wait_until(taken_over, 15, "n1's games were not taken over")
             await wait_until(lambda: _new_leader(http, n2), 5, "neither n2 nor n3 took the lead")
-            # The games of n2 and n3 play to their end where they are.
+            # The games of n2 and n3 play to their end where they are, and n1's where they moved;
+            # a game still running at the stop below would be handed on again, at a later epoch.
             await wait_until(lambda: _ended(database, set(others)), 60, "the other nodes' games did not end")
+            await wait_until(lambda: _ended(database, on_n1), 60, "the games taken over from n1 did not end")
         finally:
             for task in tasks:
                 task.cancel()
