@@ -58,14 +58,34 @@ class TrueGame:
         return self.game.copy()  # the copy carries the generator's state: the same reshuffles to come
 
 
+class HandsKnown(TrueGame):
+    """The real game with its draws hidden: the opponent's hand and cup as they are, the deck's
+    order and every future reshuffle drawn anew for each iteration (``--knows hands``). Against
+    it, the honest side's score says how much of the information limit is the opponent's cards
+    and how much the order of the draws, which no inference can learn."""
+
+    __slots__ = ()
+
+    def sample(self, rng: random.Random) -> Game:
+        game = self.game.copy()
+        rng.shuffle(game.deck)
+        game._rng = random.Random(rng.getrandbits(64))
+        return game
+
+
+KNOWS: dict[str, type[TrueGame]] = {"all": TrueGame, "hands": HandsKnown}
+"""What the reference is told: every hidden card (``all``) or only the opponent's (``hands``)."""
+
+
 class Clairvoyant:
     """The search on the true state. It takes the harness's live ``Game``, never a view,
     so no bot spec can build it (a spec's options are JSON values)."""
 
-    def __init__(self, game: Game, seed: int | None = None, budget: float | None = None, **options: Any) -> None:
+    def __init__(self, game: Game, seed: int | None = None, budget: float | None = None,
+                 knows: str = "all", **options: Any) -> None:
         if not isinstance(game, Game):
             raise TypeError("the clairvoyant reference needs the harness's real Game")
-        self._source = TrueGame(game)
+        self._source = KNOWS[knows](game)
         self.search = SearchBot(seed=seed, budget=budget, **{**REFERENCE, **options})
 
     def decide(self) -> int:
@@ -163,6 +183,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--honest", default="search", help="the honest bot's spec, as for mandala match (default search)")
     p.add_argument("--budget", type=float, default=0.3, help="seconds per decision for both sides (default 0.3)")
+    p.add_argument("--knows", choices=tuple(KNOWS), default="all",
+                   help="what the reference is told: every hidden card (all, the default) or only the "
+                        "opponent's hand and cup, its draws still hidden (hands)")
     p.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
                    help="what both sides' budgets are measured on (default cpu: each thread's CPU time)")
     p.add_argument("--deals", type=int, default=100, help="duplicate deals, two games each (default 100)")
@@ -178,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     honest = args.honest
     if args.clock != "wall" and honest.split(",")[0] == "search" and "clock=" not in honest:
         honest += f",clock={args.clock}"
-    reference = {"clock": args.clock}
+    reference = {"clock": args.clock, "knows": args.knows}
     done = {(r["deal"], r["honest_seat"]) for r in _read(args.out)} if args.out and args.resume else set()
     rows = _read(args.out) if args.out and args.resume else []
     if args.out and not args.resume and args.out.exists():
@@ -186,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     tasks = [Task(d, s, honest, reference, args.budget, args.seed)
              for d in range(args.deals) for s in (0, 1) if (d, s) not in done]
-    print(f"# {honest} vs clairvoyant search {REFERENCE} at {args.budget} s ({args.clock}) a decision; "
+    print(f"# {honest} vs clairvoyant search {REFERENCE} knowing {args.knows} at {args.budget} s ({args.clock}) a decision; "
           f"{len(tasks)} games to play; {platform.python_implementation()} {platform.python_version()}, "
           f"{os.cpu_count()} cores", file=sys.stderr)
     out = args.out.open("a") if args.out else None
@@ -215,7 +238,8 @@ def main(argv: list[str] | None = None) -> int:
         if out:
             out.close()
     print(file=sys.stderr)
-    print(json.dumps({"honest": honest, "budget": args.budget, "clock": args.clock, "seed": args.seed, **summary(rows)}))
+    print(json.dumps({"honest": honest, "knows": args.knows, "budget": args.budget, "clock": args.clock,
+                      "seed": args.seed, **summary(rows)}))
     return 0
 
 

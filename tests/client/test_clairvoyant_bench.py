@@ -77,6 +77,20 @@ def test_the_reference_searches_copies_of_the_real_game_reshuffles_included() ->
     assert copy.reshuffles == real.reshuffles and copy.scores() == real.scores()
 
 
+def test_the_hands_reference_knows_the_opponents_cards_and_not_the_draws() -> None:
+    real = _advanced(4, 30)
+    source = bench.KNOWS["hands"](real)
+    orders = set()
+    for seed in range(20):
+        sample = source.sample(random.Random(seed))
+        assert sample.hands == real.hands and sample.cups == real.cups and sample.starting_cups == real.starting_cups
+        assert sorted(sample.deck) == sorted(real.deck)  # the same cards, in an order of its own
+        assert view(sample, 0) == view(real, 0) and view(sample, 1) == view(real, 1)
+        orders.add(tuple(sample.deck))
+    assert len(orders) > 1 and len(real.deck) > 1
+    assert bench.KNOWS["all"] is bench.TrueGame
+
+
 def test_the_references_choice_depends_on_the_hidden_cards() -> None:
     """Two deals that look the same from seat 0 and differ behind it: over a few positions the
     reference (seat 1's search on the truth) must at some point see a difference a view hides."""
