@@ -460,11 +460,17 @@ class PostgresStorage(OneGameWrites):
         return True
 
     async def _rate(self, conn: Any, w: GameWrite) -> list[RatingChange]:
-        """The rating changes of a rated game's last write, from the bots' stored ratings."""
+        """The rating changes of a rated game's last write, from the bots' stored ratings.
+
+        The bots' rows are locked as they are read (``FOR UPDATE``, in name order, so two
+        writers never wait on each other in a circle): in a cluster, two nodes may finish
+        games of the same bot at once, and the second must rate from the first's result, not
+        from the rating both read before either wrote (its update would then find
+        ``rated_games`` moved on and raise :class:`RatingConflict`)."""
         if w.rate is None:
             return []
-        rows = await conn.fetch("SELECT name, rating, rated_games FROM bots WHERE lower(name) = ANY($1::text[])",
-                                [name.lower() for name in w.row.players])
+        rows = await conn.fetch("SELECT name, rating, rated_games FROM bots WHERE lower(name) = ANY($1::text[])"
+                                " ORDER BY lower(name) FOR UPDATE", [name.lower() for name in w.row.players])
         stored = {r[0].lower(): Standing(bot=r[0], rating=r[1], rated_games=r[2]) for r in rows}
         a, b = (stored.get(name.lower()) for name in w.row.players)
         if a is None or b is None:

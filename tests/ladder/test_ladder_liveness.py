@@ -161,7 +161,7 @@ async def test_removal_mid_game_lets_the_game_finish_and_the_bot_play_on(make_ar
 
 
 async def test_a_reset_is_seen_by_the_next_read(make_arena: Any) -> None:
-    arena: Harness = await make_arena(pairing_interval_s=0.05, decision_ms=300)
+    arena: Harness = await make_arena(pairing_interval_s=0.05, decision_ms=2000)
     alice, bob = await gather(qualify(arena, "alice", 11), qualify(arena, "bob", 12))
     await gather(play_out(alice, random_policy(13), games=2), play_out(bob, random_policy(14), games=2))
     await arena.client.post("/api/ladder/pause", headers=AUTH)

@@ -3,6 +3,7 @@ PostgreSQL): bots, games, migrations, and ratings written with their game in one
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import random
 import sqlite3
@@ -13,12 +14,12 @@ import msgspec
 import pytest
 
 import mandala
-from arena_testkit import Harness, elo_replay, gather, play_out, random_policy
+from arena_testkit import Harness, elo_replay, gather, play_out, random_policy, wait_until
 from mandala.record import played_move
 from server.config import Settings
 from server.ladder.tally import Tally
 from server.ratings import elo
-from server.recording.recorder import GameRecorder
+from server.recording.recorder import GameRecorder, rating_update
 from server.recording.spool import Spool
 from server.storage import (
     INITIAL_RATING,
@@ -141,6 +142,52 @@ async def test_a_stale_rating_change_writes_nothing(storage: Storage) -> None:
         await storage.finish_game(game("g1", "alice", "bob"), stale)
     assert await storage.get_game("g1") is None
     assert [s.rated_games for s in await storage.standings()] == [0, 0]
+
+
+async def test_two_nodes_storing_games_of_one_bot_at_once_rate_one_after_the_other(
+        storage: Storage, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a cluster two nodes may store the ends of two rated games of one bot at the same
+    moment. The second reads the bot's rating only once the first has committed (its row is
+    locked as it is read), so it rates from the first's result and neither write is refused."""
+    if isinstance(storage, SqliteStorage):
+        pytest.skip("one SQLite file has one server")
+    await bots(storage, "alice", "bob", "carol")
+    other = await reopened(storage)  # a second node on the same database
+    try:
+        first_row, second_row = game("g1", "alice", "bob"), game("g2", "bob", "carol")
+        for row in (first_row, second_row):
+            await storage.save_game(game(row.game_id, *row.players, status="running"))
+        paused, go = asyncio.Event(), asyncio.Event()
+
+        async def hold() -> None:  # the first node, between its game row and its ratings
+            paused.set()
+            await go.wait()
+
+        monkeypatch.setattr(storage, "_between_game_and_ratings", hold)
+        elo_settings = Settings().elo
+        first = asyncio.create_task(storage.write_games(
+            [GameWrite(first_row, final=True, rate=rating_update(first_row, elo_settings))]))
+        await wait_until(paused.is_set, 5, "the first write never reached its ratings")
+        second = asyncio.create_task(other.write_games(
+            [GameWrite(second_row, final=True, rate=rating_update(second_row, elo_settings))]))
+
+        async def second_waits_for_bob() -> bool:
+            waiting = await run_sql(storage, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                                             " AND query LIKE '%FROM bots%FOR UPDATE'")
+            return bool(waiting[0][0])
+
+        await wait_until(second_waits_for_bob, 5, "the second write read bob's rating without waiting for the first")
+        assert not second.done()
+        go.set()
+        assert await first == frozenset() and await second == frozenset()
+    finally:
+        await other.close()
+    want = elo_replay(["alice", "bob", "carol"], [("alice", "bob", 1.0), ("bob", "carol", 1.0)])
+    got = {s.bot: (s.rating, s.rated_games) for s in await storage.standings()}
+    assert {n: g for n, (_, g) in got.items()} == {"alice": 1, "bob": 2, "carol": 1}
+    for name, (rating, _) in want.items():
+        assert got[name][0] == pytest.approx(rating, abs=1e-9)
+    assert [h.games_before for h in await storage.rating_history("bob")] == [0, 1]
 
 
 async def test_ratings_equal_a_replay_of_the_stored_games(storage: Storage, tmp_path: Path) -> None:

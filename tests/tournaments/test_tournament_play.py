@@ -56,7 +56,7 @@ async def leave_after(client: WsClient, decisions: int) -> None:
 
 
 async def test_a_bot_that_leaves_mid_game_loses_it_on_time_then_forfeits_the_rest(make_arena: Any) -> None:
-    arena: Harness = await make_arena(decision_ms=300)
+    arena: Harness = await make_arena(decision_ms=2000)
     clients = {n: await arena.bot(n, max_games=1) for n in ("ann", "ben")}
     cat = await arena.bot("cat", max_games=1)
     tasks = [asyncio.create_task(play(c, RandomBot(seed=i))) for i, c in enumerate(clients.values())]
