@@ -106,6 +106,10 @@ class Task:
     reference: dict[str, Any]
     budget: float
     seed: int
+    honest_knows: str = "view"
+    """``view``: the honest side is handed its view, as a server would; ``hands``: it is the
+    search told the opponent's hand and cup (``--honest-knows hands``), a bound on what any
+    inference over the opponent's moves could give it, never an honest bot."""
 
 
 def deal_game(seed: int, deal: int) -> Game:
@@ -120,13 +124,19 @@ def play(task: Task) -> dict[str, Any]:
     me = task.honest_seat
     bot_seed = random.Random(f"{task.seed}:{task.deal}:{me}").getrandbits(63)
     honest = bot_factory(task.honest)(seed=bot_seed, budget=task.budget)
+    told = None if task.honest_knows == "view" else KNOWS[task.honest_knows](game)
+    if told is not None and not isinstance(honest, SearchBot):
+        raise TypeError(f"--honest-knows {task.honest_knows} needs a search, not {task.honest}")
     ref = Clairvoyant(game, seed=bot_seed ^ 1, budget=task.budget, **task.reference)
     iterations = [[], []]  # per searched decision: honest, reference
     while game.to_move is not None:
         if game.to_move == me:
             legal = game.legal_moves
-            move = honest.choose(view(game, me), legal)
-            game.push_code(legal_codes([move])[0])
+            if told is None:
+                game.push_code(legal_codes([honest.choose(view(game, me), legal)])[0])
+            else:
+                codes = game.legal_codes()
+                game.push_code(codes[0] if len(codes) == 1 else honest.choose_code(told, codes))
             if len(legal) > 1 and hasattr(honest, "last_iterations"):
                 iterations[0].append(honest.last_iterations)
         else:
@@ -186,6 +196,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--knows", choices=tuple(KNOWS), default="all",
                    help="what the reference is told: every hidden card (all, the default) or only the "
                         "opponent's hand and cup, its draws still hidden (hands)")
+    p.add_argument("--honest-knows", choices=("view", "hands"), default="view",
+                   help="view (the default): the honest side gets its view; hands: a search on the honest "
+                        "side is told the opponent's hand and cup, the bound of any inference over its moves")
     p.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
                    help="what both sides' budgets are measured on (default cpu: each thread's CPU time)")
     p.add_argument("--deals", type=int, default=100, help="duplicate deals, two games each (default 100)")
@@ -207,9 +220,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.out and not args.resume and args.out.exists():
         print(f"{args.out} exists: pass --resume to add to it", file=sys.stderr)
         return 2
-    tasks = [Task(d, s, honest, reference, args.budget, args.seed)
+    tasks = [Task(d, s, honest, reference, args.budget, args.seed, args.honest_knows)
              for d in range(args.deals) for s in (0, 1) if (d, s) not in done]
-    print(f"# {honest} vs clairvoyant search {REFERENCE} knowing {args.knows} at {args.budget} s ({args.clock}) a decision; "
+    print(f"# {honest} knowing {args.honest_knows} vs clairvoyant search {REFERENCE} knowing {args.knows} at {args.budget} s ({args.clock}) a decision; "
           f"{len(tasks)} games to play; {platform.python_implementation()} {platform.python_version()}, "
           f"{os.cpu_count()} cores", file=sys.stderr)
     out = args.out.open("a") if args.out else None
@@ -238,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         if out:
             out.close()
     print(file=sys.stderr)
-    print(json.dumps({"honest": honest, "knows": args.knows, "budget": args.budget, "clock": args.clock,
+    print(json.dumps({"honest": honest, "honest_knows": args.honest_knows, "knows": args.knows, "budget": args.budget, "clock": args.clock,
                       "seed": args.seed, **summary(rows)}))
     return 0
 

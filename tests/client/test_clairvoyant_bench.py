@@ -157,3 +157,24 @@ def test_a_short_run_reports_the_honest_sides_score_with_its_interval(tmp_path: 
     assert figures["deals"] == 1 and figures["games"] == 2
     assert 0.0 <= figures["score_low"] <= figures["score"] <= figures["score_high"] <= 1.0
     assert bench.main(["--deals", "1", "--out", str(out)]) == 2  # an existing file is added to only with --resume
+
+
+def test_the_bound_of_inference_is_a_search_told_the_opponents_cards(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--honest-knows hands``: the honest side's search runs on the real game with the draws
+    hidden (what knowing the opponent's hand and cup would give); a bot that is no search
+    cannot be told."""
+    told: list[type] = []
+    choose_code = bench.SearchBot.choose_code
+
+    def spying(self: Any, source: Any, codes: Any) -> int:
+        told.append(type(source))
+        return choose_code(self, source, codes)
+
+    monkeypatch.setattr(bench.SearchBot, "choose_code", spying)
+    row = bench.play(bench.Task(deal=1, honest_seat=0, honest="search,iterations=5", reference={"iterations": 5},
+                                budget=0.0, seed=0, honest_knows="hands"))
+    assert row["score"] in (0.0, 0.5, 1.0) and row["honest_iterations"] == 5
+    assert bench.HandsKnown in told and bench.TrueGame in told  # the honest side, then the reference
+    with pytest.raises(TypeError, match="needs a search"):
+        bench.play(bench.Task(deal=1, honest_seat=0, honest="random", reference={"iterations": 5},
+                              budget=0.0, seed=0, honest_knows="hands"))
