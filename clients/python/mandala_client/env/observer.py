@@ -29,6 +29,7 @@ from mandala.cards import CARDS_PER_COLOR
 
 from .encoding import ACTION_COUNT, OBS_SIZE, RESHUFFLES_CAP, SCALES, scaled, scaled_batch
 
+_INT8: Final = np.dtype(np.int8)
 _PHASE: Final = {"turn": (1, 0, 0), "pick": (0, 1, 0), "over": (0, 0, 1)}
 _NO_DESTRUCTION: Final = (0, 0, 0, 0)
 
@@ -76,10 +77,11 @@ class Observer:
     """Observations of one game after another, for either seat; keeps each seat's cup and
     river (:class:`_Cup`) between calls. One per environment (not thread-safe)."""
 
-    __slots__ = ("_game", "_cups")
+    __slots__ = ("_game", "_claims", "_cups")
 
     def __init__(self) -> None:
         self._game: Game | None = None
+        self._claims = 0
         self._cups: list[_Cup | None] = [None, None]
 
     def _cup(self, game: Game, q: int) -> _Cup:
@@ -93,11 +95,16 @@ class Observer:
     def raw(self, game: Game, me: int) -> tuple[list[int], int, int]:
         """The observation before scaling (:func:`~.encoding._counts`' form): the counts with
         ``turns`` and ``my_score`` at 0, and those two beside."""
+        claims = len(game.history) - game.turns  # each move but a claim counts a turn (R5)
         if game is not self._game:
             self._game = game
             self._cups = [None, None]
+        elif claims != self._claims:
+            self._cups = [self._cup(game, 0), self._cup(game, 1)]
+        self._claims = claims
         op = 1 - me
-        mine, theirs = self._cup(game, me), self._cup(game, op)
+        cups = self._cups
+        mine, theirs = cups[me] or self._cup(game, me), cups[op] or self._cup(game, op)
         m0, m1 = game.mountains
         f0, f1 = game.fields
         hand, discard = game.hands[me], game.discard
@@ -146,7 +153,7 @@ def legal_mask(codes: Sequence[int]) -> npt.NDArray[np.int8]:
     mask = bytearray(ACTION_COUNT)
     for c in codes:
         mask[c] = 1
-    return np.frombuffer(mask, dtype=np.int8)
+    return np.frombuffer(mask, _INT8)
 
 
 
