@@ -30,6 +30,9 @@ from mandala.cards import CARDS_PER_COLOR
 from .encoding import ACTION_COUNT, OBS_SIZE, RESHUFFLES_CAP, SCALES, scaled, scaled_batch
 
 _INT8: Final = np.dtype(np.int8)
+_UINT8: Final = np.dtype(np.uint8)
+_FLAGS: Final = (b"\x01\x00", b"\x01\x01")
+"""``my_decision`` and ``i_moved_first``, by whether the seat moved first."""
 _PHASE: Final = {"turn": (1, 0, 0), "pick": (0, 1, 0), "over": (0, 0, 1)}
 _NO_DESTRUCTION: Final = (0, 0, 0, 0)
 
@@ -161,12 +164,13 @@ def legal_mask(codes: Sequence[int]) -> npt.NDArray[np.int8]:
 # ---------------------------------------------------------------------- many games at once
 
 _TURNS, _SCORE = 5, 166
-_FREQUENT = (*range(0, 50), 50, 96, *range(142, 148), *range(154, 160))
-"""Where the 64 entries that change at almost every move go: the header (phase … destruction,
-``turns`` held at 0), the mandalas' piles, both hand sizes, the discard pile, my hand."""
-_KEPT = (*range(51, 96), *range(97, 142), *range(160, 166))
-"""Where the 96 kept per seat go (they change only when a seat claims cards): my cup's and
-river's public part, the opponent's, my cup."""
+_FREQUENT = (0, 1, 2, *range(5, 50), 50, 96, *range(142, 148), *range(154, 160))
+"""Where the 62 entries that change at almost every move go: the header (phase, ``turns`` held
+at 0, deck … destruction), the mandalas' piles, both hand sizes, the discard pile, my hand."""
+_KEPT = (3, 4, *range(51, 96), *range(97, 142), *range(160, 166))
+"""Where the 98 kept per seat go (the same for a game's whole life but when a seat claims
+cards): ``my_decision`` (the row's seat decides), ``i_moved_first``, my cup's and river's
+public part, the opponent's, my cup."""
 _UNSEEN = tuple(range(148, 154))
 _SOURCE = (*_FREQUENT, *_KEPT, *_UNSEEN, _SCORE)
 """The batch's working columns, in order: frequent, kept, unseen (made from the others), score."""
@@ -190,7 +194,8 @@ def _seen_matrix() -> npt.NDArray[np.float32]:
 
 
 _SEEN = _seen_matrix()
-_KEPT_SIZE = len(_KEPT)
+_FREQUENT_SIZE, _KEPT_SIZE = len(_FREQUENT), len(_KEPT)
+_W_TURNS = _SOURCE.index(_TURNS)
 _OFFSETS = np.arange(0, 1 << 20, ACTION_COUNT, dtype=np.intp)
 
 
@@ -232,14 +237,15 @@ class _Kept:
                 changed = True
         if changed:
             p0, p1 = self.public
-            self.rows = [p0 + p1 + self.cups[0], p1 + p0 + self.cups[1]]
+            first = game.first_player
+            self.rows = [_FLAGS[first == 0] + p0 + p1 + self.cups[0], _FLAGS[first == 1] + p1 + p0 + self.cups[1]]
 
 
 class BatchObserver:
     """The observations and masks of many games at once, each for the seat deciding there:
     the rows of ``encode_batch`` of their views and of ``action_mask`` of their legal codes.
 
-    Python writes only what a move changes often (64 small counts a row, converted to bytes
+    Python writes only what a move changes often (62 small counts a row, converted to bytes
     in one call for the whole batch) and copies the rest from bytes kept per game until a
     claim (R12–R13) changes them; numpy then counts the unseen cards, puts the entries in
     order and scales them, once for the whole batch. Each call returns new arrays."""
@@ -276,28 +282,28 @@ class BatchObserver:
             f0, f1 = g.fields
             hs = g.hand_sizes
             destroying = g.destroying
-            frequent += (
-                *_PHASE[g.phase], 1, g.first_player == me,
-                0, len(g.deck), min(len(g.reshuffles), RESHUFFLES_CAP), g.deck_exhausted, g.river_filled,
+            frequent += [
+                *_PHASE[g.phase], 0, len(g.deck), min(len(g.reshuffles), RESHUFFLES_CAP), g.deck_exhausted, g.river_filled,
                 *(_NO_DESTRUCTION if destroying is None else
                   (destroying == 0, destroying == 1, g.completed_by == me, g.first_picker == me)),
                 *m0, *f0[me], *f0[op], *m1, *f1[me], *f1[op], hs[me], hs[op], *g.discard, *g.hands[me],
-            )
+            ]
             legal = g.legal_codes()
             codes += legal
             lengths.append(len(legal))
         work = np.empty((n, len(_SOURCE)), dtype=np.float32)
-        work[:, :64] = np.frombuffer(bytearray(frequent), dtype=np.uint8).reshape(n, 64)
-        work[:, 64:64 + _KEPT_SIZE] = np.frombuffer(rows, dtype=np.uint8).reshape(n, _KEPT_SIZE)
-        work[:, 64 + _KEPT_SIZE:] = 0
+        kept_end = _FREQUENT_SIZE + _KEPT_SIZE
+        work[:, :_FREQUENT_SIZE] = np.frombuffer(bytearray(frequent), _UINT8).reshape(n, _FREQUENT_SIZE)
+        work[:, _FREQUENT_SIZE:kept_end] = np.frombuffer(rows, _UINT8).reshape(n, _KEPT_SIZE)
+        work[:, kept_end:] = 0
         extra_a = np.array(extra, dtype=np.float32).reshape(n, 2)
-        work[:, 5] = extra_a[:, 0]
+        work[:, _W_TURNS] = extra_a[:, 0]
         work[:, -1] = extra_a[:, 1]
-        work[:, 64 + _KEPT_SIZE:-1] = CARDS_PER_COLOR - work @ _SEEN
+        work[:, kept_end:-1] = CARDS_PER_COLOR - work @ _SEEN
         obs = work[:, _PERM]
         obs *= SCALES
         mask = np.zeros((n, ACTION_COUNT), dtype=np.int8)
-        mask.ravel()[np.frombuffer(bytes(codes), dtype=np.uint8) + np.repeat(_OFFSETS[:n], lengths)] = 1
+        mask.ravel()[np.frombuffer(bytearray(codes), _UINT8) + np.repeat(_OFFSETS[:n], lengths)] = 1
         return obs, mask
 
 

@@ -60,6 +60,7 @@ class GameBatch:
         self._observer = BatchObserver()
         self._legal: npt.NDArray[np.int8] | None = None
         """The masks of the last observations, to check the next actions against."""
+        self._legal_games: list[Game] = []
         self._rows = np.arange(size)
         self.finished = 0
         """Games that ended so far."""
@@ -95,6 +96,7 @@ class GameBatch:
         trainer may keep them (a replay buffer) or write into them."""
         obs, mask = self._observer.observe(self.games)
         self._legal = mask.copy()  # the caller may write into what it gets
+        self._legal_games = list(self.games)
         return obs, mask
 
     def _fast_codes(self, actions: Sequence[int] | npt.NDArray[np.integer[Any]]) -> list[int] | None:
@@ -103,7 +105,7 @@ class GameBatch:
         is checked, and the first bad one named)."""
         legal = self._legal
         if legal is None or not isinstance(actions, np.ndarray) or actions.dtype.kind not in "iu" \
-                or actions.shape != (len(legal),):
+                or actions.shape != (len(legal),) or self._legal_games != self.games:  # a row's game replaced
             return None
         if not (actions.min() >= 0 and actions.max() < ACTION_COUNT and legal[self._rows, actions].all()):
             return None
