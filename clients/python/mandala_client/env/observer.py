@@ -12,7 +12,11 @@ through its length.
 
 What costs time is building the 167 integers and turning them into ``float32``; so the parts
 that change only when a seat claims cards (its cup and river, its score) are kept per seat and
-made again when a claim is seen (its river or its cup grew: within a game both only grow, R13).
+looked at again only after a claim (the history's length less the turns played has grown),
+made again if its river or its cup grew (within a game both only grow, R13).
+:class:`Observer` serves the single environments, one observation at a time;
+:class:`BatchObserver` serves ``GameBatch``: Python gathers only the counts a move changes
+often, and numpy makes the rest of every row at once (docs/training.md, "Speed").
 """
 
 from __future__ import annotations
