@@ -129,7 +129,7 @@ def _batch(games: int, seed: int, size: int) -> float:
     _obs, mask = batch.observations()
     start = _clock()
     while batch.finished < games:
-        actions = np.argmax(mask * rng.random(mask.shape), axis=1)  # a random legal action per row
+        actions = np.argmax(rng.random(mask.shape, dtype=np.float32) * mask, axis=1)  # a random legal action per row
         _obs, mask, _ended = batch.step(actions)
     return batch.decisions / (_clock() - start)
 
@@ -202,6 +202,9 @@ def _parts(seed: int) -> dict[str, float]:
             "choice_from_mask": round(chosen - masked_only, 2)}
 
 
+FORMS = ("engine_with_views", "aec", "gym", "batch", "aec_mlp", "batch_mlp", "per_decision_us")
+
+
 def _best(runs: int, measure: Callable[[int], float]) -> float:
     return max(measure(run) for run in range(runs))
 
@@ -211,38 +214,53 @@ def main() -> None:
     parser.add_argument("--games", type=int, default=500, help="games per run (default 500)")
     parser.add_argument("--runs", type=int, default=3, help="runs per figure, the best kept (default 3)")
     parser.add_argument("--batch", type=int, default=64, help="games stepped together in the batch form (default 64)")
+    parser.add_argument("--only", default=",".join(FORMS),
+                        help=f"the forms to measure, comma-separated (default all: {','.join(FORMS)}); the engine's always")
     args = parser.parse_args()
+    only = set(args.only.split(","))
+    if only - set(FORMS):
+        parser.error(f"--only takes some of {', '.join(FORMS)}")
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core
     threadpool_limits(1)  # and one BLAS thread: more only fight over it
     play_random(0, 200)  # warm the engine's per-hand move tables
-    n = args.games
+    n, size = args.games, args.batch
     engine = _best(args.runs, lambda r: _engine(n, r + 1))
-    with_views = _best(args.runs, lambda r: _engine_with_views(n, r + 1))
-    aec = _best(args.runs, lambda r: _aec(n, r + 1))
-    gyms = [_gym(n, r + 1) for r in range(args.runs)]
-    gym_steps, gym_decisions = max(gyms)
-    batch = _best(args.runs, lambda r: _batch(n, r + 1, args.batch))
-    aec_mlp = _best(args.runs, lambda r: _aec_mlp(n, r + 1))
-    batch_mlp = _best(args.runs, lambda r: _batch_mlp(n, r + 1, args.batch))
-    figures = {
+    figures: dict[str, Any] = {
         "python": platform.python_version(),
         "numpy": np.__version__,
         "games_per_run": n,
         "engine_decisions_per_s": round(engine),
-        "engine_with_views_decisions_per_s": round(with_views),
-        "aec_steps_per_s": round(aec),
-        "gym_learner_steps_per_s": round(gym_steps),
-        "gym_decisions_per_s": round(gym_decisions),
-        f"batch{args.batch}_decisions_per_s": round(batch),
-        "aec_mlp_steps_per_s": round(aec_mlp),
-        f"batch{args.batch}_mlp_decisions_per_s": round(batch_mlp),
-        "aec_over_engine": round(aec / engine, 3),
-        "aec_over_engine_with_views": round(aec / with_views, 3),
-        "batch_over_engine": round(batch / engine, 3),
-        "batch_mlp_over_aec_mlp": round(batch_mlp / aec_mlp, 3),
-        "per_decision_us": _parts(1),
     }
+    if "engine_with_views" in only:
+        with_views = _best(args.runs, lambda r: _engine_with_views(n, r + 1))
+        figures["engine_with_views_decisions_per_s"] = round(with_views)
+    if "aec" in only:
+        aec = _best(args.runs, lambda r: _aec(n, r + 1))
+        figures["aec_steps_per_s"] = round(aec)
+    if "gym" in only:
+        gym_steps, gym_decisions = max(_gym(n, r + 1) for r in range(args.runs))
+        figures["gym_learner_steps_per_s"] = round(gym_steps)
+        figures["gym_decisions_per_s"] = round(gym_decisions)
+    if "batch" in only:
+        batch = _best(args.runs, lambda r: _batch(n, r + 1, size))
+        figures[f"batch{size}_decisions_per_s"] = round(batch)
+    if "aec_mlp" in only:
+        aec_mlp = _best(args.runs, lambda r: _aec_mlp(n, r + 1))
+        figures["aec_mlp_steps_per_s"] = round(aec_mlp)
+    if "batch_mlp" in only:
+        batch_mlp = _best(args.runs, lambda r: _batch_mlp(n, r + 1, size))
+        figures[f"batch{size}_mlp_decisions_per_s"] = round(batch_mlp)
+    if "aec" in only:
+        figures["aec_over_engine"] = round(aec / engine, 3)
+    if "aec" in only and "engine_with_views" in only:
+        figures["aec_over_engine_with_views"] = round(aec / with_views, 3)
+    if "batch" in only:
+        figures["batch_over_engine"] = round(batch / engine, 3)
+    if "aec_mlp" in only and "batch_mlp" in only:
+        figures["batch_mlp_over_aec_mlp"] = round(batch_mlp / aec_mlp, 3)
+    if "per_decision_us" in only:
+        figures["per_decision_us"] = _parts(1)
     print(json.dumps(figures, indent=2))
 
 

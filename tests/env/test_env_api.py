@@ -369,6 +369,25 @@ def test_a_game_batch_gives_each_row_the_envs_observation_and_refuses_a_bad_row(
     assert against.seats == against.learner
 
 
+def test_a_game_batch_checks_each_action_against_the_rows_game_whatever_the_caller_did() -> None:
+    """The batch checks actions against its own copy of the masks (a caller writing into the
+    mask it got lets nothing through), and row by row once a row's game was replaced."""
+    batch = GameBatch(3, seed=5)
+    _obs, mask = batch.observations()
+    actions = np.argmax(mask, axis=1)
+    outside = int(np.flatnonzero(mask[1] == 0)[0])
+    mask[:] = 1
+    with pytest.raises(IllegalAction, match=f"row 1 .*action {outside} "):
+        batch.step(np.array([actions[0], outside, actions[2]]))
+    seed = next(s for s in range(1000) if int(actions[0]) not in Game.new(seed=s).legal_codes())
+    batch.games[0] = Game.new(seed=seed)
+    with pytest.raises(IllegalAction, match="row 0 "):
+        batch.step(actions)
+    batch.games[0] = Game.new(seed=seed)
+    batch.step(np.array([Game.new(seed=seed).legal_codes()[0], actions[1], actions[2]]))
+    assert batch.decisions == 3
+
+
 def test_the_random_opponent_by_name_makes_the_random_bots_very_moves() -> None:
     from mandala_client.bots import RandomBot
     from mandala_client.env.opponents import Seat

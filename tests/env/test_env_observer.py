@@ -17,7 +17,7 @@ from mandala import Game, view
 from mandala.sample import determinize
 from mandala_client.env import AGENTS, GameBatch, MandalaGymEnv, env
 from mandala_client.env.encoding import action_mask, encode, raw_counts
-from mandala_client.env.observer import Observer, legal_mask, observe_batch
+from mandala_client.env.observer import BatchObserver, Observer, legal_mask, observe_batch
 
 
 def _same(observer: Observer, game: Game, seat: int) -> None:
@@ -71,6 +71,46 @@ def test_the_observer_goes_from_game_to_game_and_to_positions_made_by_hand() -> 
     observers = [Observer() for _ in rows]
     batch = observe_batch(observers, rows)
     assert batch.tobytes() == np.stack([encode(view(g, g.to_move)) for g in rows]).tobytes()
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**63 - 1), size=st.integers(1, 9), opponent=st.sampled_from([None, "random"]),
+       choices=st.randoms(use_true_random=False))
+def test_the_batch_observer_equals_encode_of_each_rows_view_at_every_step(seed: int, size: int, opponent: str | None,
+                                                                          choices: random.Random) -> None:
+    """``GameBatch``'s rows (:class:`BatchObserver`: what it keeps per row between claims, the
+    unseen cards counted by numpy) equal the reference at every step, through claims, ends and
+    new deals; the caller writing into the arrays it got changes nothing."""
+    batch = GameBatch(size, seed=seed, opponent=opponent)
+    obs, mask = batch.observations()
+    for _ in range(120):
+        for i, game in enumerate(batch.games):
+            assert obs[i].tobytes() == encode(view(game, game.to_move)).tobytes()
+            assert mask[i].tobytes() == action_mask(game.legal_codes()).tobytes()
+        actions = np.array([choices.choice(np.flatnonzero(row)) for row in mask])
+        obs[:] = 0  # a caller's own use of its arrays
+        mask[:] = 1
+        obs, mask, _ended = batch.step(actions)
+    assert obs.dtype == np.float32 and mask.dtype == np.int8
+
+
+def test_the_batch_observer_takes_any_games_and_positions_made_by_hand() -> None:
+    """Rows whose game changes (sampled positions, other starting cups) or stays while another
+    row's moves: each row equals the reference."""
+    rng = random.Random(4)
+    observer = BatchObserver()
+    games = [Game.new(seed=s, first_player=s % 2) for s in range(4)]
+    for _ply in range(200):
+        rows = [determinize(view(g, g.to_move), rng) if k % 2 else g  # type: ignore[arg-type]
+                for k, g in enumerate(games)]
+        obs, mask = observer.observe(rows)
+        for i, g in enumerate(rows):
+            assert obs[i].tobytes() == encode(view(g, g.to_move)).tobytes()
+            assert mask[i].tobytes() == action_mask(g.legal_codes()).tobytes()
+        for k, g in enumerate(games):
+            g.push_code(rng.choice(g.legal_codes()))
+            if g.to_move is None:
+                games[k] = Game.new(seed=rng.getrandbits(32))
 
 
 def test_what_the_environments_hand_out_equals_the_reference_at_every_step() -> None:

@@ -35,7 +35,7 @@ from mandala import Game
 
 from .core import AGENTS, RewardMode, check_modes, checked_code, end_info, final_rewards, new_game
 from .encoding import ACTION_COUNT
-from .observer import Observer, observe_batch
+from .observer import BatchObserver
 from .opponents import Opponent, Seat
 
 Ended = tuple[int, tuple[float, float], dict[str, Any]]
@@ -57,7 +57,11 @@ class GameBatch:
         self.learner: list[int | None] = [None] * size
         """Each row's learning seat (``None`` in self-play)."""
         self.games: list[Game] = []
-        self._observers = [Observer() for _ in range(size)]
+        self._observer = BatchObserver()
+        self._legal: npt.NDArray[np.int8] | None = None
+        """The masks of the last observations, to check the next actions against."""
+        self._legal_games: list[Game] = []
+        self._rows = np.arange(size)
         self.finished = 0
         """Games that ended so far."""
         self.decisions = 0
@@ -87,16 +91,25 @@ class GameBatch:
         return [g.to_move for g in self.games]  # type: ignore[misc]
 
     def observations(self) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int8]]:
-        """Each row's observation and action mask, for the seat deciding there."""
-        games = self.games
-        obs = observe_batch(self._observers, games)
-        masks = bytearray(len(games) * ACTION_COUNT)
-        row = 0
-        for g in games:
-            for c in g.legal_codes():
-                masks[row + c] = 1
-            row += ACTION_COUNT
-        return obs, np.frombuffer(masks, dtype=np.int8).reshape(len(games), ACTION_COUNT)
+        """Each row's observation and action mask, for the seat deciding there: new arrays at
+        each call (and each :meth:`step`), which the batch never writes into again, so a
+        trainer may keep them (a replay buffer) or write into them."""
+        obs, mask = self._observer.observe(self.games)
+        self._legal = mask.copy()  # the caller may write into what it gets
+        self._legal_games = list(self.games)
+        return obs, mask
+
+    def _fast_codes(self, actions: Sequence[int] | npt.NDArray[np.integer[Any]]) -> list[int] | None:
+        """The actions as codes when every one is an integer inside its row's last mask,
+        checked with a few numpy calls for the whole batch; ``None`` otherwise (then each row
+        is checked, and the first bad one named)."""
+        legal = self._legal
+        if legal is None or not isinstance(actions, np.ndarray) or actions.dtype.kind not in "iu" \
+                or actions.shape != (len(legal),) or self._legal_games != self.games:  # a row's game replaced
+            return None
+        if not (actions.min() >= 0 and actions.max() < ACTION_COUNT and legal[self._rows, actions].all()):
+            return None
+        return actions.tolist()  # type: ignore[no-any-return]
 
     def step(self, actions: Sequence[int] | npt.NDArray[np.integer[Any]]
              ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int8], list[Ended]]:
@@ -106,16 +119,22 @@ class GameBatch:
         games = self.games
         if len(actions) != len(games):
             raise ValueError(f"one action per game: {len(games)} expected, {len(actions)} given")
-        # numpy's integers as Python ints first (bools stay bools, refused below): an int in the
-        # row's legal codes needs no other check, and the message is written only for a bad one
-        given = actions.tolist() if isinstance(actions, np.ndarray) else list(actions)
-        codes = [a if type(a) is int and a in g.legal_codes()
-                 else checked_code(g, a, f"row {i} ({AGENTS[g.to_move]})")  # type: ignore[index]
-                 for i, (g, a) in enumerate(zip(games, given, strict=True))]
+        codes = self._fast_codes(actions)
+        if codes is None:
+            # numpy's integers as Python ints first (bools stay bools, refused below): an int in the
+            # row's legal codes needs no other check, and the message is written only for a bad one
+            given = actions.tolist() if isinstance(actions, np.ndarray) else list(actions)
+            codes = [a if type(a) is int and a in g.legal_codes()
+                     else checked_code(g, a, f"row {i} ({AGENTS[g.to_move]})")  # type: ignore[index]
+                     for i, (g, a) in enumerate(zip(games, given, strict=True))]
         ended: list[Ended] = []
-        for i, g in enumerate(games):
-            g.push_code(codes[i])
-            self._advance(g, i)
+        other = self._other
+        for i, (g, code) in enumerate(zip(games, codes, strict=True)):
+            g.push_code(code)
+            if other is not None:
+                me = self.learner[i]
+                while g.to_move is not None and g.to_move != me:
+                    g.push_code(other.move(g))
             if g.to_move is None:
                 info = end_info(g)
                 info["seat"] = self.learner[i]
