@@ -31,7 +31,7 @@ import numpy.typing as npt
 from mandala import Game
 from mandala.cards import CARDS_PER_COLOR
 
-from .encoding import ACTION_COUNT, OBS_SIZE, RESHUFFLES_CAP, SCALES, scaled, scaled_batch
+from .encoding import ACTION_COUNT, OBS_SIZE, RESHUFFLES_CAP, SCALES, scaled
 
 _INT8: Final = np.dtype(np.int8)
 _UINT8: Final = np.dtype(np.uint8)
@@ -147,22 +147,12 @@ class Observer:
         return {"observation": self.observe(game, me), "action_mask": mask}
 
 
-def observe_batch(observers: Sequence[Observer], games: Sequence[Game]) -> npt.NDArray[np.float32]:
-    """Each game's observation for the seat deciding there (``observers[i]`` keeps game
-    ``i``'s), as one ``(len(games), OBS_SIZE)`` array, ``encode_batch`` of their views: one
-    conversion to numbers for the whole batch."""
-    return scaled_batch(observer.raw(g, g.to_move)  # type: ignore[arg-type]
-                        for observer, g in zip(observers, games, strict=True))
-
-
 def legal_mask(codes: Sequence[int]) -> npt.NDArray[np.int8]:
     """``action_mask(codes)`` for the engine's legal codes, without its checks."""
     mask = bytearray(ACTION_COUNT)
     for c in codes:
         mask[c] = 1
     return np.frombuffer(mask, _INT8)
-
-
 
 
 # ---------------------------------------------------------------------- many games at once
@@ -200,7 +190,6 @@ def _seen_matrix() -> npt.NDArray[np.float32]:
 _SEEN = _seen_matrix()
 _FREQUENT_SIZE, _KEPT_SIZE = len(_FREQUENT), len(_KEPT)
 _W_TURNS = _SOURCE.index(_TURNS)
-_OFFSETS = np.arange(0, 1 << 20, ACTION_COUNT, dtype=np.intp)
 
 
 def _public(game: Game, q: int) -> tuple[int, ...]:
@@ -307,8 +296,8 @@ class BatchObserver:
         obs = work[:, _PERM]
         obs *= SCALES
         mask = np.zeros((n, ACTION_COUNT), dtype=np.int8)
-        mask.ravel()[np.frombuffer(bytearray(codes), _UINT8) + np.repeat(_OFFSETS[:n], lengths)] = 1
+        mask.ravel()[np.frombuffer(bytearray(codes), _UINT8) + np.repeat(np.arange(0, n * ACTION_COUNT, ACTION_COUNT), lengths)] = 1
         return obs, mask
 
 
-__all__ = ["BatchObserver", "Observer", "legal_mask", "observe_batch"]
+__all__ = ["BatchObserver", "Observer", "legal_mask"]
