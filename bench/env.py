@@ -12,6 +12,8 @@ to one core with numpy's BLAS on one thread, the best of ``--runs`` runs of ``--
   separately, every decision of the game;
 - ``batch``: :class:`mandala_client.env.GameBatch` of ``--batch`` games, the random legal
   action of each row drawn with one numpy call;
+- ``arrays``: :class:`mandala_client.env.ArrayBatch` (self-play, the rules over arrays) of each
+  size in ``--arrays``, driven the same way, over at least twice as many games as rows;
 - ``aec_mlp`` and ``batch_mlp``: the same two with :class:`mandala_client.env.MLPPolicy`
   (64 hidden units) choosing, one observation at a time or a batch at a time, as in training;
 - ``per_decision_us``: where a step's time goes, over the positions of 100 random games: the
@@ -40,7 +42,7 @@ from threadpoolctl import threadpool_limits
 
 from mandala import Game, view
 from mandala_cli.selfplay_cmd import play_random
-from mandala_client.env import GameBatch, MandalaGymEnv, MLPPolicy, env
+from mandala_client.env import ArrayBatch, GameBatch, MandalaGymEnv, MLPPolicy, env
 from mandala_client.env.encoding import action_mask, encode
 from mandala_client.env.observer import Observer, legal_mask
 
@@ -123,9 +125,9 @@ def _gym(games: int, seed: int) -> tuple[float, float]:
     return steps / elapsed, decisions / elapsed
 
 
-def _batch(games: int, seed: int, size: int) -> float:
+def _batch(games: int, seed: int, size: int, form: type[GameBatch] | type[ArrayBatch] = GameBatch) -> float:
     rng = np.random.default_rng(seed)
-    batch = GameBatch(size, seed=seed)
+    batch = form(size, seed=seed)
     _obs, mask = batch.observations()
     start = _clock()
     while batch.finished < games:
@@ -202,7 +204,7 @@ def _parts(seed: int) -> dict[str, float]:
             "choice_from_mask": round(chosen - masked_only, 2)}
 
 
-FORMS = ("engine_with_views", "aec", "gym", "batch", "aec_mlp", "batch_mlp", "per_decision_us")
+FORMS = ("engine_with_views", "aec", "gym", "batch", "arrays", "aec_mlp", "batch_mlp", "per_decision_us")
 
 
 def _best(runs: int, measure: Callable[[int], float]) -> float:
@@ -214,6 +216,8 @@ def main() -> None:
     parser.add_argument("--games", type=int, default=500, help="games per run (default 500)")
     parser.add_argument("--runs", type=int, default=3, help="runs per figure, the best kept (default 3)")
     parser.add_argument("--batch", type=int, default=64, help="games stepped together in the batch form (default 64)")
+    parser.add_argument("--arrays", default="64,256,1024",
+                        help="sizes of the array batches, comma-separated (default 64,256,1024)")
     parser.add_argument("--only", default=",".join(FORMS),
                         help=f"the forms to measure, comma-separated (default all: {','.join(FORMS)}); the engine's always")
     args = parser.parse_args()
@@ -245,6 +249,11 @@ def main() -> None:
     if "batch" in only:
         batch = _best(args.runs, lambda r: _batch(n, r + 1, size))
         figures[f"batch{size}_decisions_per_s"] = round(batch)
+    if "arrays" in only:
+        for k in map(int, args.arrays.split(",")):
+            arrays = _best(args.runs, lambda r, k=k: _batch(max(n, 2 * k), r + 1, k, ArrayBatch))
+            figures[f"arrays{k}_decisions_per_s"] = round(arrays)
+            figures[f"arrays{k}_over_engine"] = round(arrays / engine, 3)
     if "aec_mlp" in only:
         aec_mlp = _best(args.runs, lambda r: _aec_mlp(n, r + 1))
         figures["aec_mlp_steps_per_s"] = round(aec_mlp)

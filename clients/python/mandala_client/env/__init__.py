@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from .aec import MandalaEnv as MandalaEnv
     from .aec import env as env
     from .aec import raw_env as raw_env
+    from .arrays import ArrayBatch as ArrayBatch
     from .core import AGENTS as AGENTS
     from .core import IllegalAction as IllegalAction
     from .encoding import ACTION_COUNT as ACTION_COUNT
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 
 _LAZY = {
     "MandalaEnv": ".aec", "env": ".aec", "raw_env": ".aec",
+    "ArrayBatch": ".arrays",
     "AGENTS": ".core", "IllegalAction": ".core",
     "ACTION_COUNT": ".encoding", "LAYOUT": ".encoding", "OBS_SIZE": ".encoding",
     "action_mask": ".encoding", "action_of": ".encoding", "encode": ".encoding", "move_of": ".encoding",
