@@ -14,8 +14,9 @@ to one core with numpy's BLAS on one thread, the best of ``--runs`` runs of ``--
   action of each row drawn with one numpy call;
 - ``arrays``: :class:`mandala_client.env.ArrayBatch` (self-play, the rules over arrays) of each
   size in ``--arrays``, driven the same way, over at least twice as many games as rows;
-- ``aec_mlp`` and ``batch_mlp``: the same two with :class:`mandala_client.env.MLPPolicy`
-  (64 hidden units) choosing, one observation at a time or a batch at a time, as in training;
+- ``aec_mlp``, ``batch_mlp`` and ``arrays_mlp``: the PettingZoo environment, the ``GameBatch``
+  and the largest ``ArrayBatch`` with :class:`mandala_client.env.MLPPolicy` (64 hidden units)
+  choosing, one observation at a time or a batch at a time, as in training;
 - ``per_decision_us``: where a step's time goes, over the positions of 100 random games: the
   engine's move (legal codes and push); the reference path a bot takes on the server's frames
   (the seat's view, its encoding, the mask from the legal codes); the environments' path
@@ -140,9 +141,9 @@ def _aec_mlp(games: int, seed: int) -> float:
     return _aec(games, seed, MLPPolicy(seed=seed).act)
 
 
-def _batch_mlp(games: int, seed: int, size: int) -> float:
+def _batch_mlp(games: int, seed: int, size: int, form: type[GameBatch] | type[ArrayBatch] = GameBatch) -> float:
     policy = MLPPolicy(seed=seed)
-    batch = GameBatch(size, seed=seed)
+    batch = form(size, seed=seed)
     obs, mask = batch.observations()
     start = _clock()
     while batch.finished < games:
@@ -204,7 +205,7 @@ def _parts(seed: int) -> dict[str, float]:
             "choice_from_mask": round(chosen - masked_only, 2)}
 
 
-FORMS = ("engine_with_views", "aec", "gym", "batch", "arrays", "aec_mlp", "batch_mlp", "per_decision_us")
+FORMS = ("engine_with_views", "aec", "gym", "batch", "arrays", "aec_mlp", "batch_mlp", "arrays_mlp", "per_decision_us")
 
 
 def _best(runs: int, measure: Callable[[int], float]) -> float:
@@ -260,6 +261,10 @@ def main() -> None:
     if "batch_mlp" in only:
         batch_mlp = _best(args.runs, lambda r: _batch_mlp(n, r + 1, size))
         figures[f"batch{size}_mlp_decisions_per_s"] = round(batch_mlp)
+    if "arrays_mlp" in only:
+        k = max(map(int, args.arrays.split(",")))
+        arrays_mlp = _best(args.runs, lambda r: _batch_mlp(max(n, 2 * k), r + 1, k, ArrayBatch))
+        figures[f"arrays{k}_mlp_decisions_per_s"] = round(arrays_mlp)
     if "aec" in only:
         figures["aec_over_engine"] = round(aec / engine, 3)
     if "aec" in only and "engine_with_views" in only:
