@@ -14,6 +14,8 @@ to one core with numpy's BLAS on one thread, the best of ``--runs`` runs of ``--
   action of each row drawn with one numpy call;
 - ``arrays``: :class:`mandala_client.env.ArrayBatch` (self-play, the rules over arrays) of each
   size in ``--arrays``, driven the same way, over at least twice as many games as rows;
+- ``vector``: :class:`mandala_client.env.MandalaVectorEnv` (``gymnasium.make_vec``), the
+  largest size in ``--arrays`` against the random opponent: the learners' steps a second;
 - ``aec_mlp``, ``batch_mlp`` and ``arrays_mlp``: the PettingZoo environment, the ``GameBatch``
   and the largest ``ArrayBatch`` with :class:`mandala_client.env.MLPPolicy` (64 hidden units)
   choosing, one observation at a time or a batch at a time, as in training;
@@ -43,7 +45,7 @@ from threadpoolctl import threadpool_limits
 
 from mandala import Game, view
 from mandala_cli.selfplay_cmd import play_random
-from mandala_client.env import ArrayBatch, GameBatch, MandalaGymEnv, MLPPolicy, env
+from mandala_client.env import ACTION_COUNT, ArrayBatch, GameBatch, MandalaGymEnv, MandalaVectorEnv, MLPPolicy, env
 from mandala_client.env.encoding import action_mask, encode
 from mandala_client.env.observer import Observer, legal_mask
 
@@ -137,6 +139,20 @@ def _batch(games: int, seed: int, size: int, form: type[GameBatch] | type[ArrayB
     return batch.decisions / (_clock() - start)
 
 
+def _vector(games: int, seed: int, size: int) -> float:
+    rng = np.random.default_rng(seed)
+    envs = MandalaVectorEnv(size)
+    obs, _infos = envs.reset(seed=seed)
+    steps = finished = 0
+    start = _clock()
+    while finished < games:
+        obs, _rewards, terminations, _truncations, _infos = envs.step(
+            np.argmax((rng.random((size, ACTION_COUNT), dtype=np.float32) + 1) * obs["action_mask"], axis=1))
+        steps += size
+        finished += int(terminations.sum())
+    return steps / (_clock() - start)
+
+
 def _aec_mlp(games: int, seed: int) -> float:
     return _aec(games, seed, MLPPolicy(seed=seed).act)
 
@@ -205,7 +221,7 @@ def _parts(seed: int) -> dict[str, float]:
             "choice_from_mask": round(chosen - masked_only, 2)}
 
 
-FORMS = ("engine_with_views", "aec", "gym", "batch", "arrays", "aec_mlp", "batch_mlp", "arrays_mlp", "per_decision_us")
+FORMS = ("engine_with_views", "aec", "gym", "batch", "arrays", "vector", "aec_mlp", "batch_mlp", "arrays_mlp", "per_decision_us")
 
 
 def _best(runs: int, measure: Callable[[int], float]) -> float:
@@ -255,6 +271,11 @@ def main() -> None:
             arrays = _best(args.runs, lambda r, k=k: _batch(max(n, 2 * k), r + 1, k, ArrayBatch))
             figures[f"arrays{k}_decisions_per_s"] = round(arrays)
             figures[f"arrays{k}_over_engine"] = round(arrays / engine, 3)
+    if "vector" in only:
+        k = max(map(int, args.arrays.split(",")))
+        vector = _best(args.runs, lambda r: _vector(max(n, 2 * k), r + 1, k))
+        figures[f"vector{k}_learner_steps_per_s"] = round(vector)
+        figures[f"vector{k}_over_engine"] = round(vector / engine, 3)
     if "aec_mlp" in only:
         aec_mlp = _best(args.runs, lambda r: _aec_mlp(n, r + 1))
         figures["aec_mlp_steps_per_s"] = round(aec_mlp)

@@ -19,6 +19,7 @@ from mandala.cards import COLORS
 from mandala.moves import code_of
 from mandala_client.env import ArrayBatch, GameBatch, IllegalAction
 from mandala_client.env.arrays import END_REASONS
+from mandala_client.env.core import new_game
 from mandala_client.env.encoding import action_mask, encode
 
 _STATE = ("hands", "hand_sizes", "mountains", "fields", "discard", "cups", "river", "river_length", "deck",
@@ -124,8 +125,28 @@ def test_an_array_batch_names_an_opponent_that_chooses_an_illegal_action() -> No
     with pytest.raises(RuntimeError, match=r"returned float64 actions of shape \(\d+,\), not \d+ integers"):
         for seed in range(10):
             ArrayBatch(4, seed=seed, opponent=lambda obs, masks: np.zeros(len(masks)))
-    with pytest.raises(ValueError, match="a bot plays in GameBatch"):
+    with pytest.raises(ValueError, match=r"a bot \(greedy, search, module:Class\) plays in GameBatch"):
         ArrayBatch(4, opponent="greedy")  # type: ignore[arg-type]
+
+
+def test_an_array_batch_keeps_each_ended_games_last_observations_for_both_seats() -> None:
+    """``final_observations`` are ``encode(view(game, seat))`` of the finished game, both seats,
+    the game replayed on the engine beside the batch (a batch of one deals as ``new_game``)."""
+    for seed in range(6):
+        batch = ArrayBatch(1, seed=seed, final_observations=True)
+        game = new_game(random.Random(seed), None)
+        choices = random.Random(seed)
+        _obs, mask = batch.observations()
+        while True:
+            code = choices.choice(np.flatnonzero(mask[0]).tolist())
+            game.push_code(code)
+            _obs, mask, ended = batch.step([code])
+            if ended:
+                break
+            assert batch.final_observations.shape == (0, 2, 167)
+        assert game.to_move is None and ended[0][2]["end_reason"] == game.end_reason
+        for seat in (0, 1):
+            assert batch.final_observations[0, seat].tobytes() == encode(view(game, seat)).tobytes()
 
 
 def test_random_games_in_arrays_end_by_the_deck_and_by_the_river_after_reshuffles() -> None:

@@ -5,7 +5,8 @@ environment (one seat against a chosen opponent), seeing exactly what the arena 
   a seat's view as a fixed-size vector, and R22 moves as action indices. Needs numpy only.
 - :func:`env` / :class:`MandalaEnv` (:mod:`.aec`): the PettingZoo environment.
 - :class:`MandalaGymEnv` (:mod:`.single`): the Gymnasium environment, registered as
-  ``gymnasium.make("mandala/Mandala-v0")``.
+  ``gymnasium.make("mandala/Mandala-v0")``; :class:`MandalaVectorEnv` (:mod:`.gym_vector`),
+  many of them at once in arrays, ``gymnasium.make_vec("mandala/Mandala-v0", num_envs=N)``.
 - :class:`GameBatch` (:mod:`.vector`): many games stepped at once (self-play or against an
   opponent), observations and masks as arrays.
 - :class:`ArrayBatch` (:mod:`.arrays`): the same, the games kept in numpy arrays, as fast as the
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from .encoding import action_of as action_of
     from .encoding import encode as encode
     from .encoding import move_of as move_of
+    from .gym_vector import MandalaVectorEnv as MandalaVectorEnv
     from .mlp import MLPPolicy as MLPPolicy
     from .policy import PolicyBot as PolicyBot
     from .single import MandalaGymEnv as MandalaGymEnv
@@ -51,6 +53,7 @@ _LAZY = {
     "MLPPolicy": ".mlp",
     "PolicyBot": ".policy",
     "MandalaGymEnv": ".single",
+    "MandalaVectorEnv": ".gym_vector",
     "GameBatch": ".vector",
 }
 
@@ -65,7 +68,8 @@ except ImportError:  # the encoding and PolicyBot need numpy only
     pass
 else:
     if GYM_ID not in _gymnasium.registry:
-        _gymnasium.register(id=GYM_ID, entry_point="mandala_client.env.single:MandalaGymEnv")
+        _gymnasium.register(id=GYM_ID, entry_point="mandala_client.env.single:MandalaGymEnv",
+                            vector_entry_point="mandala_client.env.gym_vector:MandalaVectorEnv")
 
 
 def __getattr__(name: str) -> Any:

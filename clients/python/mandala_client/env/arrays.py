@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -65,6 +65,15 @@ BatchOpponent = Literal["random"] | Callable[[npt.NDArray[np.float32], npt.NDArr
 batch policy ``f(observations, masks) -> actions``, called with the rows where it decides, from
 its seat's view (``MLPPolicy.act_batch`` is one)."""
 
+
+
+def check_opponent(opponent: object) -> None:
+    """Refuse what cannot be a :data:`BatchOpponent`, saying where a bot plays."""
+    if not (opponent == "random" or (callable(opponent) and not isinstance(opponent, str))):
+        raise ValueError(f"an opponent in arrays is 'random' or a function of (observations, masks) -> actions, "
+                         f"not {opponent!r}; a bot (greedy, search, module:Class) plays in GameBatch")
+
+
 TURN, PICK, OVER = 0, 1, 2
 """The phases, as stored in ``phase``."""
 END_REASONS: Final = ("deck", "river", "turn_limit", "no_moves")
@@ -92,12 +101,11 @@ class ArrayBatch:
     if none; ``deck[:, :deck_size]`` is the draw deck, its top last)."""
 
     def __init__(self, size: int, seed: int | None = None, opponent: BatchOpponent | None = None,
-                 reward: RewardMode = "win") -> None:
+                 reward: RewardMode = "win", final_observations: bool = False) -> None:
         if not isinstance(size, int) or isinstance(size, bool) or size < 1:
             raise ValueError(f"size is a positive number of games, not {size!r}")
-        if not (opponent is None or opponent == "random" or (callable(opponent) and not isinstance(opponent, str))):
-            raise ValueError(f"an ArrayBatch's opponent is None (self-play), 'random' or a function of (observations, "
-                             f"masks) -> actions, not {opponent!r}; a bot plays in GameBatch")
+        if opponent is not None:
+            check_opponent(opponent)
         check_modes(reward, "raise", 1.0)
         self.size = size
         self.reward_mode: RewardMode = reward
@@ -106,6 +114,11 @@ class ArrayBatch:
         self._choices = None if opponent is None else np.random.default_rng(self._rng.getrandbits(63))
         """The random opponent's generator (drawn first, as ``GameBatch`` draws its opponent's seed)."""
         self._learner = np.full(size, -1, np.intp)
+        self._keep_final = final_observations
+        self.final_observations = np.zeros((0, 2, OBS_SIZE), np.float32)
+        """With ``final_observations=True``, after each :meth:`step`: the last observation of
+        each game that ended in it, for seat 0 and seat 1 (``(len(ended), 2, 167)``, in the
+        order of ``ended``), which the new deal in its row replaced."""
         n = size
         self.hands = np.zeros((n, 2, 6), _I64)
         self.hand_sizes = np.zeros((n, 2), _I64)
@@ -147,7 +160,7 @@ class ArrayBatch:
         """Each row's learning seat (``None`` in self-play)."""
         if self._opponent is None:
             return [None] * self.size
-        return [int(s) for s in self._learner]
+        return cast("list[int | None]", self._learner.tolist())
 
     def _deal(self, rows: list[int]) -> None:
         """New games in ``rows``, drawn from the batch's generator as ``GameBatch`` draws them
@@ -213,74 +226,85 @@ class ArrayBatch:
         self._legal = mask.copy()  # the caller may write into what it gets
         return self._observe(), mask
 
-    def _observe(self) -> npt.NDArray[np.float32]:
-        n, rows = self.size, self._rows
-        me = np.maximum(self.to_move, 0)  # a game over (-1) while the opponent decides elsewhere: any seat
+    def _observe(self, rows: npt.NDArray[np.intp] | None = None,
+                 seats: npt.NDArray[np.intp] | None = None) -> npt.NDArray[np.float32]:
+        """The observations of ``rows`` (all, by default) for ``seats`` (the seat deciding, by
+        default): ``encode(view(game, seat))`` of each."""
+        at: slice | npt.NDArray[np.intp] = slice(None) if rows is None else rows
+        idx = self._rows if rows is None else rows  # row numbers, beside the seats
+        n = len(idx)
+        ar = self._rows if rows is None else np.arange(n)
+        to_move = self.to_move[at]
+        me = np.maximum(to_move, 0) if seats is None else seats  # (over, -1, only while the opponent decides elsewhere)
         op = 1 - me
         obs = np.zeros((n, OBS_SIZE), np.float32)
-        phase = self.phase
-        obs[rows, phase] = 1
-        obs[:, 3] = 1  # my_decision: every row is its seat's decision
-        obs[:, 4] = self.first_player == me
-        obs[:, 5] = self.turns
-        obs[:, 6] = self.deck_size
-        obs[:, 7] = np.minimum(self.reshuffles, RESHUFFLES_CAP)
-        obs[:, 8] = self.deck_exhausted
-        obs[:, 9] = self.river_filled
-        obs[:, 10] = self.destroying == 0
-        obs[:, 11] = self.destroying == 1
-        obs[:, 12] = self.completed_by == me
-        obs[:, 13] = self.first_picker == me
-        fields = self.fields
-        for m, at in ((0, 14), (1, 32)):
-            obs[:, at:at + 6] = self.mountains[:, m]
-            obs[:, at + 6:at + 12] = fields[rows, m, me]
-            obs[:, at + 12:at + 18] = fields[rows, m, op]
+        obs[ar, self.phase[at]] = 1
+        obs[:, 3] = to_move == me
+        obs[:, 4] = self.first_player[at] == me
+        obs[:, 5] = self.turns[at]
+        obs[:, 6] = self.deck_size[at]
+        obs[:, 7] = np.minimum(self.reshuffles[at], RESHUFFLES_CAP)
+        obs[:, 8] = self.deck_exhausted[at]
+        obs[:, 9] = self.river_filled[at]
+        destroying = self.destroying[at]
+        obs[:, 10] = destroying == 0
+        obs[:, 11] = destroying == 1
+        obs[:, 12] = self.completed_by[at] == me
+        obs[:, 13] = self.first_picker[at] == me
+        fields, mountains, discard = self.fields, self.mountains[at], self.discard[at]
+        for m, first in ((0, 14), (1, 32)):
+            obs[:, first:first + 6] = mountains[:, m]
+            obs[:, first + 6:first + 12] = fields[idx, m, me]
+            obs[:, first + 12:first + 18] = fields[idx, m, op]
         cups, starts, river = self.cups, self.starting_cups, self.river
-        slots = river[:, :, None, :] == _SLOTS[:, None]  # (n, seat, slot, color)
-        unseen = CARDS_PER_COLOR - self.mountains.sum(1) - fields.sum((1, 2)) - self.discard
-        for seat, at in ((me, 50), (op, 96)):
-            cup, start = cups[rows, seat], starts[rows, seat]
+        slots = river[at][:, :, None, :] == _SLOTS[:, None]  # (n, seat, slot, color)
+        unseen = CARDS_PER_COLOR - mountains.sum(1) - fields[at].sum((1, 2)) - discard
+        for seat, first in ((me, 50), (op, 96)):
+            cup, start = cups[idx, seat], starts[idx, seat]
             claimed = cup - start
-            obs[:, at] = self.hand_sizes[rows, seat]
-            obs[:, at + 1] = cup.sum(1)
-            obs[:, at + 2:at + 8] = claimed
-            obs[:, at + 8] = start.sum(1)
-            obs[:, at + 9] = self.river_length[rows, seat]
-            obs[:, at + 10:at + 46] = slots[rows, seat].reshape(n, 36)
-            unseen -= (cup if seat is me else claimed) + (river[rows, seat] > 0)
-        hand = self.hands[rows, me]
-        obs[:, 142:148] = self.discard
+            obs[:, first] = self.hand_sizes[idx, seat]
+            obs[:, first + 1] = cup.sum(1)
+            obs[:, first + 2:first + 8] = claimed
+            obs[:, first + 8] = start.sum(1)
+            obs[:, first + 9] = self.river_length[idx, seat]
+            obs[:, first + 10:first + 46] = slots[ar, seat].reshape(n, 36)
+            unseen -= (cup if seat is me else claimed) + (river[idx, seat] > 0)
+        hand = self.hands[idx, me]
+        obs[:, 142:148] = discard
         obs[:, 148:154] = unseen - hand
         obs[:, 154:160] = hand
-        obs[:, 160:166] = cups[rows, me]
-        obs[:, 166] = (cups[rows, me] * river[rows, me]).sum(1)  # R21: a cup card scores its color's slot
+        obs[:, 160:166] = cups[idx, me]
+        obs[:, 166] = (cups[idx, me] * river[idx, me]).sum(1)  # R21: a cup card scores its color's slot
         obs *= SCALES
         return obs
 
-    def _masks(self) -> npt.NDArray[np.int8]:
-        n, rows = self.size, self._rows
+    def _masks(self, rows: npt.NDArray[np.intp] | None = None) -> npt.NDArray[np.int8]:
+        """The action masks of ``rows`` (all, by default), for the seat deciding there."""
+        at: slice | npt.NDArray[np.intp] = slice(None) if rows is None else rows
+        idx = self._rows if rows is None else rows
+        n = len(idx)
         mask = np.zeros((n, ACTION_COUNT), np.int8)
-        p = self.current
+        p = self.current[at]
         o = 1 - p
-        hand = self.hands[rows, p]  # (n, 6)
-        size = self.hand_sizes[rows, p]
-        turn = (self.phase == TURN)[:, None]
+        hand = self.hands[idx, p]  # (n, 6)
+        size = self.hand_sizes[idx, p]
+        phase = self.phase[at]
+        turn = (phase == TURN)[:, None]
         held = (hand > 0) & turn & (size > 0)[:, None]
-        fields, mountains = self.fields, self.mountains
+        fields, mountains = self.fields, self.mountains[at]
         most = np.minimum(hand, (size - 1)[:, None])  # R8: one card stays in hand
         for m in (0, 1):
-            fm = fields[:, m]
+            fm = fields[at, m]
             mask[:, m * 6:m * 6 + 6] = held & (fm[:, 0] == 0) & (fm[:, 1] == 0)  # R6, R9
-            open_ = held & (mountains[:, m] == 0) & (fm[rows, o] == 0)  # R8, R9
+            open_ = held & (mountains[:, m] == 0) & (fields[idx, m, o] == 0)  # R8, R9
             runs = open_[:, :, None] & (most[:, :, None] >= _FIELD_COUNTS)
             mask[:, FIELD_BASE + m * 6 * MAX_FIELD:FIELD_BASE + (m + 1) * 6 * MAX_FIELD] = runs.reshape(n, 6 * MAX_FIELD)
         discards = held[:, :, None] & (hand[:, :, None] >= _DISCARD_COUNTS)  # R8a
         mask[:, DISCARD_BASE:DISCARD_BASE + 6 * MAX_DISCARD] = discards.reshape(n, 6 * MAX_DISCARD)
         mask[:, PASS_CODE] = turn[:, 0] & (size == 0)  # R18
-        picking = np.flatnonzero(self.phase == PICK)
+        picking = np.flatnonzero(phase == PICK)
         if len(picking):
-            mask[picking, CLAIM_BASE:CLAIM_BASE + 6] = mountains[picking, self.destroying[picking]] > 0  # R12
+            mask[picking, CLAIM_BASE:CLAIM_BASE + 6] = mountains[picking, self.destroying[idx[picking]]] > 0  # R12
         return mask
 
     # ------------------------------------------------------------------ moves
@@ -296,6 +320,9 @@ class ArrayBatch:
         self._advance()
         over = np.flatnonzero(self.phase == OVER).tolist()
         ended: list[Ended] = [(r, self._rewards(r), self._info(r)) for r in over]
+        if self._keep_final:
+            both = np.tile(np.arange(2), len(over))
+            self.final_observations = self._observe(np.repeat(np.array(over, np.intp), 2), both).reshape(-1, 2, OBS_SIZE)
         if over:
             self._deal(over)
         self.finished += len(ended)
@@ -338,12 +365,12 @@ class ArrayBatch:
             rows = np.flatnonzero((self.to_move != self._learner) & (self.phase != OVER))
             if not len(rows):
                 return
-            masks = self._masks()[rows]
+            masks = self._masks(rows)
             if self._choices is not None and opponent == "random":
                 # 1 to 2 where legal, 0 elsewhere: the largest is a uniformly random legal action
                 codes = np.argmax((self._choices.random(masks.shape, dtype=np.float32) + 1) * masks, axis=1)
             else:
-                codes = self._opponents_codes(opponent(self._observe()[rows], masks.copy()), masks)  # type: ignore[operator]
+                codes = self._opponents_codes(opponent(self._observe(rows), masks.copy()), masks)  # type: ignore[operator]
             self._play(rows, codes)
 
     def _opponents_codes(self, actions: Any, masks: npt.NDArray[np.int8]) -> npt.NDArray[np.intp]:
@@ -559,4 +586,4 @@ class ArrayBatch:
                 "seat": None if self._opponent is None else int(self._learner[r])}
 
 
-__all__ = ["ArrayBatch"]
+__all__ = ["ArrayBatch", "BatchOpponent", "check_opponent"]
