@@ -66,7 +66,6 @@ batch policy ``f(observations, masks) -> actions``, called with the rows where i
 its seat's view (``MLPPolicy.act_batch`` is one)."""
 
 
-
 def check_opponent(opponent: object) -> None:
     """Refuse what cannot be a :data:`BatchOpponent`, saying where a bot plays."""
     if not (opponent == "random" or (callable(opponent) and not isinstance(opponent, str))):
@@ -162,6 +161,13 @@ class ArrayBatch:
             return [None] * self.size
         return cast("list[int | None]", self._learner.tolist())
 
+    @property
+    def seats(self) -> list[int]:
+        """The seat deciding in each row."""
+        return self.to_move.tolist()  # type: ignore[no-any-return]
+
+    # ------------------------------------------------------------------ dealing
+
     def _deal(self, rows: list[int]) -> None:
         """New games in ``rows``, drawn from the batch's generator as ``GameBatch`` draws them
         (the deal, then the learner's seat), advanced to the learner's first decision."""
@@ -175,8 +181,6 @@ class ArrayBatch:
         again = [r for r in rows if self.phase[r] == OVER]  # over before the learner's first decision
         if again:
             self._deal(again)
-
-    # ------------------------------------------------------------------ dealing
 
     def _load(self, rows: list[int], games: list[Game]) -> None:
         """Put the engine's games, freshly dealt (or made by hand, in a turn), in ``rows``."""
@@ -210,11 +214,6 @@ class ArrayBatch:
         self.phase[r] = TURN
         self.to_move[r] = self.current[r]
         self.destroying[r] = self.completed_by[r] = self.first_picker[r] = -1
-
-    @property
-    def seats(self) -> list[int]:
-        """The seat deciding in each row."""
-        return self.to_move.tolist()  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------------ what a seat sees
 
