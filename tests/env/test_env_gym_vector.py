@@ -99,3 +99,23 @@ def test_bot_opponents_still_vectorise_through_gymnasiums_sync_vector_env() -> N
     obs, _infos = envs.reset(seed=2)
     obs, *_rest = envs.step(np.argmax(obs["action_mask"], axis=1))
     assert obs["observation"].shape == (2, 167)
+
+
+def test_gymnasiums_episode_statistics_wrapper_counts_every_game_of_the_vector_env() -> None:
+    """``RecordEpisodeStatistics`` (Gymnasium's vector wrapper, as trainers use it) sees each
+    game end once, with the learner's reward as its return and its learner steps as length."""
+    envs = gymnasium.wrappers.vector.RecordEpisodeStatistics(gymnasium.make_vec(GYM_ID, num_envs=8), buffer_length=1000)
+    obs, _infos = envs.reset(seed=1)
+    rng = np.random.default_rng(0)
+    steps = np.zeros(8, np.int64)
+    returns: list[float] = []
+    lengths: list[int] = []
+    for _ in range(200):
+        obs, rewards, terminations, _truncations, _infos = envs.step(
+            np.argmax((rng.random((8, 151)) + 1) * obs["action_mask"], axis=1))
+        steps += 1
+        returns += rewards[terminations].tolist()
+        lengths += steps[terminations].tolist()
+        steps[terminations] = 0
+    assert len(returns) > 20 and set(returns) <= {-1.0, 0.0, 1.0}
+    assert list(envs.return_queue) == returns and list(envs.length_queue) == lengths
