@@ -239,6 +239,9 @@ def test_an_array_batch_refuses_a_bad_action_naming_it_and_changes_nothing() -> 
             batch.step(given_)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="one action per game: 4 expected, 3 given"):
         batch.step(good[:3])
+    for shape in ((), (4, 1)):
+        with pytest.raises(ValueError, match=rf"an array of shape \(4,\), not \({', '.join(map(str, shape))},?\)"):
+            batch.step(np.zeros(shape, np.int64))
     mask[:] = 1  # the caller's copy of the mask lets nothing through
     with pytest.raises(IllegalAction):
         batch.step(bad)

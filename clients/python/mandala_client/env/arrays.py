@@ -333,6 +333,8 @@ class ArrayBatch:
         if self._legal is None:
             self.observations()
         legal: npt.NDArray[np.int8] = self._legal  # type: ignore[assignment]
+        if isinstance(actions, np.ndarray) and actions.ndim != 1:
+            raise ValueError(f"one action per game: an array of shape ({self.size},), not {actions.shape}")
         if len(actions) != self.size:
             raise ValueError(f"one action per game: {self.size} expected, {len(actions)} given")
         if isinstance(actions, np.ndarray):
