@@ -250,6 +250,9 @@ def test_an_array_batch_refuses_a_bad_action_naming_it_and_changes_nothing() -> 
     assert batch.decisions == 0
     batch.step(good.tolist())  # plain ints
     assert batch.decisions == 4
+    _obs, mask = batch.observations()
+    batch.step(list(np.argmax(mask, axis=1)))  # numpy's integers in a list, as GameBatch takes them
+    assert batch.decisions == 8
 
 
 @pytest.mark.parametrize("size", [0, -1, 2.0, True])

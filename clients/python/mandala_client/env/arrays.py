@@ -88,6 +88,11 @@ _DISCARD_COUNTS = np.arange(1, MAX_DISCARD + 1)
 _I64: Final = np.int64
 
 
+def _is_integer(action: object) -> bool:
+    """An int or a numpy integer (not a bool, which is refused as an action)."""
+    return isinstance(action, int | np.integer) and not isinstance(action, bool)
+
+
 class ArrayBatch:
     """``size`` games, each dealt from ``seed`` in turn as ``GameBatch`` deals them, so the two
     repeat each other exactly for the same seed and actions (and opponent, if deterministic).
@@ -341,15 +346,16 @@ class ArrayBatch:
             given = actions
         else:
             items = list(actions)
-            given = np.array(items, dtype=np.intp if all(type(a) is int for a in items) else object)
+            given = np.array(items, dtype=np.intp if all(map(_is_integer, items)) else object)
         if given.dtype.kind in "iu" and given.ndim == 1:
             codes = given.astype(np.intp)
             if codes.min() >= 0 and codes.max() < ACTION_COUNT and legal[self._rows, codes].all():
                 return codes
         for i, a in enumerate(given.tolist()):  # name the first bad one
             who = f"row {i} ({AGENTS[int(self.to_move[i])]})"
-            if type(a) is not int:
+            if not _is_integer(a):
                 raise IllegalAction(f"{who}: an action is an integer from 0 to {ACTION_COUNT - 1}, not {a!r}")
+            a = int(a)
             if not 0 <= a < ACTION_COUNT:
                 raise IllegalAction(f"{who}: an action is an integer from 0 to {ACTION_COUNT - 1}, not {a!r}")
             if not legal[i, a]:
