@@ -668,13 +668,7 @@ class Game:
         or while the game is running."""
         if self.phase is not OVER:
             return None
-        s0, s1 = self.scores()
-        if s0 != s1:
-            return 0 if s0 > s1 else 1
-        n0, n1 = self.cup_sizes()
-        if n0 != n1:
-            return 0 if n0 < n1 else 1
-        return None
+        return winner_of(self.scores(), self.cup_sizes())
 
     # ------------------------------------------------------------------ copies
 
@@ -722,6 +716,18 @@ class Game:
 
     def __repr__(self) -> str:
         return f"<Game turns={self.turns} phase={self.phase} to_move={self.to_move} end={self.end_reason}>"
+
+
+def winner_of(scores: Sequence[int], cup_sizes: Sequence[int]) -> int | None:
+    """R21 with its tie-breaks, from a finished game's scores and cup sizes by seat: the
+    higher score wins, then the smaller cup; ``None`` for a draw."""
+    s0, s1 = scores
+    if s0 != s1:
+        return 0 if s0 > s1 else 1
+    n0, n1 = cup_sizes
+    if n0 != n1:
+        return 0 if n0 < n1 else 1
+    return None
 
 
 def _mask(counts: Sequence[int]) -> int:

@@ -40,7 +40,7 @@ import numpy.typing as npt
 
 from mandala import Game
 from mandala.cards import CARDS_PER_COLOR, DECK_SIZE, expand
-from mandala.game import HAND_LIMIT, TURN_LIMIT, shuffled
+from mandala.game import HAND_LIMIT, TURN_LIMIT, shuffled, winner_of
 from mandala.moves import (
     CLAIM,
     CLAIM_BASE,
@@ -56,7 +56,7 @@ from mandala.moves import (
     PASS_CODE,
 )
 
-from .core import AGENTS, IllegalAction, RewardMode, check_modes, new_game
+from .core import AGENTS, IllegalAction, RewardMode, check_modes, new_game, result_info, rewards_of
 from .encoding import ACTION_COUNT, OBS_SIZE, RESHUFFLES_CAP, SCALES, describe
 from .vector import Ended
 
@@ -76,6 +76,8 @@ def check_opponent(opponent: object) -> None:
 TURN, PICK, OVER = 0, 1, 2
 """The phases, as stored in ``phase``."""
 END_REASONS: Final = ("deck", "river", "turn_limit", "no_moves")
+"""The ends (R17-R19), as stored in ``end_reason``."""
+_DECK, _RIVER, _TURN_LIMIT, _NO_MOVES = range(4)
 
 _KIND = np.array([p[0] for p in MOVE_PARTS], dtype=np.intp)
 _MANDALA = np.array([max(p[1], 0) for p in MOVE_PARTS], dtype=np.intp)
@@ -148,7 +150,7 @@ class ArrayBatch:
         self.completed_by = np.full(n, -1, _I64)
         self.first_picker = np.full(n, -1, _I64)
         self.end_reason = np.full(n, -1, _I64)
-        """Index into :data:`END_REASONS` once over."""
+        """Once over, the end's index in :data:`END_REASONS`."""
         self._generators: list[random.Random] = [random.Random()] * n
         """Each game's generator of reshuffles (R16), the engine's own."""
         self._rows = np.arange(n)
@@ -323,7 +325,7 @@ class ArrayBatch:
         self._play(self._rows, codes)
         self._advance()
         over = np.flatnonzero(self.phase == OVER).tolist()
-        ended: list[Ended] = [(r, self._rewards(r), self._info(r)) for r in over]
+        ended = [self._ended(r) for r in over]
         if self._keep_final:
             both = np.tile(np.arange(2), len(over))
             self.final_observations = self._observe(np.repeat(np.array(over, np.intp), 2), both).reshape(-1, 2, OBS_SIZE)
@@ -524,7 +526,7 @@ class ArrayBatch:
         exhausted, filled = self.deck_exhausted[rows], self.river_filled[rows]
         ending = exhausted | filled  # R17
         if ending.any():
-            self._end(rows[ending], np.where(exhausted[ending], 0, 1))
+            self._end(rows[ending], np.where(exhausted[ending], _DECK, _RIVER))
         go = ~ending
         rows, mandalas, completers = rows[go], mandalas[go], completers[go]
         slow = self.deck_size[rows] <= 2
@@ -546,8 +548,8 @@ class ArrayBatch:
         limit = self.turns[rows] >= TURN_LIMIT  # R19
         empty = ~limit & (self.hand_sizes[rows].sum(1) == 0)  # R18: no card left to either seat
         if limit.any() or empty.any():
-            self._end(rows[limit], np.full(int(limit.sum()), 2))
-            self._end(rows[empty], np.full(int(empty.sum()), 3))
+            self._end(rows[limit], np.full(int(limit.sum()), _TURN_LIMIT))
+            self._end(rows[empty], np.full(int(empty.sum()), _NO_MOVES))
             go = ~(limit | empty)
             rows, seats = rows[go], seats[go]
         self.phase[rows] = TURN
@@ -567,30 +569,13 @@ class ArrayBatch:
 
     # ------------------------------------------------------------------ the end
 
-    def _scores(self, r: int) -> list[int]:
-        return (self.cups[r] * self.river[r]).sum(1).tolist()  # type: ignore[no-any-return]
-
-    def _winner(self, r: int) -> int | None:
-        """R21 with its tie-breaks: higher score, then fewer cup cards."""
-        (s0, s1), (n0, n1) = self._scores(r), self.cups[r].sum(1).tolist()
-        if s0 != s1:
-            return 0 if s0 > s1 else 1
-        if n0 != n1:
-            return 0 if n0 < n1 else 1
-        return None
-
-    def _rewards(self, r: int) -> tuple[float, float]:
-        if self.reward_mode == "score":
-            s0, s1 = self._scores(r)
-            return float(s0 - s1), float(s1 - s0)
-        winner = self._winner(r)
-        return (0.0, 0.0) if winner is None else (1.0, -1.0) if winner == 0 else (-1.0, 1.0)
-
-    def _info(self, r: int) -> dict[str, Any]:
-        winner = self._winner(r)
-        return {"end_reason": END_REASONS[int(self.end_reason[r])], "winner": None if winner is None else AGENTS[winner],
-                "scores": self._scores(r), "cup_sizes": self.cups[r].sum(1).tolist(), "turns": int(self.turns[r]),
-                "seat": None if self._opponent is None else int(self._learner[r])}
+    def _ended(self, r: int) -> Ended:
+        """Row ``r``'s finished game: the rewards by seat and the ``info`` of :mod:`.core`."""
+        scores = (self.cups[r] * self.river[r]).sum(1).tolist()  # R21: a cup card scores its color's slot
+        cup_sizes = self.cups[r].sum(1).tolist()
+        info = result_info(END_REASONS[int(self.end_reason[r])], scores, cup_sizes, int(self.turns[r]))
+        info["seat"] = None if self._opponent is None else int(self._learner[r])
+        return r, rewards_of(scores, winner_of(scores, cup_sizes), self.reward_mode), info
 
 
 __all__ = ["ArrayBatch", "BatchOpponent", "check_opponent"]

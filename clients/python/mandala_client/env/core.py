@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import random
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 
 import numpy as np
 
 from mandala import Game, IllegalMove
+from mandala.game import winner_of
 from mandala.moves import MOVES
 
 from .encoding import ACTION_COUNT, describe
@@ -98,12 +99,16 @@ def checked_code(game: Game, action: Any, agent: str) -> int:
 
 
 def final_rewards(game: Game, mode: RewardMode) -> tuple[float, float]:
-    """Each seat's reward for a finished game: +1 a win, -1 a loss, 0 a draw (``"win"``), or
-    its score minus the other's (``"score"``, R21)."""
+    """Each seat's reward for a finished game (:func:`rewards_of`)."""
+    return rewards_of(game.scores(), game.winner(), mode)
+
+
+def rewards_of(scores: Sequence[int], winner: int | None, mode: RewardMode) -> tuple[float, float]:
+    """Each seat's reward for a finished game with these scores and this winner: +1 a win, -1
+    a loss, 0 a draw (``"win"``), or its score minus the other's (``"score"``, R21)."""
     if mode == "score":
-        s0, s1 = game.scores()
+        s0, s1 = scores
         return float(s0 - s1), float(s1 - s0)
-    winner = game.winner()
     if winner is None:
         return 0.0, 0.0
     return (1.0, -1.0) if winner == 0 else (-1.0, 1.0)
@@ -116,6 +121,12 @@ def end_info(game: Game, forfeit: int | None = None, why: str | None = None) -> 
     if forfeit is not None:
         return {"end_reason": "forfeit", "winner": AGENTS[1 - forfeit], "scores": list(game.scores()),
                 "cup_sizes": list(game.cup_sizes()), "turns": game.turns, "illegal_action": why}
-    winner = game.winner()
-    return {"end_reason": game.end_reason, "winner": None if winner is None else AGENTS[winner],
-            "scores": list(game.scores()), "cup_sizes": list(game.cup_sizes()), "turns": game.turns}
+    return result_info(game.end_reason, list(game.scores()), list(game.cup_sizes()), game.turns)
+
+
+def result_info(end_reason: str | None, scores: list[int], cup_sizes: list[int], turns: int) -> dict[str, Any]:
+    """:func:`end_info` of a game that ended by the rules, from its end reason, scores and cup
+    sizes by seat, and turns played."""
+    winner = winner_of(scores, cup_sizes)
+    return {"end_reason": end_reason, "winner": None if winner is None else AGENTS[winner],
+            "scores": scores, "cup_sizes": cup_sizes, "turns": turns}
