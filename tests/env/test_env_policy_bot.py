@@ -149,3 +149,22 @@ async def test_a_policy_from_a_pettingzoo_only_trainer_plays_on_the_arena_unchan
     assert code == 0, log
     assert "[2/2]" in log and "WARNING" not in log and "fallback" not in log, log
     assert len(played) == 2 and all(g.result is not None and g.result.end_reason != "aborted" for g in played)
+
+
+@pytest.mark.parametrize("form", [[], ["--arrays", "--batch", "256"]])
+def test_the_example_trainer_trains_on_either_batch_and_writes_weights_a_bot_plays(tmp_path: Path, form: list[str]) -> None:
+    """``examples/train_numpy.py`` as its documentation runs it (a process), on a ``GameBatch`` and
+    with ``--arrays`` on an ``ArrayBatch``: a few hundred games, then weights that load as a
+    policy whose bot plays legal moves in a match."""
+    weights = tmp_path / "mlp.npz"
+    out = subprocess.run([sys.executable, str(ROOT / "clients" / "python" / "examples" / "train_numpy.py"),
+                          "--games", "400", "--update-games", "64", "--report", "200", "--out", str(weights), *form],
+                         capture_output=True, text=True, timeout=300, check=True).stdout
+    assert "games  won" in out and f"weights written to {weights}" in out
+    trained = int(out.split("trained on ")[1].split(" games")[0])
+    assert trained >= 400
+    match = subprocess.run([str(BIN / "mandala"), "match", f"policy:mandala_client.env.mlp:MLPPolicy,weights={weights}",
+                            "random", "--games", "20", "--seed", "1", "--jobs", "1"],
+                           capture_output=True, text=True, timeout=300, check=True).stdout
+    result = json.loads(match.strip().splitlines()[-1])
+    assert result["games"] == 20 and result["forfeits"] == {"A": 0, "B": 0}
