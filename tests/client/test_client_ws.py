@@ -9,24 +9,18 @@ with a timeout.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import os
 import random
 import signal
-import subprocess
-import sys
 import threading
 import time
-import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 import mandala
-from arena_testkit import ADMIN, Harness, exit_of, free_port, read_until, wait_until
+from arena_testkit import ADMIN, Harness, create_bot_at, exit_of, free_port, mandala_bot, mandala_serve, wait_until
 from mandala import Move, View
 from mandala_client import Client, ClientError, ConnectionRejected, FinishedGame, cli
 from mandala_client.games import Chooser
@@ -34,7 +28,6 @@ from protocol.messages import GameOver, GameStart, LadderStatus
 
 RULES_END = {"river", "deck", "no_moves", "turn_limit"}
 GAME_TIMEOUT = 60.0
-BIN = Path(sys.executable).parent
 
 
 def ws_url(arena: Harness) -> str:
@@ -391,41 +384,16 @@ async def test_a_removed_bot_plays_on_and_seeks_again_once_restored(
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """``mandala serve`` on a free port; its base URL. Its log goes to a file, not a pipe
-    nobody reads."""
-    where = tmp_path_factory.mktemp("served")
-    port = free_port()
-    with open(where / "server.log", "wb") as errors:
-        proc = subprocess.Popen([str(BIN / "mandala"), "serve", "--port", str(port), "--db", str(where / "x.db")],
-                                stdout=subprocess.PIPE, stderr=errors)
-    try:
-        read_until(proc.stdout, b"listening on", 30)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(30)
-        assert proc.stdout is not None
-        proc.stdout.close()
-
-
-def create_bot(base: str, name: str) -> str:
-    req = urllib.request.Request(f"{base}/api/bots", data=json.dumps({"name": name}).encode(),
-                                 headers={"Content-Type": "application/json"}, method="POST")
-    with urllib.request.urlopen(req, timeout=10) as resp:
-        return str(json.load(resp)["token"])
-
-
-async def mandala_bot(base: str, token: str, *args: str) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        str(BIN / "mandala-bot"), "--url", base.replace("http", "ws", 1) + "/ws", *args,
-        env={**os.environ, "MANDALA_TOKEN": token}, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    """``mandala serve`` as a process; its base URL."""
+    with mandala_serve(tmp_path_factory.mktemp("served")) as base:
+        yield base
 
 
 async def test_mandala_bot_plays_a_challenge_game(served: str) -> None:
     opponent = Client(PlainBot(6), url=served.replace("http", "ws", 1) + "/ws",
-                      token=await asyncio.to_thread(create_bot, served, "cli-opponent"), games=2)
+                      token=await asyncio.to_thread(create_bot_at, served, "cli-opponent"), games=2)
     task = await start(opponent)
-    token = await asyncio.to_thread(create_bot, served, "cli-bot")
+    token = await asyncio.to_thread(create_bot_at, served, "cli-bot")
     proc = await mandala_bot(served, token, "--bot", "greedy", "--challenge", "cli-opponent", "--games", "2")
     code, log = await exit_of(proc)
     (played,) = await finish(task)
@@ -437,7 +405,7 @@ async def test_mandala_bot_plays_a_challenge_game(served: str) -> None:
 
 
 async def test_mandala_bot_ladder_qualifies(served: str) -> None:
-    token = await asyncio.to_thread(create_bot, served, "cli-ladder")
+    token = await asyncio.to_thread(create_bot_at, served, "cli-ladder")
     proc = await mandala_bot(served, token, "--bot", "random", "--ladder", "--games", "2", "--log-level", "INFO")
     code, log = await exit_of(proc)
     assert code == 0, log
@@ -447,7 +415,7 @@ async def test_mandala_bot_ladder_qualifies(served: str) -> None:
 async def test_mandala_bot_bad_token_and_ctrl_c(served: str) -> None:
     code, log = await exit_of(await mandala_bot(served, "no-such-token", "--bot", "random"), 20)
     assert code == 1 and "4001" in log and "not reconnecting" in log and log.count("connected to") == 0
-    token = await asyncio.to_thread(create_bot, served, "cli-idle")
+    token = await asyncio.to_thread(create_bot_at, served, "cli-idle")
     proc = await mandala_bot(served, token, "--bot", "search,budget=0.1")
     assert proc.stderr is not None
     line = await asyncio.wait_for(proc.stderr.readline(), 20)

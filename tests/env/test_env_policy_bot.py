@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import random
 import subprocess
 import sys
@@ -21,7 +20,7 @@ import numpy as np
 import pytest
 
 import pettingzoo_trainer
-from arena_testkit import exit_of, free_port, read_until
+from arena_testkit import BIN, create_bot_at, exit_of, mandala_bot, mandala_serve
 from mandala import Game, view
 from mandala_cli.main import main as mandala_main
 from mandala_client import Client
@@ -31,7 +30,6 @@ from mandala_client.offline import SpecError, load_bot
 ROOT = Path(__file__).resolve().parents[2]
 WEIGHTS = ROOT / "clients" / "python" / "examples" / "mlp.npz"
 SPEC = f"policy:mandala_client.env.mlp:MLPPolicy,weights={WEIGHTS}"
-BIN = Path(sys.executable).parent
 HERE = Path(__file__).resolve().parent
 
 
@@ -87,33 +85,9 @@ def test_the_committed_example_policy_beats_random_in_a_match(capsys: pytest.Cap
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    where = tmp_path_factory.mktemp("served")
-    port = free_port()
-    with open(where / "server.log", "wb") as errors:
-        proc = subprocess.Popen([str(BIN / "mandala"), "serve", "--port", str(port), "--db", str(where / "x.db")],
-                                stdout=subprocess.PIPE, stderr=errors)
-    try:
-        read_until(proc.stdout, b"listening on", 30)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(30)
-        assert proc.stdout is not None
-        proc.stdout.close()
-
-
-def create_bot(base: str, name: str) -> str:
-    req = urllib.request.Request(f"{base}/api/bots", data=json.dumps({"name": name}).encode(),
-                                 headers={"Content-Type": "application/json"}, method="POST")
-    with urllib.request.urlopen(req, timeout=10) as resp:
-        return str(json.load(resp)["token"])
-
-
-async def mandala_bot(base: str, token: str, *args: str) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        str(BIN / "mandala-bot"), "--url", base.replace("http", "ws", 1) + "/ws", *args,
-        env={**os.environ, "MANDALA_TOKEN": token, "PYTHONPATH": str(HERE)},
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    """``mandala serve`` as a process; its base URL."""
+    with mandala_serve(tmp_path_factory.mktemp("served")) as base:
+        yield base
 
 
 class RandomBot:
@@ -125,8 +99,8 @@ class RandomBot:
 
 
 async def test_mandala_bot_plays_the_trained_policy_on_the_ladder(served: str) -> None:
-    token = await asyncio.to_thread(create_bot, served, "mlp-policy")
-    code, log = await exit_of(await mandala_bot(served, token, "--bot", SPEC, "--ladder", "--games", "2"))
+    token = await asyncio.to_thread(create_bot_at, served, "mlp-policy")
+    code, log = await exit_of(await mandala_bot(served, token, "--bot", SPEC, "--ladder", "--games", "2", pythonpath=HERE))
     assert code == 0, log
     assert log.count("(qualification, unrated)") == 2 and "[2/2]" in log
     assert "WARNING" not in log and "fallback" not in log, log  # every move was the policy's own
@@ -139,12 +113,13 @@ async def test_a_policy_from_a_pettingzoo_only_trainer_plays_on_the_arena_unchan
     values = pettingzoo_trainer.train(env(), games=60, seed=0)
     (tmp_path / "values.json").write_text(json.dumps(values))
     opponent = Client(RandomBot(), url=served.replace("http", "ws", 1) + "/ws",
-                      token=await asyncio.to_thread(create_bot, served, "pz-opponent"), games=2)
+                      token=await asyncio.to_thread(create_bot_at, served, "pz-opponent"), games=2)
     task = asyncio.create_task(opponent.run())
     await asyncio.wait_for(opponent.connected.wait(), 20)
-    token = await asyncio.to_thread(create_bot, served, "pz-policy")
+    token = await asyncio.to_thread(create_bot_at, served, "pz-policy")
     spec = f"policy:pettingzoo_trainer:PreferencePolicy,values={tmp_path / 'values.json'}"
-    code, log = await exit_of(await mandala_bot(served, token, "--bot", spec, "--challenge", "pz-opponent", "--games", "2"))
+    code, log = await exit_of(await mandala_bot(served, token, "--bot", spec, "--challenge", "pz-opponent", "--games", "2",
+                                                pythonpath=HERE))
     played = await asyncio.wait_for(task, 60)
     assert code == 0, log
     assert "[2/2]" in log and "WARNING" not in log and "fallback" not in log, log

@@ -10,6 +10,7 @@ the ``retry_after`` the server itself asks for.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import os
@@ -20,7 +21,8 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+import urllib.request
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -651,3 +653,45 @@ def read_until(stream: Any, marker: bytes, timeout: float) -> bytes:
                 raise AssertionError(f"the stream ended before {marker!r}; got: {seen.decode(errors='replace')}")
             seen += chunk
     return seen
+
+
+BIN = Path(sys.executable).parent
+"""Where this environment's commands are (``mandala``, ``mandala-bot``)."""
+
+
+@contextlib.contextmanager
+def mandala_serve(where: Path) -> Iterator[str]:
+    """``mandala serve`` started as its users start it (the command, a process) on a free port,
+    its SQLite file in ``where`` and its log in a file, not a pipe nobody reads; its base URL.
+    Stopped at the end."""
+    port = free_port()
+    with open(where / "server.log", "wb") as errors:
+        proc = subprocess.Popen([str(BIN / "mandala"), "serve", "--port", str(port), "--db", str(where / "x.db")],
+                                stdout=subprocess.PIPE, stderr=errors)
+    try:
+        read_until(proc.stdout, b"listening on", 30)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        assert proc.stdout is not None
+        proc.stdout.close()
+
+
+def create_bot_at(base: str, name: str) -> str:
+    """A new bot on the server at ``base`` (over HTTP, blocking); its token."""
+    req = urllib.request.Request(f"{base}/api/bots", data=json.dumps({"name": name}).encode(),
+                                 headers={"Content-Type": "application/json"}, method="POST")
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return str(json.load(resp)["token"])
+
+
+async def mandala_bot(base: str, token: str, *args: str, pythonpath: Path | None = None) -> asyncio.subprocess.Process:
+    """``mandala-bot`` as a process, connected to the server at ``base`` with ``token`` (in
+    ``MANDALA_TOKEN``, as an author would keep it); ``pythonpath`` for bots of the test's own."""
+    extra = {} if pythonpath is None else {"PYTHONPATH": str(pythonpath)}
+    return await asyncio.create_subprocess_exec(
+        str(BIN / "mandala-bot"), "--url", base.replace("http", "ws", 1) + "/ws", *args,
+        env={**os.environ, "MANDALA_TOKEN": token, **extra},
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+
