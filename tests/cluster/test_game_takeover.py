@@ -210,10 +210,11 @@ async def _connected(http: aiohttp.ClientSession, server: ServeProcess, bot: str
         return bool((await resp.json()).get("connected"))
 
 
-async def hosted_game(http: aiohttp.ClientSession,
-                      nodes: list[ServeProcess]) -> tuple[dict[str, str], WsClient, WsClient, GameStart]:
-    """alice on n2 challenges bob on n3: a game hosted by n2. The bots' tokens, her client,
-    his, her start."""
+async def hosted_game(http: aiohttp.ClientSession, nodes: list[ServeProcess], ply: int,
+                      hers: bool) -> tuple[dict[str, str], WsClient, WsClient, GameStart, Decision]:
+    """alice on n2 challenges bob on n3: a game hosted by n2, played up to the first decision
+    at ``ply`` or later that is alice's (``hers``) or bob's. The bots' tokens, her client, his,
+    her start, and that decision (unanswered)."""
     n1, n2, n3 = nodes
     tokens = await n1.create_bots(http, ["alice", "bob"])
     alice, _ = await connect(http, n2.url, tokens["alice"])
@@ -221,7 +222,9 @@ async def hosted_game(http: aiohttp.ClientSession,
     for server, bot in ((n3, "alice"), (n2, "bob")):
         await wait_until(lambda s=server, b=bot: _connected(http, s, b), 5, f"{bot} unknown on a node")
     start, _ = await challenge(alice, bob, "bob")
-    return tokens, alice, bob, start
+    d = await play_until({start.seat: alice, 1 - start.seat: bob}, start.game_id,
+                         lambda d: d.request_id >= ply and (d.seat == start.seat) == hers)
+    return tokens, alice, bob, start, d
 
 
 async def asked_again(client: WsClient, game_id: str, d: Decision, epoch: int = 1, timeout: float = 10) -> Decision:
@@ -242,10 +245,9 @@ async def test_a_node_paused_past_its_liveness_loses_its_game_and_never_applies_
         database: str, fresh_redis: str, tmp_path: Path) -> None:
     async with aiohttp.ClientSession() as http, three_nodes(http, database, fresh_redis, tmp_path) as nodes:
         n1, n2, _ = nodes
-        _tokens, alice, bob, start = await hosted_game(http, nodes)
+        _tokens, alice, bob, start, d = await hosted_game(http, nodes, ply=6, hers=True)
         game_id = start.game_id
         seats = {start.seat: alice, 1 - start.seat: bob}
-        d = await play_until(seats, game_id, lambda d: d.request_id >= 6 and d.seat == start.seat)
         # n2 stops for longer than its liveness key lives: n1 takes the game over.
         n2.proc.send_signal(signal.SIGSTOP)
         resumed = await bob.until(GameStart, 10)
@@ -278,10 +280,8 @@ async def test_frames_a_paused_host_publishes_as_it_wakes_never_reach_a_seat_its
     the new host's, which comes after it: when bob reads that one, n3 has handled both."""
     async with aiohttp.ClientSession() as http, three_nodes(http, database, fresh_redis, tmp_path) as nodes:
         _, n2, n3 = nodes
-        _tokens, alice, bob, start = await hosted_game(http, nodes)
+        _tokens, _alice, bob, start, d = await hosted_game(http, nodes, ply=4, hers=True)
         game_id = start.game_id
-        seats = {start.seat: alice, 1 - start.seat: bob}
-        d = await play_until(seats, game_id, lambda d: d.request_id >= 4 and d.seat == start.seat)
         last = [f for f in bob.frames if isinstance(f, Update) and f.game_id == game_id][-1]
         while last.ply < d.request_id:  # the update of the move before d, on its way through n3
             last = await bob.until(Update, 10)
@@ -310,10 +310,8 @@ async def test_a_node_that_stops_leaves_its_game_to_another_node(
         database: str, fresh_redis: str, tmp_path: Path) -> None:
     async with aiohttp.ClientSession() as http, three_nodes(http, database, fresh_redis, tmp_path) as nodes:
         _, n2, n3 = nodes
-        tokens, alice, bob, start = await hosted_game(http, nodes)
+        tokens, alice, bob, start, d = await hosted_game(http, nodes, ply=5, hers=False)
         game_id = start.game_id
-        d = await play_until({start.seat: alice, 1 - start.seat: bob}, game_id,
-                             lambda d: d.request_id >= 5 and d.seat != start.seat)
         assert n2.kill(signal.SIGTERM) == 0
         assert "n2 leaves 1 game(s) to be taken over" in log_of(n2)
         assert await alice.closed() == 1001
@@ -333,10 +331,8 @@ async def test_a_node_restarted_at_once_takes_its_game_back(
         database: str, fresh_redis: str, tmp_path: Path) -> None:
     async with aiohttp.ClientSession() as http, three_nodes(http, database, fresh_redis, tmp_path) as nodes:
         n1, n2, _ = nodes
-        tokens, alice, bob, start = await hosted_game(http, nodes)
+        tokens, alice, bob, start, d = await hosted_game(http, nodes, ply=5, hers=False)
         game_id = start.game_id
-        d = await play_until({start.seat: alice, 1 - start.seat: bob}, game_id,
-                             lambda d: d.request_id >= 5 and d.seat != start.seat)
         port = int(n2.url.rsplit(":", 1)[1])
         n2.kill(signal.SIGKILL)
         nodes[1] = n2 = node(database, fresh_redis, "n2", tmp_path / "arena.toml", tmp_path, port)
@@ -376,10 +372,8 @@ async def test_postgresql_down_during_a_takeover_is_waited_for_then_the_game_is_
             n1, n2, n3 = nodes
 
             # A short outage: the takeover waits for PostgreSQL, then the game goes on.
-            tokens, alice, bob, start = await hosted_game(http, nodes)
+            tokens, alice, bob, start, d = await hosted_game(http, nodes, ply=5, hers=False)
             game_id = start.game_id
-            d = await play_until({start.seat: alice, 1 - start.seat: bob}, game_id,
-                                 lambda d: d.request_id >= 5 and d.seat != start.seat)
             n2.kill(signal.SIGKILL)
             fault.inject()
             await wait_until(lambda: f"taking over game {game_id} failed" in log_of(n1), 15,
@@ -422,10 +416,8 @@ async def test_the_node_that_took_a_game_over_dies_too_and_the_next_leader_takes
         database: str, fresh_redis: str, tmp_path: Path) -> None:
     async with aiohttp.ClientSession() as http, three_nodes(http, database, fresh_redis, tmp_path) as nodes:
         n1, n2, n3 = nodes
-        tokens, alice, bob, start = await hosted_game(http, nodes)
+        tokens, alice, bob, start, d = await hosted_game(http, nodes, ply=5, hers=False)
         game_id = start.game_id
-        d = await play_until({start.seat: alice, 1 - start.seat: bob}, game_id,
-                             lambda d: d.request_id >= 5 and d.seat != start.seat)
         n2.kill(signal.SIGKILL)
         await asked_again(bob, game_id, d)  # from n1, which leads
         n1.kill(signal.SIGKILL)  # the leader dies with the game it just took over
