@@ -17,14 +17,14 @@ from typing import Any
 import aiohttp
 import pytest
 
-from arena_testkit import ADMIN, WsClient, exit_of, first_legal, play_out, wait_until
+from arena_testkit import ADMIN, BIN, WsClient, exit_of, first_legal, play_out, wait_until
 from mandala import Move, View
 from mandala_cli.main import SECRET_OPTIONS, build_parser
 from mandala_client import Client, ClientError, cli
 from mandala_client.credentials import join_values
 from protocol.messages import PROTOCOL_VERSION, Challenged, GameStart, Welcome
 from server.connections.auth import hash_token
-from test_client_ws import BIN, PlainBot, finish, start
+from test_client_ws import PlainBot, finish, start
 from test_javascript_bot import node, node_command  # noqa: F401 - the fixture
 from tls_kit import Ca, TlsArena, tls_arena
 
