@@ -246,6 +246,8 @@ def main() -> None:
     threadpool_limits(1)  # and one BLAS thread: more only fight over it
     play_random(0, 200)  # warm the engine's per-hand move tables
     n, size = args.games, args.batch
+    sizes = [int(k) for k in args.arrays.split(",")]
+    largest = max(sizes)
     engine = _best(args.runs, lambda r: _engine(n, r + 1))
     figures: dict[str, Any] = {
         "python": platform.python_version(),
@@ -267,15 +269,14 @@ def main() -> None:
         batch = _best(args.runs, lambda r: _batch(n, r + 1, size))
         figures[f"batch{size}_decisions_per_s"] = round(batch)
     if "arrays" in only:
-        for k in map(int, args.arrays.split(",")):
+        for k in sizes:
             arrays = _best(args.runs, lambda r, k=k: _batch(max(n, 2 * k), r + 1, k, ArrayBatch))
             figures[f"arrays{k}_decisions_per_s"] = round(arrays)
             figures[f"arrays{k}_over_engine"] = round(arrays / engine, 3)
     if "vector" in only:
-        k = max(map(int, args.arrays.split(",")))
-        vector = _best(args.runs, lambda r: _vector(max(n, 2 * k), r + 1, k))
-        figures[f"vector{k}_learner_steps_per_s"] = round(vector)
-        figures[f"vector{k}_over_engine"] = round(vector / engine, 3)
+        vector = _best(args.runs, lambda r: _vector(max(n, 2 * largest), r + 1, largest))
+        figures[f"vector{largest}_learner_steps_per_s"] = round(vector)
+        figures[f"vector{largest}_over_engine"] = round(vector / engine, 3)
     if "aec_mlp" in only:
         aec_mlp = _best(args.runs, lambda r: _aec_mlp(n, r + 1))
         figures["aec_mlp_steps_per_s"] = round(aec_mlp)
@@ -283,9 +284,8 @@ def main() -> None:
         batch_mlp = _best(args.runs, lambda r: _batch_mlp(n, r + 1, size))
         figures[f"batch{size}_mlp_decisions_per_s"] = round(batch_mlp)
     if "arrays_mlp" in only:
-        k = max(map(int, args.arrays.split(",")))
-        arrays_mlp = _best(args.runs, lambda r: _batch_mlp(max(n, 2 * k), r + 1, k, ArrayBatch))
-        figures[f"arrays{k}_mlp_decisions_per_s"] = round(arrays_mlp)
+        arrays_mlp = _best(args.runs, lambda r: _batch_mlp(max(n, 2 * largest), r + 1, largest, ArrayBatch))
+        figures[f"arrays{largest}_mlp_decisions_per_s"] = round(arrays_mlp)
     if "aec" in only:
         figures["aec_over_engine"] = round(aec / engine, 3)
     if "aec" in only and "engine_with_views" in only:
