@@ -63,9 +63,12 @@ async def test_a_game_its_node_never_starts_frees_the_pairing_after_the_timeout(
     # The leader decides alpha's first qualification game and asks alpha's node, n2, to host it.
     await wait_until(lambda: held, 5, "the leader asked no node to start a game")
     loop = asyncio.get_running_loop()
-    asked_at, dropped = loop.time(), held[0].setup
+    dropped = held[0].setup
     assert dropped.players in (("alpha", "house"), ("house", "alpha")) and dropped.kind == "qualification"
     assert dropped.game_id in leader.remote_games.placing
+    # From when the leader asked (its own clock, the loop's): the request reaches n2 and this
+    # test later, which would shorten the wait measured from here.
+    asked_at = leader.remote_games.placing[dropped.game_id].since
     ladder, manager = n1.arena.ladder, n1.arena.manager
     assert manager.running_count("alpha") == 1 and manager.open_slots("alpha") == 0  # its slot is taken meanwhile
     assert ladder.qualification.bots["alpha"].pair is not None
