@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -85,6 +86,9 @@ class ClusterNode:
         self._previous: list[GameBegan] = []
         """This node's games in the cluster's directory when it started (a previous life's)."""
         self._gone: set[str] = set()
+        self._back_at = -math.inf
+        """When Redis last came back (the loop's clock): the others' liveness keys could not be
+        refreshed while it was lost, so none is judged until one liveness period has passed."""
         """Nodes noticed gone (their bots forgotten), until they are alive again."""
 
     def bind(self, parts: ServerParts) -> None:
@@ -205,7 +209,8 @@ class ClusterNode:
             await asyncio.sleep(TICK_S)
             try:
                 self.leadership.announce()
-                if self.healthy:
+                back_for = asyncio.get_running_loop().time() - self._back_at
+                if self.healthy and back_for > self.bus.alive_s:
                     alive = await self._sweep()
                     if self.leading:
                         await self.takeover.sweep(alive)
@@ -282,6 +287,7 @@ class ClusterNode:
 
     def _health_changed(self, healthy: bool) -> None:
         if healthy:
+            self._back_at = asyncio.get_running_loop().time()
             self._spawn(self._rejoin(), "rejoining the cluster")
             return
         for room in list(self.parts.manager.running.values()):
