@@ -12,6 +12,8 @@ side with a card in its field there (R13a); cards in hand are options.
 
 from __future__ import annotations
 
+import math
+
 from mandala import Game
 from mandala.moves import CLAIM_BASE
 
@@ -122,3 +124,39 @@ def evaluate(game: Game, me: int) -> float:
     value += POT_WEIGHT * (mountain_outlook(game, 0, me) + mountain_outlook(game, 1, me))
     value += HAND_WEIGHT * (game.hand_sizes[me] - game.hand_sizes[1 - me])
     return value
+
+
+DEALT_DECK = 88
+"""Cards in the draw deck after the deal (R3): 108 less 2 × (2 mountain + 6 hand + 2 cup) cards."""
+
+WIN_WEIGHTS = (0.0481, 0.0718, 0.0309, 0.2960, 0.4719, 0.1604, 0.0697, 0.1349, -0.0564, -0.2523, 0.1332)
+"""The logistic model of :func:`win_chance`, fitted by ``bench/fit_win_chance.py``: weights of the
+score, outlook, hand, unscored-cup and river differences, the same five times the game's
+progress, and whose turn it is."""
+
+
+def win_features(game: Game, me: int) -> tuple[float, ...]:
+    """What :func:`win_chance` weighs, each as ``me``'s lead over the opponent (so the model is
+    the same from either seat): score (R21), the mountains' outlooks, cards in hand, cup cards
+    whose color is not in the river yet (they score when it joins), river length; the same five
+    times the game's progress (the draw deck's share drawn, R17b); +1 if ``me`` is to move."""
+    o = 1 - me
+    progress = 1.0 if game.deck_exhausted else (DEALT_DECK - len(game.deck)) / DEALT_DECK
+    mine, theirs = game.river_masks[me], game.river_masks[o]
+    cup_me, cup_o = game.cups[me], game.cups[o]
+    unscored = sum(cup_me[c] for c in range(6) if not mine >> c & 1) - sum(cup_o[c] for c in range(6) if not theirs >> c & 1)
+    lead = (
+        float(game.score(me) - game.score(o)),
+        mountain_outlook(game, 0, me) + mountain_outlook(game, 1, me),
+        float(game.hand_sizes[me] - game.hand_sizes[o]),
+        float(unscored),
+        float(len(game.rivers[me]) - len(game.rivers[o])),
+    )
+    return (*lead, *(x * progress for x in lead), 1.0 if game.to_move == me else -1.0)
+
+
+def win_chance(game: Game, me: int) -> float:
+    """The chance that ``me`` wins from this position (a draw counting half), by a logistic model
+    fitted to the outcomes of searched games (:data:`WIN_WEIGHTS`). Resolve a destruction first."""
+    z = sum(w * x for w, x in zip(WIN_WEIGHTS, win_features(game, me), strict=True))
+    return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))

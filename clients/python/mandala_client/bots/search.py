@@ -34,7 +34,7 @@ from mandala.moves import DISCARD, FIELD, MOUNTAIN, MOVE_PARTS
 from mandala.sample import Sampler
 
 from .base import legal_codes
-from .heuristics import best_claim, evaluate, resolve_picks
+from .heuristics import best_claim, evaluate, resolve_picks, win_chance
 
 DEFAULT_BUDGET = 1.0
 """Seconds per decision when neither a budget nor an iteration cap is given."""
@@ -47,6 +47,20 @@ _WEIGHT = tuple(
 )
 """Default-policy weights by move code: real players feed mountains (and draw), put one
 or two cards in a field to gain a pick, and rarely throw cards away."""
+
+
+def _hand_judgement(game: Game) -> float:
+    """Seat 0's reward for a cut-off playout from the hand-made :func:`.heuristics.evaluate`."""
+    return 1.0 / (1.0 + math.exp(-evaluate(game, 0) / EVAL_SCALE))
+
+
+def _learned_judgement(game: Game) -> float:
+    """Seat 0's reward for a cut-off playout: its chance to win (:func:`.heuristics.win_chance`)."""
+    return win_chance(game, 0)
+
+
+JUDGEMENTS: dict[str, Callable[[Game], float]] = {"hand": _hand_judgement, "learned": _learned_judgement}
+"""How a cut-off playout is judged (the ``evaluation`` option)."""
 
 
 CLOCKS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time.thread_time}
@@ -93,12 +107,16 @@ class SearchBot:
         policy: str = "weighted",
         depth: int | None = 6,
         clock: str = "wall",
+        evaluation: str = "learned",
     ) -> None:
         if policy not in ("random", "weighted"):
             raise ValueError(f"policy is 'random' or 'weighted', not {policy!r}")
         if clock not in CLOCKS:
             raise ValueError(f"clock is 'wall' or 'cpu', not {clock!r}")
+        if evaluation not in JUDGEMENTS:
+            raise ValueError(f"evaluation is 'hand' or 'learned', not {evaluation!r}")
         self._clock = CLOCKS[clock]
+        self._judge = JUDGEMENTS[evaluation]
         if budget is None and iterations is None:
             budget = DEFAULT_BUDGET
         self.budget = budget if budget and budget > 0 else None
@@ -106,6 +124,7 @@ class SearchBot:
         self.exploration = exploration
         self.policy = policy
         self.depth = depth
+        self.evaluation = evaluation
         self._rng = random.Random(seed)
         self.last_iterations = 0
         """Iterations run for the last decision (for tuning and tests)."""
@@ -152,7 +171,7 @@ class SearchBot:
             if expanded:
                 break
             node = child
-        r0 = _playout(game, self._rng, self.policy, self.depth)
+        r0 = _playout(game, self._rng, self.policy, self.depth, self._judge)
         for child, mover in path:
             child.visits += 1
             child.reward += r0 if mover == 0 else 1.0 - r0
@@ -189,7 +208,7 @@ def _result(game: Game) -> float:
     return 0.9 * base + 0.1 * (0.5 + 0.5 * math.tanh((s0 - s1) / 30.0))
 
 
-def _playout(game: Game, rng: random.Random, policy: str, depth: int | None) -> float:
+def _playout(game: Game, rng: random.Random, policy: str, depth: int | None, judge: Callable[[Game], float]) -> float:
     """Play ``game`` on with the default policy, in place; seat 0's reward.
 
     Picks take the greedy claim (cheap, and far closer to real play than a
@@ -223,4 +242,4 @@ def _playout(game: Game, rng: random.Random, policy: str, depth: int | None) -> 
     resolve_picks(game)
     if game.to_move is None:
         return _result(game)
-    return 1.0 / (1.0 + math.exp(-evaluate(game, 0) / EVAL_SCALE))
+    return judge(game)
