@@ -16,6 +16,7 @@ wall-clock), and the honest side's score comes with the Wilson interval of
 
     python bench/clairvoyant.py --budget 0.3 --deals 100 --jobs 2 --out clv-0.3.jsonl
     python bench/clairvoyant.py --summarize clv-0.3.jsonl      # figures of a finished (or partial) run
+    python bench/clairvoyant.py --compare new-0.3.jsonl old-0.3.jsonl   # two runs, deal by deal
 
 Every finished game is appended to ``--out`` as one JSON line, so an interrupted
 run keeps its games and ``--resume`` plays only the deals still missing.
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import random
@@ -179,6 +181,30 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def compare(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> dict[str, Any]:
+    """How much more the honest side of run ``a`` scored than that of run ``b`` on the deals both
+    finished, deal by deal (so the deals' own luck cancels): the mean difference in points of a
+    deal's two games and its 95 % interval (normal, the deals as units)."""
+    sa, sb = _deal_scores(a), _deal_scores(b)
+    common = sorted(set(sa) & set(sb))
+    if len(common) < 2:
+        raise ValueError("the two runs share fewer than two finished deals")
+    diffs = [sa[d] - sb[d] for d in common]
+    n = len(diffs)
+    mean = sum(diffs) / n
+    half = 1.96 * math.sqrt(sum((x - mean) ** 2 for x in diffs) / (n - 1) / n)
+    return {"deals": n, "score_a": round(sum(sa[d] for d in common) / n, 4), "score_b": round(sum(sb[d] for d in common) / n, 4),
+            "difference": round(mean, 4), "difference_low": round(mean - half, 4), "difference_high": round(mean + half, 4)}
+
+
+def _deal_scores(rows: list[dict[str, Any]]) -> dict[int, float]:
+    """Each finished deal's score for the honest side: the mean of its two games."""
+    by_deal: dict[int, dict[int, float]] = {}
+    for r in rows:
+        by_deal.setdefault(r["deal"], {})[r["honest_seat"]] = r["score"]
+    return {d: (pair[0] + pair[1]) / 2 for d, pair in by_deal.items() if len(pair) == 2}
+
+
 def _score_of(elo: float) -> float:
     return 1.0 / (1.0 + 10.0 ** (-elo / 400.0))
 
@@ -207,9 +233,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, help="append each finished game to this JSON-lines file")
     p.add_argument("--resume", action="store_true", help="play only the games missing from --out")
     p.add_argument("--summarize", type=Path, metavar="FILE", help="print the figures of a run's file and stop")
+    p.add_argument("--compare", type=Path, nargs=2, metavar=("A", "B"),
+                   help="print how much more run A's honest side scored than run B's, deal by deal, and stop")
     args = p.parse_args(argv)
     if args.summarize:
         print(json.dumps(summary(_read(args.summarize))))
+        return 0
+    if args.compare:
+        print(json.dumps(compare(_read(args.compare[0]), _read(args.compare[1]))))
         return 0
     honest = args.honest
     if args.clock != "wall" and honest.split(",")[0] == "search" and "clock=" not in honest:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import json
 import random
 import sys
 from pathlib import Path
@@ -153,7 +154,7 @@ def test_a_short_run_reports_the_honest_sides_score_with_its_interval(tmp_path: 
     assert bench.main(["--honest", "search,iterations=5", "--budget", "0.001", "--deals", "1", "--out", str(out)]) == 0
     rows = [line for line in out.read_text().splitlines() if line]
     assert len(rows) == 2
-    figures = bench.summary([__import__("json").loads(r) for r in rows])
+    figures = bench.summary([json.loads(r) for r in rows])
     assert figures["deals"] == 1 and figures["games"] == 2
     assert 0.0 <= figures["score_low"] <= figures["score"] <= figures["score_high"] <= 1.0
     assert bench.main(["--deals", "1", "--out", str(out)]) == 2  # an existing file is added to only with --resume
@@ -178,3 +179,25 @@ def test_the_bound_of_inference_is_a_search_told_the_opponents_cards(monkeypatch
     with pytest.raises(TypeError, match="needs a search"):
         bench.play(bench.Task(deal=1, honest_seat=0, honest="random", reference={"iterations": 5},
                               budget=0.0, seed=0, honest_knows="hands"))
+
+
+def test_two_runs_are_compared_deal_by_deal_on_the_deals_both_finished(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def run(scores: dict[tuple[int, int], float]) -> list[dict[str, Any]]:
+        return [{"deal": d, "honest_seat": s, "score": x} for (d, s), x in scores.items()]
+
+    a = run({(0, 0): 1.0, (0, 1): 0.0, (1, 0): 1.0, (1, 1): 1.0, (2, 0): 0.5, (2, 1): 0.5, (3, 0): 1.0})
+    b = run({(0, 0): 0.0, (0, 1): 0.0, (1, 0): 0.0, (1, 1): 1.0, (2, 0): 0.5, (2, 1): 0.0, (3, 0): 0.0, (3, 1): 0.0})
+    # deal 3 is unfinished in a; the differences of deals 0, 1, 2 are 0.5, 0.5 and 0.25
+    c = bench.compare(a, b)
+    half = 1.96 * (((0.5 - 5 / 12) ** 2 * 2 + (0.25 - 5 / 12) ** 2) / 2 / 3) ** 0.5
+    assert c["deals"] == 3 and c["score_a"] == pytest.approx(2 / 3, abs=1e-4) and c["score_b"] == pytest.approx(0.75 / 3, abs=1e-4)
+    assert c["difference"] == pytest.approx(5 / 12, abs=1e-4)
+    assert (c["difference_low"], c["difference_high"]) == (pytest.approx(5 / 12 - half, abs=1e-4), pytest.approx(5 / 12 + half, abs=1e-4))
+    files = []
+    for name, rows in (("a", a), ("b", b)):
+        files.append(tmp_path / f"{name}.jsonl")
+        files[-1].write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert bench.main(["--compare", str(files[0]), str(files[1])]) == 0
+    assert json.loads(capsys.readouterr().out) == c
+    with pytest.raises(ValueError, match="fewer than two"):
+        bench.compare(a[:2], b)

@@ -5,9 +5,9 @@ each iteration samples a full game consistent with the view
 (:class:`mandala.sample.Sampler`), walks one shared tree using only the
 moves that are legal in that sample (UCB counts how often a move was
 available, not how often its parent was visited), adds one node, plays a
-short stretch with a fast default policy, judges the position with
-:func:`.heuristics.evaluate` and backs the result up. The move visited most
-at the root is played.
+short stretch with a fast default policy, judges the position by its
+chance to win (:func:`.heuristics.win_chance`) and backs the result up. The
+move visited most at the root is played.
 
 Why this shape: the hidden cards matter mostly through draws, so many
 cheap samples beat a few deep ones, and a single tree over information sets
@@ -19,6 +19,13 @@ often than full random playouts at the same number of iterations, and at
 equal time (0.1 s of CPU a decision, 50 duplicate deals) six decisions
 beat ten by +70 Elo (95 % interval +1 to +140), and three lost to six by
 70 (−159 to +18): docs/performance.md, "The information limit".
+
+The judgement is a logistic model fitted to the outcomes of searched games
+(``bench/fit_win_chance.py``) rather than the hand-made score-plus-outlooks
+of :func:`.heuristics.evaluate` squashed at a guessed scale: the hand-made
+one misjudged what a lead is worth at each stage of the game, and an
+unscored cup card or a longer river not at all (docs/performance.md, "The
+learned evaluation").
 """
 
 from __future__ import annotations
@@ -95,7 +102,8 @@ class SearchBot:
     the playout policy (``"weighted"`` or ``"random"``) and ``depth`` the
     decisions a playout runs before the evaluation judges it (``None``:
     to the end of the game). ``clock`` is what the budget is measured on
-    (``"wall"`` or ``"cpu"``, see :data:`CLOCKS`).
+    (``"wall"`` or ``"cpu"``, see :data:`CLOCKS`), ``evaluation`` how a
+    cut-off playout is judged (``"learned"`` or ``"hand"``, see :data:`JUDGEMENTS`).
     """
 
     def __init__(
