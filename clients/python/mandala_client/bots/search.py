@@ -222,8 +222,8 @@ def _playout(game: Game, rng: random.Random, policy: str, depth: int | None, jud
     Picks take the greedy claim (cheap, and far closer to real play than a
     random one). Turns are random, uniformly (``"random"``) or weighted by
     the kind of move (``"weighted"``, see ``_WEIGHT``). With ``depth`` the
-    playout stops after that many decisions and the position is judged by
-    :func:`.heuristics.evaluate` instead of being played to the end.
+    playout stops after that many decisions and ``judge`` gives seat 0's
+    reward for the position (one of :data:`JUDGEMENTS`) instead of the end.
     """
     rand = rng.random
     legal = game.legal_codes
