@@ -161,14 +161,8 @@ def _mean(xs: list[int]) -> float | None:
 
 def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The honest side's figures over the deals whose two games are both in."""
-    by_deal: dict[int, dict[int, dict[str, Any]]] = {}
-    for r in rows:
-        by_deal.setdefault(r["deal"], {})[r["honest_seat"]] = r
-    scores: list[float] = []
-    for deal in sorted(by_deal):
-        pair = by_deal[deal]
-        if len(pair) == 2:
-            scores += [pair[0]["score"], pair[1]["score"]]
+    pairs = _finished_deals(rows)
+    scores = [pairs[deal][seat] for deal in sorted(pairs) for seat in (0, 1)]
     s = summarize(scores, paired=True)
     its = [r["honest_iterations"] for r in rows if r["honest_iterations"]]
     ref = [r["reference_iterations"] for r in rows if r["reference_iterations"]]
@@ -185,7 +179,8 @@ def compare(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> dict[str, Any]:
     """How much more the honest side of run ``a`` scored than that of run ``b`` on the deals both
     finished, deal by deal (so the deals' own luck cancels): the mean difference in points of a
     deal's two games and its 95 % interval (normal, the deals as units)."""
-    sa, sb = _deal_scores(a), _deal_scores(b)
+    sa = {d: (pair[0] + pair[1]) / 2 for d, pair in _finished_deals(a).items()}
+    sb = {d: (pair[0] + pair[1]) / 2 for d, pair in _finished_deals(b).items()}
     common = sorted(set(sa) & set(sb))
     if len(common) < 2:
         raise ValueError("the two runs share fewer than two finished deals")
@@ -197,12 +192,12 @@ def compare(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> dict[str, Any]:
             "difference": round(mean, 4), "difference_low": round(mean - half, 4), "difference_high": round(mean + half, 4)}
 
 
-def _deal_scores(rows: list[dict[str, Any]]) -> dict[int, float]:
-    """Each finished deal's score for the honest side: the mean of its two games."""
+def _finished_deals(rows: list[dict[str, Any]]) -> dict[int, dict[int, float]]:
+    """The honest side's score in each seat, for the deals whose two games are both in."""
     by_deal: dict[int, dict[int, float]] = {}
     for r in rows:
         by_deal.setdefault(r["deal"], {})[r["honest_seat"]] = r["score"]
-    return {d: (pair[0] + pair[1]) / 2 for d, pair in by_deal.items() if len(pair) == 2}
+    return {d: pair for d, pair in by_deal.items() if len(pair) == 2}
 
 
 def _score_of(elo: float) -> float:
