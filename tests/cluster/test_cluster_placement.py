@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import asyncpg
 import msgspec
 
 from arena_testkit import ServeProcess, assert_ratings_replay, stored_games, wait_until
@@ -27,6 +28,7 @@ from conftest import MakeCluster
 from protocol.messages import PROTOCOL_VERSION, Decision, GameStart, ServerMessage
 from server.cluster.messages import StartGame
 from server.cluster.remote_games import PLACE_TIMEOUT_S
+from server.storage.base import RUNNING
 from server.storage.postgres import PostgresStorage
 
 _decoder = msgspec.json.Decoder(ServerMessage)  # type: ignore[arg-type]
@@ -171,6 +173,22 @@ async def running_by_host(database: str) -> dict[str, tuple[str | None, int]]:
         await store.close()
 
 
+EARLY_PLIES = 30
+"""Moves stored below which a game is far from its end (a game of random bots lasts 60 to 100)."""
+
+
+async def running_with_plies(database: str) -> dict[str, tuple[str | None, int, int]]:
+    """Each running game's host, epoch and moves stored, read in one statement: one moment."""
+    conn = await asyncpg.connect(database)
+    try:
+        rows = await conn.fetch(f"""SELECT id, host, epoch,
+                                           (SELECT count(*) FROM game_moves m WHERE m.game_id = g.id)
+                                    FROM games g WHERE {RUNNING}""")
+    finally:
+        await conn.close()
+    return {r[0]: (r[1], r[2], r[3]) for r in rows}
+
+
 async def leader_of(http: aiohttp.ClientSession, server: ServeProcess) -> str | None:
     got = await server.health(http)
     return None if got is None else got[1]["cluster"]["leader"]
@@ -200,16 +218,25 @@ async def test_kill_9_of_the_leader_takes_over_only_the_games_it_hosted(
             tasks = [asyncio.create_task(r.run(http)) for r in roamers]
 
             async def ladder_games_on_every_node() -> dict[str, tuple[str | None, int]] | None:
-                running = await running_by_host(database)
-                hosts = {host for host, _ in running.values()}
-                return running if {"n1", "n2", "n3"} <= hosts else None
+                # n1's games far from their end, so none can finish between this read and the kill
+                # below (a game n1 finished in that instant would rightly stay n1's).
+                running = await running_with_plies(database)
+                hosts = {host for host, _, _ in running.values()}
+                early = all(plies < EARLY_PLIES for host, _, plies in running.values() if host == "n1")
+                return {g: (host, epoch) for g, (host, epoch, _) in running.items()} if (
+                    {"n1", "n2", "n3"} <= hosts and early) else None
 
             await wait_until(lambda: n1.rated_games(http), 60, "no rated game was played")
             before = await wait_until(ladder_games_on_every_node, 60, "no moment with games on every node", every=0.02)
             n1.kill(signal.SIGKILL)
-            on_n1 = {g for g, (host, _) in before.items() if host == "n1"}
-            others = {g: host for g, (host, _) in before.items() if host != "n1"}
-            assert on_n1 and others
+            # n1 is dead: what it left running is what must be taken over, with any game it
+            # started after the read above (none can have been taken over yet: epoch 0).
+            after = await running_by_host(database)
+            assert all(epoch == 0 for _, epoch in after.values()), after
+            on_n1 = {g for g, (host, _) in after.items() if host == "n1"}
+            others = {g: host for g, (host, _) in after.items() if host != "n1"}
+            assert {g for g, (host, _) in before.items() if host == "n1"} <= on_n1, "a game of n1 ended as it died"
+            assert others
 
             async def taken_over() -> bool:
                 running = await running_by_host(database)
