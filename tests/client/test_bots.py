@@ -9,6 +9,7 @@ import pytest
 
 from mandala import Game, Move, View, view
 from mandala.moves import CLAIM_BASE, PASS_CODE
+from mandala.sample import Sampler
 from mandala_client.bots import SHORTCUTS, GreedyBot, RandomBot, SearchBot
 from mandala_client.offline import load_bot, play_game
 
@@ -120,3 +121,21 @@ def test_search_budget_on_the_cpu_clock() -> None:
     assert bot.last_iterations > 1
     with pytest.raises(ValueError, match="clock"):
         SearchBot(clock="sundial")
+
+
+def _tree_height(node: Any) -> int:
+    return 1 + max((_tree_height(c) for c in node.children.values()), default=0) if node.children else 0
+
+
+def test_search_tree_depth_caps_the_moves_an_iteration_follows_in_the_tree() -> None:
+    """Below ``tree_depth`` moves no node is added: the playout takes over from there."""
+    game = Game.new(seed=4)
+    sampler = Sampler(view(game, 0))
+    assert _tree_height(SearchBot(seed=1, iterations=1000)._search(sampler)) == 3
+    for cap in (1, 2):
+        root = SearchBot(seed=1, iterations=1000, tree_depth=cap)._search(sampler)
+        assert _tree_height(root) == cap
+        assert sum(c.visits for c in root.children.values()) == 1000
+    assert load_bot("search,tree_depth=2", seed=1).tree_depth == 2
+    with pytest.raises(ValueError, match="tree_depth"):
+        SearchBot(tree_depth=0)

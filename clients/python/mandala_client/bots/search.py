@@ -103,7 +103,11 @@ class SearchBot:
     decisions a playout runs before the evaluation judges it (``None``:
     to the end of the game). ``clock`` is what the budget is measured on
     (``"wall"`` or ``"cpu"``, see :data:`CLOCKS`), ``evaluation`` how a
-    cut-off playout is judged (``"learned"`` or ``"hand"``, see :data:`JUDGEMENTS`).
+    cut-off playout is judged (``"learned"`` or ``"hand"``, see :data:`JUDGEMENTS`),
+    and ``tree_depth`` the moves an iteration follows in the tree before its playout
+    (``None``: until it adds a node). Deep in the tree a node stands for moves
+    made on different sampled hands, so its statistics say less; the cap
+    leaves those moves to the playout.
     """
 
     def __init__(
@@ -116,6 +120,7 @@ class SearchBot:
         depth: int | None = 6,
         clock: str = "wall",
         evaluation: str = "learned",
+        tree_depth: int | None = None,
     ) -> None:
         if policy not in ("random", "weighted"):
             raise ValueError(f"policy is 'random' or 'weighted', not {policy!r}")
@@ -123,6 +128,8 @@ class SearchBot:
             raise ValueError(f"clock is 'wall' or 'cpu', not {clock!r}")
         if evaluation not in JUDGEMENTS:
             raise ValueError(f"evaluation is 'hand' or 'learned', not {evaluation!r}")
+        if tree_depth is not None and tree_depth < 1:
+            raise ValueError(f"tree_depth is at least 1, not {tree_depth!r}")
         self._clock = CLOCKS[clock]
         self._judge = JUDGEMENTS[evaluation]
         if budget is None and iterations is None:
@@ -133,6 +140,7 @@ class SearchBot:
         self.policy = policy
         self.depth = depth
         self.evaluation = evaluation
+        self.tree_depth = tree_depth
         self._rng = random.Random(seed)
         self.last_iterations = 0
         """Iterations run for the last decision (for tuning and tests)."""
@@ -171,7 +179,8 @@ class SearchBot:
         """One iteration on one sampled game: select, expand one node, play out, back up."""
         path: list[tuple[_Node, int]] = []  # each node entered, with the seat whose move led there
         node = root
-        while game.to_move is not None:
+        limit = self.tree_depth
+        while game.to_move is not None and (limit is None or len(path) < limit):
             mover = game.to_move
             code, child, expanded = self._select(node, game.legal_codes())
             game.push_code(code)
