@@ -32,17 +32,18 @@ import numpy as np
 from mandala import Game, view
 from mandala.sample import Sampler
 from mandala_client.bots.heuristics import evaluate, win_features
-from mandala_client.bots.search import EVAL_SCALE, SearchBot
+from mandala_client.bots.search import EVAL_SCALE, JUDGEMENTS, SearchBot
 
 ITERATIONS = 150
 """Iterations a decision of the searches that play the games (about 1.3 s of CPU a game)."""
 
 
-def play_one(k: int, iterations: int = ITERATIONS) -> dict[str, Any]:
-    """Game ``k``: its deal, first player and both searches' seeds follow from ``k``."""
+def play_one(k: int, iterations: int = ITERATIONS, evaluation: str = "hand") -> dict[str, Any]:
+    """Game ``k``: its deal, first player and both searches' seeds follow from ``k``; the
+    searches judge their playouts by ``evaluation`` (the search's option of that name)."""
     seed = f"win-chance:{k}"
     game = Game.new(seed=seed, first_player=k % 2)  # type: ignore[arg-type]
-    bots = [SearchBot(seed=2 * k + s, iterations=iterations, evaluation="hand") for s in (0, 1)]
+    bots = [SearchBot(seed=2 * k + s, iterations=iterations, evaluation=evaluation) for s in (0, 1)]
     codes: list[int] = []
     while game.to_move is not None:
         legal = list(game.legal_codes())
@@ -100,6 +101,8 @@ def main(argv: list[str] | None = None) -> int:
     pl.add_argument("--games", type=int, default=1200)
     pl.add_argument("--first", type=int, default=0, help="number of the first game (to add games to a file)")
     pl.add_argument("--iterations", type=int, default=ITERATIONS, help=f"a decision (default {ITERATIONS})")
+    pl.add_argument("--evaluation", choices=sorted(JUDGEMENTS), default="hand",
+                    help="how the searches judge their playouts (default hand: the shipped weights' games)")
     pl.add_argument("--jobs", type=int, default=1)
     pl.add_argument("--out", type=Path, required=True)
     ft = sub.add_parser("fit", help="fit the weights to games")
@@ -108,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "play":
         numbers = range(args.first, args.first + args.games)
         with args.out.open("a") as out, ProcessPoolExecutor(max_workers=args.jobs) as pool:
-            for n, row in enumerate(pool.map(play_one, numbers, repeat(args.iterations), chunksize=4), 1):
+            for n, row in enumerate(pool.map(play_one, numbers, repeat(args.iterations), repeat(args.evaluation), chunksize=4), 1):
                 out.write(json.dumps(row) + "\n")
                 out.flush()
                 print(f"\r{n} games", end="", file=sys.stderr, flush=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import random
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -112,3 +113,16 @@ def test_the_script_plays_reproducible_games_and_fits_them(tmp_path: Path, capsy
     line = next(s for s in out.splitlines() if s.startswith("WIN_WEIGHTS = ("))
     assert len(line[len("WIN_WEIGHTS = ("):-1].split(", ")) == len(WIN_WEIGHTS)
     assert "8 games" in out and "held-out log-loss" in out
+
+
+def test_the_script_plays_with_the_evaluation_it_is_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``play --evaluation learned``: the games of the learned search, numbered from ``--first``."""
+    script = _fit_script()
+    monkeypatch.setitem(sys.modules, "fit_win_chance", script)  # the worker process finds play_one by name
+    out = tmp_path / "learned.jsonl"
+    assert script.main(["play", "--games", "2", "--first", "5", "--iterations", "4", "--evaluation", "learned",
+                        "--out", str(out)]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert rows == [script.play_one(k, iterations=4, evaluation="learned") for k in (5, 6)]
+    with pytest.raises(SystemExit):
+        script.main(["play", "--evaluation", "oracle", "--out", str(out)])
