@@ -230,11 +230,10 @@ async def test_kill_9_of_the_leader_takes_over_only_the_games_it_hosted(
             before = await wait_until(ladder_games_on_every_node, 60, "no moment with games on every node", every=0.02)
             n1.kill(signal.SIGKILL)
             # n1 is dead: what it left running is what must be taken over, with any game it
-            # started after the read above (none can have been taken over yet: epoch 0).
+            # started after the read above (one already taken over is at a later epoch).
             after = await running_by_host(database)
-            assert all(epoch == 0 for _, epoch in after.values()), after
-            on_n1 = {g for g, (host, _) in after.items() if host == "n1"}
-            others = {g: host for g, (host, _) in after.items() if host != "n1"}
+            on_n1 = {g for g, (host, epoch) in after.items() if host == "n1" or epoch > 0}
+            others = {g: host for g, (host, epoch) in after.items() if host != "n1" and epoch == 0}
             assert {g for g, (host, _) in before.items() if host == "n1"} <= on_n1, "a game of n1 ended as it died"
             assert others
 
