@@ -179,8 +179,7 @@ def compare(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> dict[str, Any]:
     """How much more the honest side of run ``a`` scored than that of run ``b`` on the deals both
     finished, deal by deal (so the deals' own luck cancels): the mean difference in points of a
     deal's two games and its 95 % interval (normal, the deals as units)."""
-    sa = {d: (pair[0] + pair[1]) / 2 for d, pair in _finished_deals(a).items()}
-    sb = {d: (pair[0] + pair[1]) / 2 for d, pair in _finished_deals(b).items()}
+    sa, sb = ({d: (pair[0] + pair[1]) / 2 for d, pair in _finished_deals(run).items()} for run in (a, b))
     common = sorted(set(sa) & set(sb))
     if len(common) < 2:
         raise ValueError("the two runs share fewer than two finished deals")
