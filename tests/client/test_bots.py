@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import time
 from typing import Any
 
@@ -12,7 +11,6 @@ from mandala import Game, Move, View, view
 from mandala.moves import CLAIM_BASE, PASS_CODE
 from mandala.sample import Sampler
 from mandala_client.bots import SHORTCUTS, GreedyBot, RandomBot, SearchBot
-from mandala_client.bots.search import _WEIGHT
 from mandala_client.offline import load_bot, play_game
 
 
@@ -141,24 +139,3 @@ def test_search_tree_depth_caps_the_moves_an_iteration_follows_in_the_tree() -> 
     assert load_bot("search,tree_depth=2", seed=1).tree_depth == 2
     with pytest.raises(ValueError, match="tree_depth"):
         SearchBot(tree_depth=0)
-
-
-def test_search_widening_adds_moves_by_visits_and_the_default_policys_weights() -> None:
-    """With ``widening`` a node grows by the square root of its visits, likelier moves first."""
-    game = Game.new(seed=4)
-    sampler = Sampler(view(game, 0))
-    legal = game.legal_codes()
-    everything = SearchBot(seed=1, iterations=200)._search(sampler)
-    assert sorted(everything.children) == sorted(legal)
-    for widening, iterations in ((1.0, 30), (1.0, 200), (2.0, 60)):
-        root = SearchBot(seed=1, iterations=iterations, widening=widening)._search(sampler)
-        held = len(root.children)
-        assert widening * math.sqrt(iterations) <= held <= widening * math.sqrt(iterations + 1) + 1
-        assert held < len(legal)
-        weights = [_WEIGHT[code] for code in root.children]
-        assert min(weights) >= max(_WEIGHT[code] for code in legal if code not in root.children)
-        assert sum(c.visits for c in root.children.values()) == iterations
-    assert load_bot("search,widening=1.5", seed=1).widening == 1.5
-    for bad in (0, -1.0):
-        with pytest.raises(ValueError, match="widening"):
-            SearchBot(widening=bad)
