@@ -121,11 +121,7 @@ class SearchBot:
         clock: str = "wall",
         evaluation: str = "learned",
         tree_depth: int | None = None,
-        mix: float = 0.0,
-        endgame: int = 0,
     ) -> None:
-        self.mix = mix
-        self.endgame = endgame
         if policy not in ("random", "weighted"):
             raise ValueError(f"policy is 'random' or 'weighted', not {policy!r}")
         if clock not in CLOCKS:
@@ -192,15 +188,7 @@ class SearchBot:
             if expanded:
                 break
             node = child
-        depth = self.depth
-        if self.endgame and (game.deck_exhausted or len(game.deck) <= self.endgame):
-            depth = None  # experiment: play the last stretch of a game to its end
-        mix = self.mix
-        if mix and game.to_move is not None and game.phase != "pick":
-            leaf = self._judge(game)  # experiment: the judgement where the iteration left the tree
-            r0 = mix * leaf + (1.0 - mix) * _playout(game, self._rng, self.policy, depth, self._judge)
-        else:
-            r0 = _playout(game, self._rng, self.policy, depth, self._judge)
+        r0 = _playout(game, self._rng, self.policy, self.depth, self._judge)
         for child, mover in path:
             child.visits += 1
             child.reward += r0 if mover == 0 else 1.0 - r0
