@@ -71,6 +71,7 @@ cluster-stop:
 
 bench: $(STAMP)
 	$(PY) bench/engine.py
+	$(PY) bench/search.py
 	$(PY) bench/games.py
 	$(PY) bench/history.py --sizes $(HISTORY_SIZES)
 
