@@ -43,8 +43,7 @@ def play_one(k: int, iterations: int = ITERATIONS, evaluation: str = "hand") -> 
     searches judge their playouts by ``evaluation`` (the search's option of that name)."""
     seed = f"win-chance:{k}"
     game = Game.new(seed=seed, first_player=k % 2)  # type: ignore[arg-type]
-    # The playouts' judgement alone, as when the shipped weights' games were played.
-    bots = [SearchBot(seed=2 * k + s, iterations=iterations, evaluation=evaluation, leaf_weight=0.0) for s in (0, 1)]
+    bots = [SearchBot(seed=2 * k + s, iterations=iterations, evaluation=evaluation) for s in (0, 1)]
     codes: list[int] = []
     while game.to_move is not None:
         legal = list(game.legal_codes())

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 import time
 from typing import Any
 
@@ -12,8 +11,6 @@ from mandala import Game, Move, View, view
 from mandala.moves import CLAIM_BASE, PASS_CODE
 from mandala.sample import Sampler
 from mandala_client.bots import SHORTCUTS, GreedyBot, RandomBot, SearchBot
-from mandala_client.bots.heuristics import resolve_picks
-from mandala_client.bots.search import JUDGEMENTS, _playout, _reward
 from mandala_client.offline import load_bot, play_game
 
 
@@ -142,46 +139,3 @@ def test_search_tree_depth_caps_the_moves_an_iteration_follows_in_the_tree() -> 
     assert load_bot("search,tree_depth=2", seed=1).tree_depth == 2
     with pytest.raises(ValueError, match="tree_depth"):
         SearchBot(tree_depth=0)
-
-
-def _advanced(seed: int, until: str) -> Game:
-    """A game of random moves played on until its phase is ``until`` at a decision."""
-    game = Game.new(seed=seed)
-    rng = random.Random(seed)
-    while game.phase != until:
-        codes = game.legal_codes()
-        game.push_code(codes[rng.randrange(len(codes))])
-    return game
-
-
-def test_search_reward_blends_the_leaf_judgement_with_the_playouts() -> None:
-    """``leaf_weight`` w: w × the judgement where the iteration left the tree, plus (1 − w) ×
-    the playout's, the playout being the same one (the leaf's judgement draws nothing)."""
-    judge = JUDGEMENTS["learned"]
-    for seed in range(5):
-        leaf = _advanced(seed, "turn")
-        for _ in range(seed * 7):
-            leaf.push_code(leaf.legal_codes()[0])
-            if leaf.phase == "pick":
-                resolve_picks(leaf)
-        assert leaf.phase == "turn"
-        for w in (0.0, 0.5, 1.0):
-            played = leaf.copy()
-            alone = _playout(played, random.Random(seed), "weighted", 6, judge)
-            blended = _reward(leaf.copy(), random.Random(seed), "weighted", 6, judge, w)
-            assert blended == w * judge(leaf) + (1.0 - w) * alone
-
-
-def test_search_reward_is_the_playouts_alone_inside_a_destruction_or_at_the_end() -> None:
-    """The judgement reads no position inside a destruction, nor a finished game."""
-    judge = JUDGEMENTS["learned"]
-    for leaf in (_advanced(3, "pick"), _advanced(8, "over")):
-        alone = _playout(leaf.copy(), random.Random(1), "weighted", 6, judge)
-        assert _reward(leaf.copy(), random.Random(1), "weighted", 6, judge, 0.5) == alone
-
-
-def test_search_leaf_weight_is_a_share() -> None:
-    assert SearchBot().leaf_weight == 0.5  # the shipped default
-    assert load_bot("search,leaf_weight=0", seed=1).leaf_weight == 0.0
-    with pytest.raises(ValueError, match="leaf_weight"):
-        SearchBot(leaf_weight=1.5)

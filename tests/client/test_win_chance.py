@@ -80,10 +80,8 @@ def test_the_search_judges_cut_off_playouts_as_its_evaluation_option_says(monkey
     assert SearchBot().evaluation == "learned"  # the shipped default
     SearchBot(seed=1, iterations=40, evaluation="hand").choose(view(game, 0), game.legal_moves)
     assert calls["learned"] == 0
-    SearchBot(seed=1, iterations=40, leaf_weight=0.0).choose(view(game, 0), game.legal_moves)
-    assert calls["learned"] == 40  # every iteration's playout stops at the depth, before the end
     SearchBot(seed=1, iterations=40).choose(view(game, 0), game.legal_moves)
-    assert calls["learned"] == 40 + 80  # and by default also where the iteration left the tree
+    assert calls["learned"] == 40  # every iteration's playout stops at the depth, before the end
     assert load_bot("search,evaluation=hand", seed=1).evaluation == "hand"
     with pytest.raises(ValueError, match="evaluation"):
         SearchBot(evaluation="oracle")

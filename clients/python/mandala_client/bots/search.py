@@ -104,13 +104,10 @@ class SearchBot:
     to the end of the game). ``clock`` is what the budget is measured on
     (``"wall"`` or ``"cpu"``, see :data:`CLOCKS`), ``evaluation`` how a
     cut-off playout is judged (``"learned"`` or ``"hand"``, see :data:`JUDGEMENTS`),
-    ``tree_depth`` the moves an iteration follows in the tree before its playout
+    and ``tree_depth`` the moves an iteration follows in the tree before its playout
     (``None``: until it adds a node). Deep in the tree a node stands for moves
     made on different sampled hands, so its statistics say less; the cap
-    leaves those moves to the playout. ``leaf_weight`` is the share of an
-    iteration's reward that the judgement of the position where it left the
-    tree takes, the rest being the judgement at the end of its playout (see
-    :func:`_reward`).
+    leaves those moves to the playout.
     """
 
     def __init__(
@@ -124,7 +121,6 @@ class SearchBot:
         clock: str = "wall",
         evaluation: str = "learned",
         tree_depth: int | None = None,
-        leaf_weight: float = 0.5,
     ) -> None:
         if policy not in ("random", "weighted"):
             raise ValueError(f"policy is 'random' or 'weighted', not {policy!r}")
@@ -134,8 +130,6 @@ class SearchBot:
             raise ValueError(f"evaluation is 'hand' or 'learned', not {evaluation!r}")
         if tree_depth is not None and tree_depth < 1:
             raise ValueError(f"tree_depth is at least 1, not {tree_depth!r}")
-        if not 0.0 <= leaf_weight <= 1.0:
-            raise ValueError(f"leaf_weight is between 0 and 1, not {leaf_weight!r}")
         self._clock = CLOCKS[clock]
         self._judge = JUDGEMENTS[evaluation]
         if budget is None and iterations is None:
@@ -147,7 +141,6 @@ class SearchBot:
         self.depth = depth
         self.evaluation = evaluation
         self.tree_depth = tree_depth
-        self.leaf_weight = leaf_weight
         self._rng = random.Random(seed)
         self.last_iterations = 0
         """Iterations run for the last decision (for tuning and tests)."""
@@ -195,7 +188,7 @@ class SearchBot:
             if expanded:
                 break
             node = child
-        r0 = _reward(game, self._rng, self.policy, self.depth, self._judge, self.leaf_weight)
+        r0 = _playout(game, self._rng, self.policy, self.depth, self._judge)
         for child, mover in path:
             child.visits += 1
             child.reward += r0 if mover == 0 else 1.0 - r0
@@ -221,23 +214,6 @@ class SearchBot:
             if value > best_value:
                 best_code, best_value = code, value
         return best_code, children[best_code], False
-
-
-def _reward(
-    game: Game, rng: random.Random, policy: str, depth: int | None, judge: Callable[[Game], float], leaf_weight: float
-) -> float:
-    """Seat 0's reward for an iteration that left the tree at ``game``: ``leaf_weight`` times the
-    judgement of ``game`` plus the rest times the :func:`_playout`'s from it (the playout's
-    alone where ``game`` is over or inside a destruction, which the judgement cannot read).
-
-    The two judge different things: the playout's sees six decisions further, through random
-    moves that add noise and bias; the leaf's sees the position the tree chose, without them.
-    Blended half and half they played stronger than the playout's alone, at equal iterations
-    and at equal time (docs/performance.md, "A blended judgement")."""
-    if leaf_weight and game.to_move is not None and game.phase != "pick":
-        leaf = judge(game)
-        return leaf_weight * leaf + (1.0 - leaf_weight) * _playout(game, rng, policy, depth, judge)
-    return _playout(game, rng, policy, depth, judge)
 
 
 def _result(game: Game) -> float:
