@@ -42,7 +42,7 @@ from mandala.sample import Sampler
 from mandala_client.bots.greedy import GreedyBot
 from mandala_client.bots.search import SearchBot
 
-HERE = Path(__file__).resolve().parent.parent
+THIS_CHECKOUT = Path(__file__).resolve().parent.parent
 
 
 def positions(every: int) -> list[Game]:
@@ -83,6 +83,8 @@ def iteration_us(games: list[Game], iterations: int) -> float:
 
 def parts_us(games: list[Game], per_position: int) -> dict[str, float]:
     """CPU microseconds of a sample, a playout with its judgement, and the judgement alone."""
+    # Imported here: only the parts need the search's inner pieces, so ``--repo`` can time
+    # any checkout that has ``SearchBot``.
     from mandala_client.bots.heuristics import resolve_picks, win_chance
     from mandala_client.bots.search import _learned_judgement, _playout
 
@@ -139,7 +141,7 @@ def compare(args: argparse.Namespace) -> None:
     ours: list[float] = []
     theirs: list[float] = []
     for k in range(args.runs):
-        ours.append(_one_round(HERE, args))
+        ours.append(_one_round(THIS_CHECKOUT, args))
         theirs.append(_one_round(args.repo.resolve(), args))
         print(f"round {k + 1}: this checkout {ours[-1]:.1f} µs, {args.repo} {theirs[-1]:.1f} µs", flush=True)
     a, b = statistics.median(ours), statistics.median(theirs)
