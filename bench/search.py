@@ -1,7 +1,7 @@
 """The search bot's cost per iteration, and where it goes, on one core.
 
-At a fixed time a decision, the search's strength is its iterations, so this is what a change
-meant to make the search faster is measured by. Positions are the turns of greedy self-play
+At a fixed time a decision the search runs as many iterations as its speed allows, so a change
+meant to make it faster is measured by this. Positions are the turns of greedy self-play
 (``GreedyBot`` both seats, deals ``0``–``3``) with more than one legal move, every
 ``--every``-th; the figures are CPU microseconds, the best of ``--runs`` runs:
 
@@ -153,7 +153,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--every", type=int, default=8, help="take every k-th turn with a choice (default 8)")
     parser.add_argument("--iterations", type=int, default=1000, help="iterations a decision (default 1000)")
-    parser.add_argument("--runs", type=int, default=3, help="runs (or rounds with --repo) to take the best of")
+    parser.add_argument("--runs", type=int, default=3, help="runs to take the best of (with --repo: rounds, compared by their medians)")
     parser.add_argument("--repo", type=Path, help="another checkout to measure alternately with this one")
     parser.add_argument("--no-parts", dest="parts", action="store_false", help="time whole iterations only")
     parser.add_argument("--quiet", action="store_true", help=argparse.SUPPRESS)
