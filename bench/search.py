@@ -9,8 +9,8 @@ meant to make it faster is measured by this. Positions are the turns of greedy s
   settings), its whole time over the iterations it ran;
 - ``sample_us``: one :meth:`mandala.sample.Sampler.sample` (a game consistent with the view);
 - ``playout_us``: the default policy's six decisions and the judgement that ends them;
-- ``judgement_us``: :func:`~mandala_client.bots.heuristics.win_chance` alone, on those cut-off
-  positions;
+- ``judgement_us``: the judgement alone (the shipped one,
+  :func:`~mandala_client.bots.heuristics.win_chance`), on those cut-off positions;
 - ``tree_us``: what is left of an iteration: following the tree, adding a node, backing up.
 
 ``--repo DIR`` measures ``iteration_us`` of another checkout too, alternately with this one in
@@ -85,9 +85,11 @@ def parts_us(games: list[Game], per_position: int) -> dict[str, float]:
     """CPU microseconds of a sample, a playout with its judgement, and the judgement alone."""
     # Imported here: only the parts need the search's inner pieces, so ``--repo`` can time
     # any checkout that has ``SearchBot``.
-    from mandala_client.bots.heuristics import resolve_picks, win_chance
-    from mandala_client.bots.search import _learned_judgement, _playout
+    from mandala_client.bots.heuristics import resolve_picks
+    from mandala_client.bots.search import JUDGEMENTS, _playout
 
+    shipped = SearchBot()  # the playout's policy, length and judgement as the search has them
+    policy, depth, judge = shipped.policy, shipped.depth, JUDGEMENTS[shipped.evaluation]
     rng = random.Random(3)
     samplers = [Sampler(view(g, g.to_move)) for g in games] * per_position
     n = len(samplers)
@@ -98,18 +100,18 @@ def parts_us(games: list[Game], per_position: int) -> dict[str, float]:
 
     def sample_and_play() -> None:
         for s in samplers:
-            _playout(s.sample(rng), rng, "weighted", 6, _learned_judgement)
+            _playout(s.sample(rng), rng, policy, depth, judge)
 
     sample = _cpu(sample_only) / n
     playout = _cpu(sample_and_play) / n - sample
     cut = []
     for s in samplers:
         g = s.sample(rng)
-        _playout(g, rng, "weighted", 6, lambda _: 0.5)
+        _playout(g, rng, policy, depth, lambda _: 0.5)
         resolve_picks(g)
         if g.to_move is not None:
             cut.append(g)
-    judgement = _cpu(lambda: [win_chance(g, 0) for g in cut]) / len(cut)
+    judgement = _cpu(lambda: [judge(g) for g in cut]) / len(cut)
     return {"sample_us": sample * 1e6, "playout_us": playout * 1e6, "judgement_us": judgement * 1e6}
 
 
