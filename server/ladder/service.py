@@ -296,6 +296,10 @@ class Ladder:
         self.changed()
 
     def bot_arrived(self, bot: str) -> None:
+        """A new connection of ``bot`` said hello, here or on another node of a cluster. It
+        seeks once it sends ``seek``: a seek of the connection it replaced, or of one lost with
+        its node before the cluster noticed, does not carry over (PROTOCOL.md §18.1)."""
+        self.seeking.discard(bot)
         self.changed()
 
     def bot_left(self, bot: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,18 @@ def node(database: str, redis_url: str, name: str, config: Path, tmp_path: Path,
     """``mandala serve`` as node ``name`` of the cluster on ``database`` and ``redis_url``."""
     return ServeProcess(database, port or free_port(), config, tmp_path / f"{name}.log", "--redis", redis_url,
                         "--node", name, "--spool", str(tmp_path / f"{name}-spool.jsonl"))
+
+
+async def leader_of(http: aiohttp.ClientSession, server: ServeProcess) -> str | None:
+    """The node ``server`` says leads the ladder (its ``/health``); ``None`` while none does or
+    it does not answer."""
+    got = await server.health(http)
+    return None if got is None else got[1]["cluster"]["leader"]
+
+
+async def is_now(value: Awaitable[object], expected: object) -> bool:
+    """For ``wait_until``: whether ``value`` comes to ``expected``."""
+    return await value == expected
 
 
 async def connect(http: aiohttp.ClientSession, url: str, token: str | None, max_games: int = 1) -> tuple[WsClient, Welcome]:

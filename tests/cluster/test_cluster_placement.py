@@ -23,7 +23,7 @@ import asyncpg
 import msgspec
 
 from arena_testkit import ServeProcess, assert_ratings_replay, stored_games, wait_until
-from cluster_kit import FAST, node
+from cluster_kit import FAST, is_now, leader_of, node
 from conftest import MakeCluster
 from protocol.messages import PROTOCOL_VERSION, Decision, GameStart, ServerMessage
 from server.cluster.messages import StartGame
@@ -189,11 +189,6 @@ async def running_with_plies(database: str) -> dict[str, tuple[str | None, int, 
     return {r[0]: (r[1], r[2], r[3]) for r in rows}
 
 
-async def leader_of(http: aiohttp.ClientSession, server: ServeProcess) -> str | None:
-    got = await server.health(http)
-    return None if got is None else got[1]["cluster"]["leader"]
-
-
 async def test_kill_9_of_the_leader_takes_over_only_the_games_it_hosted(
         database: str, fresh_redis: str, tmp_path: Path) -> None:
     config = tmp_path / "arena.toml"
@@ -208,7 +203,7 @@ async def test_kill_9_of_the_leader_takes_over_only_the_games_it_hosted(
                 if name == "n1":
                     await wait_until(lambda: leader_of(http, servers[0]), 10, "n1 never led")
             for s in servers:
-                await wait_until(lambda s=s: _is(leader_of(http, s), "n1"), 5, "a node did not learn that n1 leads")
+                await wait_until(lambda s=s: is_now(leader_of(http, s), "n1"), 5, "a node did not learn that n1 leads")
             n1, n2, _ = servers
             tokens = await n1.create_bots(http, list(BOTS))
             urls = [s.url for s in servers]
@@ -271,10 +266,6 @@ async def test_kill_9_of_the_leader_takes_over_only_the_games_it_hosted(
     for r in roamers:
         if BOTS[r.name] != 0:
             assert r.resumed() <= on_n1, (r.name, r.resumed() - on_n1)
-
-
-async def _is(value: Any, expected: object) -> bool:
-    return await value == expected
 
 
 async def _new_leader(http: aiohttp.ClientSession, server: ServeProcess) -> bool:

@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 
@@ -27,17 +26,12 @@ from arena_testkit import (
     stored_games,
     wait_until,
 )
-from cluster_kit import node
+from cluster_kit import is_now, leader_of, node
 from server.ladder.tally import Tally
 from server.ratings import bradley_terry
 from server.storage.postgres import PostgresStorage
 
 BOTS = ["ann", "ben", "cat"]
-
-
-async def leader(http: aiohttp.ClientSession, server: ServeProcess) -> str | None:
-    got = await server.health(http)
-    return None if got is None else got[1]["cluster"]["leader"]
 
 
 async def test_kill_9_of_the_pairing_leader_stops_pairing_for_less_than_5_s(
@@ -57,10 +51,10 @@ async def test_kill_9_of_the_pairing_leader_stops_pairing_for_less_than_5_s(
         bots: list[asyncio.Task[None]] = []
         try:
             await n1.ready(http)
-            await wait_until(lambda: leader(http, n1), 10, "n1 never led")
+            await wait_until(lambda: leader_of(http, n1), 10, "n1 never led")
             n2 = node(database, redis_url, "n2", config, tmp_path)
             await n2.ready(http)
-            await wait_until(lambda: _is(leader(http, n2), "n1"), 5, "n2 did not learn that n1 leads")
+            await wait_until(lambda: is_now(leader_of(http, n2), "n1"), 5, "n2 did not learn that n1 leads")
             tokens = await n2.create_bots(http, BOTS)
             # The bots are connected to n2: n1 leads the ladder, n2 hosts its games.
             bots = [asyncio.create_task(ladder_bot(http, n2.url, tokens[b], i, seen, reconnect=True))
@@ -74,7 +68,7 @@ async def test_kill_9_of_the_pairing_leader_stops_pairing_for_less_than_5_s(
             await wait_until(lambda: set(seen.started) - before, 10, "pairing never resumed")
             stopped = loop.time() - killed_at
             assert stopped < 5.0, f"pairing stopped for {stopped:.2f} s"
-            await wait_until(lambda: _is(leader(http, n2), "n2"), 5, "n2 does not say it leads")
+            await wait_until(lambda: is_now(leader_of(http, n2), "n2"), 5, "n2 does not say it leads")
             # The ladder goes on under its new leader.
             count = len(seen.over)
             await wait_until(lambda: len(seen.over) >= count + 6, 30, "the new leader's games did not finish")
@@ -119,10 +113,6 @@ async def _standings_refit(http: aiohttp.ClientSession, server: ServeProcess, st
     return sorted(listed) == sorted(BOTS) and all(
         g[0] == w[0] and all(abs(x - y) <= 0.11 for x, y in zip(g[1:], w[1:], strict=True))
         for g, w in zip(got, want, strict=True))
-
-
-async def _is(value: Any, expected: object) -> bool:
-    return await value == expected
 
 
 async def _stop(tasks: list[asyncio.Task[None]]) -> None:

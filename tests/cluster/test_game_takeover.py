@@ -22,7 +22,7 @@ import msgspec
 import redis.asyncio as aioredis
 
 from arena_testkit import ServeProcess, WsClient, wait_until
-from cluster_kit import FAST, connect, node, replays_to_result, seat_consistency, starts
+from cluster_kit import FAST, connect, is_now, leader_of, node, replays_to_result, seat_consistency, starts
 from protocol.messages import Challenged, ChallengeSent, Decision, Error, GameOver, GameStart, Update
 from server.cluster.bus import Envelope, node_channel
 from server.cluster.messages import ToBot
@@ -30,11 +30,6 @@ from server.games.room import REQUEST_EPOCH
 from server.storage.postgres import PostgresStorage
 
 DECISION_MS = 10_000
-
-
-async def leader_of(http: aiohttp.ClientSession, server: ServeProcess) -> str | None:
-    got = await server.health(http)
-    return None if got is None else got[1]["cluster"]["leader"]
 
 
 @contextlib.asynccontextmanager
@@ -53,7 +48,7 @@ async def three_nodes(http: aiohttp.ClientSession, database: str, redis_url: str
             nodes.append(node(database, redis_url, name, config, tmp_path))
             await nodes[-1].ready(http)
         for n in nodes:
-            await wait_until(lambda n=n: _is(leader_of(http, n), "n1"), 5, "a node did not learn that n1 leads")
+            await wait_until(lambda n=n: is_now(leader_of(http, n), "n1"), 5, "a node did not learn that n1 leads")
         yield nodes
     finally:
         stop(nodes)
@@ -65,10 +60,6 @@ def stop(nodes: list[ServeProcess]) -> None:
         if n.proc.poll() is None:
             n.proc.send_signal(signal.SIGCONT)
             n.kill(signal.SIGTERM)
-
-
-async def _is(value: Any, expected: object) -> bool:
-    return await value == expected
 
 
 async def challenge(a: WsClient, b: WsClient, opponent: str) -> tuple[GameStart, GameStart]:
@@ -421,7 +412,7 @@ async def test_the_node_that_took_a_game_over_dies_too_and_the_next_leader_takes
         n2.kill(signal.SIGKILL)
         await asked_again(bob, game_id, d)  # from n1, which leads
         n1.kill(signal.SIGKILL)  # the leader dies with the game it just took over
-        await wait_until(lambda: _is(leader_of(http, n3), "n3"), 10, "n3 never led")
+        await wait_until(lambda: is_now(leader_of(http, n3), "n3"), 10, "n3 never led")
         again = await asked_again(bob, game_id, d, epoch=2)
         alice, welcome = await connect(http, n3.url, tokens["alice"])
         assert welcome.games == [game_id]

@@ -15,6 +15,7 @@ import msgspec
 
 from arena_testkit import ADMIN, Harness, LiveStream, WsClient, gather, play_out, random_policy
 from protocol.messages import (
+    CLOSE_REPLACED,
     Decision,
     Error,
     GameOver,
@@ -187,6 +188,30 @@ async def test_organizer_pauses_resumes_removes_and_resets(make_arena: Any) -> N
 
     resp = await client.post("/api/ladder/bots/bob/restore", headers=AUTH)
     assert await resp.json() == {"bot": "bob", "state": "qualifying"}
+
+
+async def test_a_new_connection_does_not_inherit_the_seek_of_the_one_it_replaced(make_arena: Any) -> None:
+    """PROTOCOL.md §18.1: a seek ends with its connection, also when a new hello replaces it;
+    the bot is paired again once it seeks on the new connection."""
+    arena: Harness = await make_arena(**FAST)
+    ladder = arena.arena.ladder
+    assert (await arena.client.post("/api/ladder/pause", headers=AUTH)).status == 200
+    first = await arena.bot("alice")
+    assert (await seek(first)).seeking and ladder.seeking == {"alice"}
+
+    second = await arena.connect(arena.tokens["alice"])
+    assert await first.closed() == CLOSE_REPLACED
+    assert ladder.seeking == set()
+    assert (await arena.client.post("/api/ladder/resume", headers=AUTH)).status == 200
+    told = await second.until(LadderStatus)  # the resume, as this connection stands
+    assert (told.seeking, told.paused) == (False, False)
+    ladder.pair_now()
+    assert arena.arena.manager.running == {}  # not seeking: no qualification game
+
+    status = await seek(second)
+    assert (status.seeking, status.state, status.qualification_left) == (True, "qualifying", 2)
+    start = await second.until(GameStart)
+    assert (start.kind, sorted(p.name for p in start.players)) == ("qualification", ["alice", "house"])
 
 
 async def test_the_live_stream_pushes_standings_and_games(make_arena: Any) -> None:
