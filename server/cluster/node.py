@@ -143,6 +143,12 @@ class ClusterNode:
         """The running games other nodes host, as last heard here."""
         return self.remote_games.games
 
+    @property
+    def games_starting(self) -> int:
+        """The games this node (as the ladder's leader) asked other nodes to start and has not
+        yet heard started or given up."""
+        return len(self.remote_games.placing)
+
     # ------------------------------------------------------------------ lifecycle
 
     async def open(self) -> None:

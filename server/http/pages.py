@@ -63,7 +63,8 @@ async def health(request: web.Request) -> web.Response:
     if cluster is not None:
         body["games_running"] = len(arena.manager.running) + len(cluster.games)
         body["cluster"] = {"node": cluster.node, "redis": "ok" if cluster.healthy else "lost",
-                           "leader": cluster.leader, "games_hosted_here": len(arena.manager.running)}
+                           "leader": cluster.leader, "games_hosted_here": len(arena.manager.running),
+                           "games_starting": cluster.games_starting}
     if recorder.failing is None:
         return json_response(body)
     body.update(recorder.health(), retry_after=recorder.retry_after)

@@ -6,7 +6,10 @@ whenever its connection drops; it keeps every frame it receives. Odd rounds kill
 that leads the ladder, even ones another node; each hosts the games the leader placed on it
 (those of its bots), which are taken over, and its bots reconnect elsewhere. Afterwards:
 
-- every game ended in storage, finished or aborted; none is left running;
+- once every bot has sent ``unseek`` the leader pairs none of them: no bot keeps a seek it
+  made on a node that died (it reconnected elsewhere and did not seek there);
+- every game ended in storage, finished or aborted; none is left running, also after the
+  bots leave (a pair's return game may start between a first game's end and their going);
 - no finished game is lost: each ``game_over`` a bot received is stored with that result;
 - every finished record replays in the independent implementation of RULES.md
   (``tests/engine/reference.py``) to its stored result;
@@ -37,7 +40,7 @@ import pytest
 
 import mandala
 from arena_testkit import ServeProcess, assert_ratings_replay, free_port, stored_games, wait_until
-from cluster_kit import FAST, node, seat_consistency
+from cluster_kit import FAST, leader_of, node, seat_consistency
 from protocol.messages import PROTOCOL_VERSION, Decision, GameOver, GameStart, ServerMessage, Update
 from server.storage.postgres import PostgresStorage
 
@@ -137,11 +140,6 @@ def haproxy_or_skip() -> None:
         pytest.skip(why)
 
 
-async def leader_of(http: aiohttp.ClientSession, server: ServeProcess) -> str | None:
-    got = await server.health(http)
-    return None if got is None else got[1]["cluster"]["leader"]
-
-
 async def running_games(http: aiohttp.ClientSession, url: str) -> int:
     async with http.get(url + "/api/games?status=running&limit=100") as resp:
         return len(await resp.json()) if resp.status == 200 else 0
@@ -187,14 +185,22 @@ async def test_a_minute_of_kill_9_loses_no_game_and_applies_no_move_twice(
                 nodes[victim] = node(database, fresh_redis, victim, config, tmp_path, ports[names.index(victim)])
                 await nodes[victim].ready(http)
 
-            # The end: nobody seeks any more; every game still running finishes.
+            # The end: nobody seeks any more (a bot back on a node after the last kill has not
+            # sought there); every game still running finishes.
             for o in observers:
                 await o.stop_seeking()
+            leader = nodes[await wait_until(lambda: leader_of(http, nodes["n1"]), 10, "no node leads")]
+            await wait_until(lambda: _nobody_seeks(http, leader, list(tokens)), 10, "a bot still seeks")
             await wait_until(lambda: _none_running(database), 90, "games still running after the chaos")
+            # Then the bots leave. No game was running a moment ago, but a pair's return game may
+            # start after its first (and a game the leader placed may not have started yet).
+            # Once the leader has no bot connected and no game running or on its way to a node,
+            # nothing can start; what started meanwhile ends on its clock.
+            await _stop(tasks)
+            await wait_until(lambda: _quiet(http, leader), 30, "the leader still sees bots or games")
+            await wait_until(lambda: _none_running(database), 30, "games still running after the bots left")
     finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await _stop(tasks)
         if proxy is not None:
             proxy.stop()
         for n in nodes.values():
@@ -288,6 +294,29 @@ async def _answers(http: aiohttp.ClientSession, url: str) -> bool:
 
 async def _at_least(count: Any, n: int) -> bool:
     return await count >= n
+
+
+async def _stop(tasks: list[asyncio.Task[None]]) -> None:
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _nobody_seeks(http: aiohttp.ClientSession, leader: ServeProcess, bots: list[str]) -> bool:
+    """Whether the leader pairs none of ``bots`` (each one's profile says it does not seek)."""
+    for bot in bots:
+        async with http.get(f"{leader.url}/api/bots/{bot}") as resp:
+            if resp.status != 200 or (await resp.json())["seeking"]:
+                return False
+    return True
+
+
+async def _quiet(http: aiohttp.ClientSession, leader: ServeProcess) -> bool:
+    """Whether the leader sees no bot connected, no game running and none it placed still
+    starting: then it starts no game (every game needs its bots connected)."""
+    got = await leader.health(http)
+    return got is not None and got[1]["bots_connected"] == 0 and got[1]["games_running"] == 0 and (
+        got[1]["cluster"]["games_starting"] == 0)
 
 
 async def _none_running(database: str) -> bool:
