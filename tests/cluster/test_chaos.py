@@ -313,7 +313,7 @@ async def _nobody_seeks(http: aiohttp.ClientSession, leader: ServeProcess, bots:
 
 async def _quiet(http: aiohttp.ClientSession, leader: ServeProcess) -> bool:
     """Whether the leader sees no bot connected, no game running and none it placed still
-    starting: then it starts no game (every game needs its bots connected)."""
+    starting: then its ladder starts no game (a pairing needs both bots connected)."""
     got = await leader.health(http)
     return got is not None and got[1]["bots_connected"] == 0 and got[1]["games_running"] == 0 and (
         got[1]["cluster"]["games_starting"] == 0)
