@@ -126,6 +126,8 @@ class ArenaCollector(Collector):
                                       value=cluster.bus.lost)
             yield GaugeMetricFamily("mandala_cluster_games_elsewhere", "Games the other nodes run now.",
                                     value=len(cluster.games))
+            yield GaugeMetricFamily("mandala_cluster_games_starting", "Games this node, leading, asked another node "
+                                    "to start and has not yet heard started or given up.", value=cluster.games_starting)
 
 
 def registry_for(arena: Arena) -> CollectorRegistry:

@@ -3,7 +3,8 @@ decides games, and each is hosted by the node of one of its seats (``RemoteGames
 
 - A node that never starts the game it was asked to (dead or cut off before the start): after
   ``PLACE_TIMEOUT_S`` the leader takes the pairing as not made, frees the bot's slot and pairs
-  again; the game given up is never stored, and the next one runs on that node.
+  again; the game given up is never stored, and the next one runs on that node. Meanwhile the
+  leader's ``/health`` and ``/metrics`` count it as starting, not running.
 - A bot that leaves between the decision and the start: its node refuses the game and the
   leader frees the pairing at once, without waiting for the timeout.
 - ``kill -9`` of the leader (nodes as processes): only the games it hosted are taken over;
@@ -22,7 +23,7 @@ import aiohttp
 import asyncpg
 import msgspec
 
-from arena_testkit import ServeProcess, assert_ratings_replay, stored_games, wait_until
+from arena_testkit import Harness, ServeProcess, assert_ratings_replay, stored_games, wait_until
 from cluster_kit import FAST, is_now, leader_of, node
 from conftest import MakeCluster
 from protocol.messages import PROTOCOL_VERSION, Decision, GameStart, ServerMessage
@@ -30,6 +31,7 @@ from server.cluster.messages import StartGame
 from server.cluster.remote_games import PLACE_TIMEOUT_S
 from server.storage.base import RUNNING
 from server.storage.postgres import PostgresStorage
+from test_metrics import scrape, value
 
 _decoder = msgspec.json.Decoder(ServerMessage)  # type: ignore[arg-type]
 
@@ -52,9 +54,17 @@ def hold_starts(harness: Any, count: int = 1) -> list[StartGame]:
     return held
 
 
+async def starting(node: Harness) -> tuple[int, float, int]:
+    """A node's games on their way to another node, as ``/health`` and ``/metrics`` count
+    them, and ``/health``'s games running."""
+    health = await node.get_json("/health")
+    samples = (await scrape(node))[0]
+    return health["cluster"]["games_starting"], value(samples, "mandala_cluster_games_starting"), health["games_running"]
+
+
 async def test_a_game_its_node_never_starts_frees_the_pairing_after_the_timeout(
         make_cluster: MakeCluster, pg_url: str, pg_schema: str) -> None:
-    n1, n2 = await make_cluster(2, pairing_wait_s=0.2)
+    n1, n2 = await make_cluster(2, pairing_wait_s=0.2, metrics_max_age_s=0)
     leader = n1.arena.cluster
     assert leader is not None
     await wait_until(lambda: leader.leading, 10, "n1 never took the pairing lease")
@@ -68,6 +78,8 @@ async def test_a_game_its_node_never_starts_frees_the_pairing_after_the_timeout(
     dropped = held[0].setup
     assert dropped.players in (("alpha", "house"), ("house", "alpha")) and dropped.kind == "qualification"
     assert dropped.game_id in leader.remote_games.placing
+    assert await starting(n1) == (1, 1.0, 0)  # on its way, not yet running
+    assert await starting(n2) == (0, 0.0, 0)
     # From when the leader asked (its own clock, the loop's): the request reaches n2 and this
     # test later, which would shorten the wait measured from here.
     asked_at = leader.remote_games.placing[dropped.game_id].since
@@ -79,6 +91,7 @@ async def test_a_game_its_node_never_starts_frees_the_pairing_after_the_timeout(
                      "the leader never gave the game up")
     waited = loop.time() - asked_at
     assert PLACE_TIMEOUT_S <= waited < PLACE_TIMEOUT_S + 2, waited
+    assert (await starting(n1))[:2] == (0, 0.0)
     # The pairing was not made: the slot is free again and alpha's qualification pairs anew,
     # this time on a node that starts it (n2 again: alpha is there).
     start = await alpha.until(GameStart, 5)
@@ -97,7 +110,7 @@ async def test_a_game_its_node_never_starts_frees_the_pairing_after_the_timeout(
 
 
 async def test_a_bot_that_leaves_before_its_game_starts_frees_the_pairing_at_once(make_cluster: MakeCluster) -> None:
-    n1, n2 = await make_cluster(2, pairing_wait_s=0.2)
+    n1, n2 = await make_cluster(2, pairing_wait_s=0.2, metrics_max_age_s=0)
     leader = n1.arena.cluster
     assert leader is not None
     await wait_until(lambda: leader.leading, 10, "n1 never took the pairing lease")
