@@ -136,6 +136,10 @@ class GameRecorder:
         self._backoff = RETRY_MIN_S
         self._task: asyncio.Task[None] | None = None
         self._spooling: set[asyncio.Task[None]] = set()
+        self._spool_holds = False
+        """Whether games may have been appended to the spool since it was last emptied: a game
+        can finish, and be spooled, while the spool is being emptied after an outage, or while
+        the database stores it."""
         self._told_pending = 0
 
     # ------------------------------------------------------------------ what the server asks
@@ -300,8 +304,9 @@ class GameRecorder:
                     call_safely(write.durable, "a game recorder callback")
             if not self._queue:
                 self._drained.set()
-                if self.failing is not None:
+                if self._spool_holds:
                     await self._clear_spool()
+                if self.failing is not None:
                     self._recovered()
 
     async def _idle(self) -> None:
@@ -364,6 +369,7 @@ class GameRecorder:
             waiting = [w for w in self._queue if w.spoolable and not w.spooled]
             if not waiting:
                 return
+            self._spool_holds = True  # before the append: a drain meanwhile waits for it, then empties
             try:
                 await asyncio.to_thread(self.spool.append, [w.row for w in waiting if w.row is not None])
             except Exception as e:
@@ -384,6 +390,8 @@ class GameRecorder:
             except OSError as e:
                 # Harmless: its games are stored, and storing them again changes nothing.
                 self.faults.note(f"emptying the spool {self.spool.path}", e)
+                return
+            self._spool_holds = False
 
     # ------------------------------------------------------------------ health
 

@@ -23,7 +23,9 @@ import shutil
 import signal
 import sqlite3
 import subprocess
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +51,9 @@ from arena_testkit import (
 )
 from protocol.messages import LadderStatus, LiveHealth
 from server.common.clock import utc_now
+from server.config import Settings
+from server.recording.recorder import GameRecorder
+from server.recording.spool import Spool
 from server.storage import GameRow, Storage, open_storage
 from server.storage.sqlite import SqliteStorage
 
@@ -442,6 +447,67 @@ async def test_after_a_disk_fault_sqlite_reconnects_but_never_creates_an_empty_d
         await store.finish_game(game_row("g1"), [])
         assert (await store.get_game("g1")) is not None
     finally:
+        await store.close()
+
+
+class GatedSpool(Spool):
+    """A spool whose emptying, in its worker thread, waits for the test to open ``gate``; and
+    whose appending of a game in ``late`` waits until its condition holds: the orders a busy
+    machine may bring, made certain."""
+
+    def __init__(self, path: Path, db: str) -> None:
+        super().__init__(path, db)
+        self.emptying = threading.Event()
+        self.gate = threading.Event()
+        self.late: dict[str, Callable[[], bool]] = {}
+
+    def clear(self) -> None:
+        if self.path.exists() and self.path.stat().st_size:
+            self.emptying.set()
+            assert self.gate.wait(10), "the test never opened the gate"
+        super().clear()
+
+    def append(self, rows: list[GameRow]) -> None:
+        for row in rows:
+            if row.game_id in self.late:
+                deadline = time.monotonic() + 10
+                while not self.late[row.game_id]():
+                    assert time.monotonic() < deadline, f"appending {row.game_id}: its condition never held"
+                    time.sleep(0.005)
+        super().append(rows)
+
+
+async def test_a_game_finished_while_the_spool_is_emptied_does_not_stay_in_it(tmp_path: Path) -> None:
+    """Storage is back and the recorder empties the spool; a game that finishes meanwhile is
+    spooled (storage still counts as failing until the spool is empty), and the database
+    stores it, and the recorder finds nothing left to write, before the spool has it. The spool
+    is emptied again: a game left in it would be stored anew at every start."""
+    db = str(tmp_path / "arena.db")
+    store = SqliteStorage(db)
+    spool = GatedSpool(tmp_path / "arena.spool", db)
+    recorder = GameRecorder(Settings(storage_retry_max_s=0.1), store, spool)
+    await recorder.open()
+    try:
+        def fail() -> None:
+            raise sqlite3.OperationalError("disk I/O error")
+
+        store._between_game_and_ratings = fail  # type: ignore[method-assign]
+        recorder.finish(game_row("g1"))
+        await wait_until(lambda: [r.game_id for r in spool.load()] == ["g1"], 10, "g1 was not spooled")
+        assert recorder.failing is not None
+        del store._between_game_and_ratings
+        await wait_until(spool.emptying.is_set, 10, "the recorder never emptied the spool")
+        assert recorder.failing is not None and recorder.pending == 0
+        spool.late["g2"] = recorder._drained.is_set  # the queue is empty: g2 is stored
+        recorder.finish(game_row("g2"))
+        spool.gate.set()
+        await recorder.flush()
+        await asyncio.gather(*recorder._spooling)  # g2's spooling is over: appended, or found stored
+        await wait_until(lambda: recorder.failing is None and spool.load() == [], 5, "g2 stayed in the spool")
+        assert [g.game_id for g in await store.list_games("finished", 10, None, None)] == ["g2", "g1"]
+    finally:
+        spool.gate.set()
+        await recorder.close(5.0)
         await store.close()
 
 
