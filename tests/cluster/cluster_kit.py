@@ -32,6 +32,14 @@ async def leader_of(http: aiohttp.ClientSession, server: ServeProcess) -> str | 
     return None if got is None else got[1]["cluster"]["leader"]
 
 
+async def quiet(http: aiohttp.ClientSession, leader: ServeProcess) -> bool:
+    """Whether the leader sees no bot connected, no game running and none it placed still
+    starting: then its ladder starts no game (a pairing needs both bots connected)."""
+    got = await leader.health(http)
+    return got is not None and got[1]["bots_connected"] == 0 and got[1]["games_running"] == 0 and (
+        got[1]["cluster"]["games_starting"] == 0)
+
+
 async def is_now(value: Awaitable[object], expected: object) -> bool:
     """For ``wait_until``: whether ``value`` comes to ``expected``."""
     return await value == expected

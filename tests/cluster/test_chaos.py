@@ -40,7 +40,7 @@ import pytest
 
 import mandala
 from arena_testkit import ServeProcess, assert_ratings_replay, free_port, stored_games, wait_until
-from cluster_kit import FAST, leader_of, node, seat_consistency
+from cluster_kit import FAST, leader_of, node, quiet, seat_consistency
 from protocol.messages import PROTOCOL_VERSION, Decision, GameOver, GameStart, ServerMessage, Update
 from server.storage.postgres import PostgresStorage
 
@@ -197,7 +197,7 @@ async def test_a_minute_of_kill_9_loses_no_game_and_applies_no_move_twice(
             # Once the leader has no bot connected and no game running or on its way to a node,
             # nothing can start; what started meanwhile ends on its clock.
             await _stop(tasks)
-            await wait_until(lambda: _quiet(http, leader), 30, "the leader still sees bots or games")
+            await wait_until(lambda: quiet(http, leader), 30, "the leader still sees bots or games")
             await wait_until(lambda: _none_running(database), 30, "games still running after the bots left")
     finally:
         await _stop(tasks)
@@ -309,14 +309,6 @@ async def _nobody_seeks(http: aiohttp.ClientSession, leader: ServeProcess, bots:
             if resp.status != 200 or (await resp.json())["seeking"]:
                 return False
     return True
-
-
-async def _quiet(http: aiohttp.ClientSession, leader: ServeProcess) -> bool:
-    """Whether the leader sees no bot connected, no game running and none it placed still
-    starting: then its ladder starts no game (a pairing needs both bots connected)."""
-    got = await leader.health(http)
-    return got is not None and got[1]["bots_connected"] == 0 and got[1]["games_running"] == 0 and (
-        got[1]["cluster"]["games_starting"] == 0)
 
 
 async def _none_running(database: str) -> bool:

@@ -26,7 +26,7 @@ from arena_testkit import (
     stored_games,
     wait_until,
 )
-from cluster_kit import is_now, leader_of, node
+from cluster_kit import is_now, leader_of, node, quiet
 from server.ladder.tally import Tally
 from server.ratings import bradley_terry
 from server.storage.postgres import PostgresStorage
@@ -73,7 +73,7 @@ async def test_kill_9_of_the_pairing_leader_stops_pairing_for_less_than_5_s(
             count = len(seen.over)
             await wait_until(lambda: len(seen.over) >= count + 6, 30, "the new leader's games did not finish")
             await _stop(bots)
-            await wait_until(lambda: _none_running(http, n2), 15, "games still running on n2")
+            await wait_until(lambda: quiet(http, n2), 15, "n2 still sees bots or games")
             store = PostgresStorage(database, max_size=2)
             await store.open()
             try:
@@ -119,11 +119,6 @@ async def _stop(tasks: list[asyncio.Task[None]]) -> None:
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
-
-
-async def _none_running(http: aiohttp.ClientSession, server: ServeProcess) -> bool:
-    async with http.get(server.url + "/api/games?status=running") as resp:
-        return not await resp.json()
 
 
 def serve(*args: str) -> subprocess.CompletedProcess[str]:
