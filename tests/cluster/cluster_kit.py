@@ -40,6 +40,13 @@ async def quiet(http: aiohttp.ClientSession, leader: ServeProcess) -> bool:
         got[1]["cluster"]["games_starting"] == 0)
 
 
+async def stop(tasks: list[asyncio.Task[None]]) -> None:
+    """Cancel ``tasks`` (bots, say) and wait until they are done."""
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
 async def is_now(value: Awaitable[object], expected: object) -> bool:
     """For ``wait_until``: whether ``value`` comes to ``expected``."""
     return await value == expected

@@ -40,7 +40,7 @@ import pytest
 
 import mandala
 from arena_testkit import ServeProcess, assert_ratings_replay, free_port, stored_games, wait_until
-from cluster_kit import FAST, leader_of, node, quiet, seat_consistency
+from cluster_kit import FAST, leader_of, node, quiet, seat_consistency, stop
 from protocol.messages import PROTOCOL_VERSION, Decision, GameOver, GameStart, ServerMessage, Update
 from server.storage.postgres import PostgresStorage
 
@@ -196,11 +196,11 @@ async def test_a_minute_of_kill_9_loses_no_game_and_applies_no_move_twice(
             # start after its first (and a game the leader placed may not have started yet).
             # Once the leader has no bot connected and no game running or on its way to a node,
             # nothing can start; what started meanwhile ends on its clock.
-            await _stop(tasks)
+            await stop(tasks)
             await wait_until(lambda: quiet(http, leader), 30, "the leader still sees bots or games")
             await wait_until(lambda: _none_running(database), 30, "games still running after the bots left")
     finally:
-        await _stop(tasks)
+        await stop(tasks)
         if proxy is not None:
             proxy.stop()
         for n in nodes.values():
@@ -294,12 +294,6 @@ async def _answers(http: aiohttp.ClientSession, url: str) -> bool:
 
 async def _at_least(count: Any, n: int) -> bool:
     return await count >= n
-
-
-async def _stop(tasks: list[asyncio.Task[None]]) -> None:
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def _nobody_seeks(http: aiohttp.ClientSession, leader: ServeProcess, bots: list[str]) -> bool:

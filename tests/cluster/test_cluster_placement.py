@@ -110,7 +110,7 @@ async def test_a_game_its_node_never_starts_frees_the_pairing_after_the_timeout(
 
 
 async def test_a_bot_that_leaves_before_its_game_starts_frees_the_pairing_at_once(make_cluster: MakeCluster) -> None:
-    n1, n2 = await make_cluster(2, pairing_wait_s=0.2, metrics_max_age_s=0)
+    n1, n2 = await make_cluster(2, pairing_wait_s=0.2)
     leader = n1.arena.cluster
     assert leader is not None
     await wait_until(lambda: leader.leading, 10, "n1 never took the pairing lease")

@@ -26,7 +26,7 @@ from arena_testkit import (
     stored_games,
     wait_until,
 )
-from cluster_kit import is_now, leader_of, node, quiet
+from cluster_kit import is_now, leader_of, node, quiet, stop
 from server.ladder.tally import Tally
 from server.ratings import bradley_terry
 from server.storage.postgres import PostgresStorage
@@ -72,7 +72,7 @@ async def test_kill_9_of_the_pairing_leader_stops_pairing_for_less_than_5_s(
             # The ladder goes on under its new leader.
             count = len(seen.over)
             await wait_until(lambda: len(seen.over) >= count + 6, 30, "the new leader's games did not finish")
-            await _stop(bots)
+            await stop(bots)
             await wait_until(lambda: quiet(http, n2), 15, "n2 still sees bots or games")
             store = PostgresStorage(database, max_size=2)
             await store.open()
@@ -82,7 +82,7 @@ async def test_kill_9_of_the_pairing_leader_stops_pairing_for_less_than_5_s(
             finally:
                 await store.close()
         finally:
-            await _stop(bots)
+            await stop(bots)
             for server in (n1, n2):
                 if server is not None and server.proc.poll() is None:
                     server.kill(signal.SIGTERM)
@@ -113,12 +113,6 @@ async def _standings_refit(http: aiohttp.ClientSession, server: ServeProcess, st
     return sorted(listed) == sorted(BOTS) and all(
         g[0] == w[0] and all(abs(x - y) <= 0.11 for x, y in zip(g[1:], w[1:], strict=True))
         for g, w in zip(got, want, strict=True))
-
-
-async def _stop(tasks: list[asyncio.Task[None]]) -> None:
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def serve(*args: str) -> subprocess.CompletedProcess[str]:
