@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -32,6 +33,19 @@ from arena_testkit import (
 from server.storage.sqlite import SqliteStorage
 
 BOTS = ["ann", "ben", "cat", "dan"]
+THINK = 0.003
+"""Seconds each bot takes a move: a game lasts about 90 of them."""
+EARLY_PLIES = 20
+"""A game that has played fewer moves has at least 60 × ``THINK`` = 0.18 s to go."""
+
+
+def stored_running(db: str) -> set[str]:
+    """The games the database holds as running (read while the server writes: SQLite's WAL)."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return {row[0] for row in conn.execute("SELECT id FROM games WHERE status = 'running'")}
+    finally:
+        conn.close()
 
 
 async def test_kill_9_during_a_busy_ladder_loses_nothing(tmp_path: Path) -> None:
@@ -44,12 +58,16 @@ async def test_kill_9_during_a_busy_ladder_loses_nothing(tmp_path: Path) -> None
         try:
             await server.ready(http)
             tokens = await server.create_bots(http, BOTS)
-            bots = [asyncio.create_task(ladder_bot(http, server.url, tokens[n], i, seen)) for i, n in enumerate(BOTS)]
+            bots = [asyncio.create_task(ladder_bot(http, server.url, tokens[n], i, seen, think=THINK))
+                    for i, n in enumerate(BOTS)]
 
             async def busy() -> bool:
+                # Among the games running, one far from its end whose start is stored: the kill
+                # surely cuts it off (a start is stored a moment after the game starts, and a
+                # game at its last moves may end before the kill).
                 async with http.get(server.url + "/api/games?status=running") as resp:
-                    running = [g for g in await resp.json() if g["kind"] == "ladder"]
-                return await server.rated_games(http) >= 30 and len(running) >= 2
+                    early = {g["game_id"] for g in await resp.json() if g["kind"] == "ladder" and g["ply"] < EARLY_PLIES}
+                return await server.rated_games(http) >= 30 and bool(early & stored_running(db))
 
             await wait_until(busy, 60, "the ladder did not get busy")
             server.kill(signal.SIGKILL)
