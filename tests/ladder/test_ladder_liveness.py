@@ -15,10 +15,6 @@ from arena_testkit import ADMIN, Harness, Seen, WsClient, gather, ladder_bot, pl
 from protocol.messages import Challenged, Decision, Error, GameOver, GameStart, LadderStatus
 
 AUTH = {"Authorization": f"Bearer {ADMIN}"}
-AWAY_MS = 2000
-"""The clock of the tests where a bot leaves: her game ends on it within seconds, and the
-bots that stay, test clients sharing the server's loop, answer within it on a busy machine
-too (at 600 ms one ran out of time once, during qualification, with both cores busy)."""
 
 
 def ladder_games(seen: Seen) -> Counter[frozenset[str]]:
@@ -75,7 +71,7 @@ async def first_game(client: WsClient) -> GameStart:
 async def test_a_bot_that_leaves_mid_pair_leaves_nobody_waiting(make_arena: Any) -> None:
     """ann leaves during the first game of a pair: once that game ends (ann's clock runs out),
     her opponent plays the third bot at once; the return game is dropped when ann stays away."""
-    arena: Harness = await make_arena(pairing_interval_s=0.05, decision_ms=AWAY_MS, return_wait_s=1.0)
+    arena: Harness = await make_arena(pairing_interval_s=0.05, decision_ms=600, return_wait_s=1.0)
     ann, ben, cid = await listed_trio(arena)
     ladder = arena.arena.ladder
     # Let pairs run until one involving ann is under way.
@@ -110,7 +106,7 @@ async def test_a_bot_that_leaves_mid_pair_leaves_nobody_waiting(make_arena: Any)
 
 
 async def test_a_bot_back_in_time_plays_its_return_game(make_arena: Any) -> None:
-    arena: Harness = await make_arena(pairing_interval_s=0.05, decision_ms=AWAY_MS, return_wait_s=30.0)
+    arena: Harness = await make_arena(pairing_interval_s=0.05, decision_ms=600, return_wait_s=30.0)
     ann, ben, cid = await listed_trio(arena)
     start = await first_game(ann)
     await ann.close()
