@@ -56,6 +56,13 @@ async def test_bots_of_two_speeds_all_meet_and_no_opponent_takes_over_half(make_
     assert all(table[b]["opponents"] == 3 for b in bots), table
 
 
+IDLE_BOTS: dict[str, Any] = {"decision_ms": 2000, "heartbeat_s": 60.0}
+"""Settings for the tests whose bots answer nothing while they wait: games end on a 2 s clock
+(so a client slowed by a busy machine still makes its qualification moves in time), and the
+heartbeat stays out of the way (a client that reads nothing answers no ping, and a 5 s
+heartbeat would drop it)."""
+
+
 async def listed_trio(arena: Harness) -> tuple[WsClient, WsClient, WsClient]:
     return await gather(qualify(arena, "ann", 1), qualify(arena, "ben", 2), qualify(arena, "cid", 3))
 
@@ -71,7 +78,7 @@ async def first_game(client: WsClient) -> GameStart:
 async def test_a_bot_that_leaves_mid_pair_leaves_nobody_waiting(make_arena: Any) -> None:
     """ann leaves during the first game of a pair: once that game ends (ann's clock runs out),
     her opponent plays the third bot at once; the return game is dropped when ann stays away."""
-    arena: Harness = await make_arena(pairing_interval_s=0.05, decision_ms=600, return_wait_s=1.0)
+    arena: Harness = await make_arena(pairing_interval_s=0.05, return_wait_s=1.0, **IDLE_BOTS)
     ann, ben, cid = await listed_trio(arena)
     ladder = arena.arena.ladder
     # Let pairs run until one involving ann is under way.
@@ -106,7 +113,7 @@ async def test_a_bot_that_leaves_mid_pair_leaves_nobody_waiting(make_arena: Any)
 
 
 async def test_a_bot_back_in_time_plays_its_return_game(make_arena: Any) -> None:
-    arena: Harness = await make_arena(pairing_interval_s=0.05, decision_ms=600, return_wait_s=30.0)
+    arena: Harness = await make_arena(pairing_interval_s=0.05, return_wait_s=30.0, **IDLE_BOTS)
     ann, ben, cid = await listed_trio(arena)
     start = await first_game(ann)
     await ann.close()
@@ -116,10 +123,9 @@ async def test_a_bot_back_in_time_plays_its_return_game(make_arena: Any) -> None
     # ann comes back (a new connection with her token) and seeks: the return game starts.
     back = await reconnect(arena, "ann")
     await seek(back)
-    while True:
-        again = await back.until(GameStart, timeout=10)
-        if again.pair_id == start.pair_id:
-            break
+    async with asyncio.timeout(20):
+        while (again := await back.until(GameStart)).pair_id != start.pair_id:
+            pass
     assert [p.name for p in again.players] == [p.name for p in reversed(start.players)]
     await gather(ben.close(), cid.close(), back.close())
 

@@ -181,7 +181,11 @@ class WsClient:
     raw: list[str] = field(default_factory=list)
 
     async def recv(self, timeout: float = RECV_TIMEOUT) -> Any:
-        msg = await self.ws.receive(timeout=timeout)
+        """The next text frame, decoded; ``TimeoutError`` after ``timeout`` seconds. The
+        deadline is the whole call's: the server's heartbeat pings, which the connection
+        answers while reading, do not start it again (as ``ws.receive(timeout=…)`` would)."""
+        async with asyncio.timeout(timeout):
+            msg = await self.ws.receive()
         if msg.type is WSMsgType.CLOSE:
             raise Closed(msg.data)  # the code in the server's close frame
         if msg.type in (WSMsgType.CLOSING, WSMsgType.CLOSED):
