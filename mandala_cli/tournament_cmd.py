@@ -31,7 +31,8 @@ Actions:
 
 Every action takes --server URL (default http://127.0.0.1:8080). The organizer's actions
 (create, start, pause, resume, cancel) send the admin token: --admin-token, default
-$MANDALA_ADMIN_TOKEN. Reading needs no token.
+$MANDALA_ADMIN_TOKEN. Reading needs no token. The server's ids never begin with ``-``; an id that
+does goes last, after ``--`` (``mandala tournament status --server URL -- -ID``).
 
 Exit status: 0 when done; 1 when the server refuses (``error: CODE: MESSAGE`` on stderr, CODE
 as in its JSON error, e.g. unknown_bot, unauthorized, wrong_state) or cannot be reached; 2 for a

@@ -12,12 +12,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from protocol.messages import Accept, Challenged, ChallengeDeclined, ChallengeSent, ClientMessage, Decline
 
+from ..common.ids import new_id
 from ..common.refusal import Refusal
 from ..config import Settings
 from ..connections.presence import Presence
@@ -78,7 +78,7 @@ class ChallengeBook:
         if not conn.reachable:
             raise Refusal("cluster_unavailable", f"{name} is connected to another node, which cannot be reached now")
         self._check_open_limit(challenger)
-        challenge_id = secrets.token_urlsafe(8)
+        challenge_id = new_id(8)
         if self.manager.running_count(name) >= conn.max_games:
             self._tell(challenger, ChallengeDeclined(challenge_id, "busy"))
             return

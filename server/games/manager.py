@@ -25,6 +25,7 @@ from mandala.moves import Move
 from mandala.record import move_of
 from protocol.messages import GameKind, GameSummary, PlayMove, Resign
 
+from ..common.ids import new_id
 from ..common.logs import about
 from ..common.refusal import Refusal
 from ..config import Settings
@@ -150,9 +151,9 @@ class GameManager:
 
     def _new_id(self) -> str:
         """A game id not used here (48 random bits: one shared across a cluster is as unlikely)."""
-        game_id = secrets.token_urlsafe(6)
+        game_id = new_id(6)
         while game_id in self.running or game_id in self.finished:
-            game_id = secrets.token_urlsafe(6)
+            game_id = new_id(6)
         return game_id
 
     def abort(self, game_id: str, why: str) -> None:

@@ -15,7 +15,6 @@ import csv
 import io
 import logging
 import random
-import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 from urllib.parse import urlencode
@@ -27,6 +26,7 @@ from protocol.tournaments import TournamentDefinition
 
 from ..arena import ARENA, Arena
 from ..common.clock import utc_now
+from ..common.ids import new_id
 from ..games.summary import game_summary
 from ..storage import GameRow, TournamentRow
 from ..tournaments.schedule import DefinitionError, check, initial_schedule
@@ -78,7 +78,7 @@ async def create(request: web.Request) -> web.Response:
         decision_ms=d.decision_ms or arena.settings.decision_ms,
         seed=d.seed if d.seed is not None else random.getrandbits(63),
     )
-    row = TournamentRow(tournament_id=secrets.token_urlsafe(6), name=d.name, definition=msgspec.to_builtins(d),
+    row = TournamentRow(tournament_id=new_id(6), name=d.name, definition=msgspec.to_builtins(d),
                         state="created", created=utc_now(), schedule=initial_schedule(d))
     await arena.storage.create_tournament(row)
     log.info("tournament %s created: %s, %s, %d bots", row.tournament_id, d.name, d.format, len(d.participants))

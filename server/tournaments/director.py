@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import secrets
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -44,6 +43,7 @@ from protocol.messages import GameResult, GameSummary
 from protocol.tournaments import BusyGame, LiveTournament, TournamentDefinition, Waiting
 
 from ..common.clock import utc_now
+from ..common.ids import new_id
 from ..common.refusal import Refusal
 from ..games.deals import Deal, build_game
 from ..games.manager import GameManager
@@ -344,7 +344,7 @@ class Director:
         winner = None if len(away) == 2 else (0 if away[0] == b else 1)
         now = utc_now()
         row = GameRow(
-            game_id=secrets.token_urlsafe(6), players=[a, b], status="finished", rated=False,
+            game_id=new_id(6), players=[a, b], status="finished", rated=False,
             first_player=game.first_player, ply=0, started=now, kind="tournament", tournament_id=run.id, slot=slot,
             ended=now, end_reason="forfeit",
             result=msgspec.to_builtins(GameResult(winner, "forfeit", list(game.scores()), list(game.cup_sizes()))),  # type: ignore[arg-type]

@@ -83,12 +83,13 @@ async def _connected(url: str, names: list[str]) -> None:
 
 
 def cli(arena: Arena, *args: str, token: str | None = None, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    """``mandala tournament ARGS --server URL``; the admin token only in ``$MANDALA_ADMIN_TOKEN``
+    """``mandala tournament ACTION --server URL ARGS``; the admin token only in ``$MANDALA_ADMIN_TOKEN``
     when ``token`` is given (tests pass ``--admin-token`` themselves)."""
     env = {k: v for k, v in os.environ.items() if k != "MANDALA_ADMIN_TOKEN"}
     if token is not None:
         env["MANDALA_ADMIN_TOKEN"] = token
-    return subprocess.run([sys.executable, "-m", "mandala_cli.main", "tournament", *args, "--server", arena.url],
+    action, *rest = args
+    return subprocess.run([sys.executable, "-m", "mandala_cli.main", "tournament", action, "--server", arena.url, *rest],
                           capture_output=True, text=True, timeout=120, env=env, input=stdin)
 
 
@@ -223,6 +224,9 @@ def test_refusals_exit_1_with_the_servers_code(arena: Arena) -> None:
     for args in (["status", "nope"], ["results", "nope", "--csv"], ["records", "nope"], ["start", "nope"]):
         missing = cli(arena, *args, token=PROCESS_ADMIN)
         assert (missing.returncode, missing.stderr) == (1, "error: unknown_tournament: no tournament 'nope'\n"), args
+    # An id that begins with "-" goes after "--" (the server makes none such, but one may be asked for).
+    dashed = cli(arena, "status", "--", "-nope")
+    assert (dashed.returncode, dashed.stderr) == (1, "error: unknown_tournament: no tournament '-nope'\n")
     assert not (arena.tmp / "none.jsonl").exists()
     assert cli(arena, "records", "nope", "-o", str(arena.tmp / "none.jsonl")).returncode == 1
     assert not (arena.tmp / "none.jsonl").exists() and not (arena.tmp / "none.jsonl.part").exists()
