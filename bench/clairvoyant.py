@@ -6,7 +6,8 @@ deck order and, through the copied generator, every future reshuffle. Only this
 harness can build it, because only the harness holds the real :class:`mandala.Game`;
 a bot's seat gets views (R24), and nothing in ``mandala_client`` imports this file.
 The honest side is any bot spec ``mandala match`` takes, and it is handed only
-``view(game, seat)`` and the legal moves, as a server would.
+``view(game, seat)`` and the legal moves, and (if it has ``notify``) the ``game_start``,
+``update`` and ``game_over`` messages of its seat, as a server would.
 
 Each deal is played twice with the seats swapped (same cards, same first player),
 both sides get the same time per decision, measured by default on each thread's
@@ -38,10 +39,11 @@ from pathlib import Path
 from typing import Any
 
 from mandala import Game, view
-from mandala_client.bots.base import legal_codes
+from mandala.moves import MOVES
 from mandala_client.bots.search import SearchBot
-from mandala_client.offline import bot_factory
+from mandala_client.offline import Messages, bot_factory
 from mandala_client.stats import summarize
+from protocol.messages import GameResult
 
 REFERENCE: dict[str, Any] = {"exploration": 0.2, "policy": "weighted", "depth": 10, "evaluation": "hand"}
 """The reference search's options: those of ``SearchBot`` as issue 32 measured it, pinned here
@@ -130,23 +132,29 @@ def play(task: Task) -> dict[str, Any]:
     if told is not None and not isinstance(honest, SearchBot):
         raise TypeError(f"--honest-knows {task.honest_knows} needs a search, not {task.honest}")
     ref = Clairvoyant(game, seed=bot_seed ^ 1, budget=task.budget, **task.reference)
+    messages = Messages([honest if s == me else None for s in (0, 1)], game, decision_ms=round(1000 * task.budget))
+    messages.started(me)
     iterations = [[], []]  # per searched decision: honest, reference
     while game.to_move is not None:
-        if game.to_move == me:
+        mover = game.to_move
+        if mover == me:
             legal = game.legal_moves
             if told is None:
-                game.push_code(legal_codes([honest.choose(view(game, me), legal)])[0])
+                move = honest.choose(view(game, me), legal)
             else:
                 codes = game.legal_codes()
-                game.push_code(codes[0] if len(codes) == 1 else honest.choose_code(told, codes))
+                move = MOVES[codes[0] if len(codes) == 1 else honest.choose_code(told, codes)]
             if len(legal) > 1 and hasattr(honest, "last_iterations"):
                 iterations[0].append(honest.last_iterations)
         else:
             many = len(game.legal_codes()) > 1
-            game.push_code(ref.decide())
+            move = MOVES[ref.decide()]
             if many:
                 iterations[1].append(ref.search.last_iterations)
+        game.push(move)
+        messages.moved(move, mover)
     w = game.winner()
+    messages.over(GameResult(w, game.end_reason or "", list(game.scores()), list(game.cup_sizes())))  # type: ignore[arg-type]
     return {
         "deal": task.deal, "honest_seat": me, "score": 0.5 if w is None else 1.0 if w == me else 0.0,
         "points": list(game.scores()), "end_reason": game.end_reason, "plies": len(game.history),

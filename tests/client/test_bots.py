@@ -9,9 +9,11 @@ import pytest
 
 from mandala import Game, Move, View, view
 from mandala.moves import CLAIM_BASE, PASS_CODE
+from mandala.record import move_of
 from mandala.sample import Sampler
 from mandala_client.bots import SHORTCUTS, GreedyBot, RandomBot, SearchBot
 from mandala_client.offline import load_bot, play_game
+from protocol.messages import GameOver, GameStart, Update
 
 
 class Checked:
@@ -139,3 +141,51 @@ def test_search_tree_depth_caps_the_moves_an_iteration_follows_in_the_tree() -> 
     assert load_bot("search,tree_depth=2", seed=1).tree_depth == 2
     with pytest.raises(ValueError, match="tree_depth"):
         SearchBot(tree_depth=0)
+
+
+class Notified(RandomBot):
+    """Hears a game's messages through ``notify``."""
+
+    def __init__(self, seed: int) -> None:
+        super().__init__(seed=seed)
+        self.heard: list[Any] = []
+
+    def notify(self, message: Any) -> None:
+        self.heard.append(message)
+
+
+class Hooked(RandomBot):
+    """Hears them through the online client's hooks, one of them a coroutine."""
+
+    def __init__(self, seed: int) -> None:
+        super().__init__(seed=seed)
+        self.heard: list[Any] = []
+
+    def on_game_start(self, start: GameStart) -> None:
+        self.heard.append(start)
+
+    async def on_update(self, update: Update) -> None:
+        self.heard.append(update)
+
+    def on_game_over(self, over: GameOver) -> None:
+        self.heard.append(over)
+
+
+def test_offline_a_bot_hears_its_games_through_notify_or_the_online_hooks_alike() -> None:
+    """A bot written for the online client follows an offline game (``mandala match``, the
+    benchmarks) as it would on a server: the same messages, each with its own seat's view."""
+    a, b = Hooked(1), Notified(2)
+    game = Game.new(seed=4)
+    outcome = play_game([a, b], game, "g1", ("ann", "ben"))
+    for seat, bot in enumerate((a, b)):
+        start, *updates, over = bot.heard
+        assert isinstance(start, GameStart) and (start.game_id, start.seat) == ("g1", seat)
+        assert [u.ply for u in updates] == list(range(outcome.plies + 1))
+        replay = Game.new(seed=4)
+        for u in updates:
+            if u.move is not None:
+                replay.push(move_of(u.move))
+            assert u.view == view(replay, seat)
+        assert isinstance(over, GameOver) and over.result.scores == list(outcome.scores)
+    assert [type(m) for m in a.heard] == [type(m) for m in b.heard]
+    assert [u.move for u in a.heard[1:-1]] == [u.move for u in b.heard[1:-1]]

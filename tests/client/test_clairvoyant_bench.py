@@ -20,7 +20,9 @@ from typing import Any, ClassVar
 
 import pytest
 
-from mandala import Game, Move, View, view
+from mandala import Game, Move, View, record_of, view
+from mandala.record import move_of
+from protocol.messages import GameOver, GameStart, Update
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -147,6 +149,39 @@ def test_the_honest_side_is_handed_its_view_and_the_legal_moves_only(monkeypatch
     assert len(Spy.calls) == len(seen) > 10
     for (v, legal), (expected, expected_legal) in zip(Spy.calls, seen, strict=True):
         assert isinstance(v, View) and v.seat == 1 and v == expected and legal == expected_legal
+
+
+class Listener(Spy):
+    """A honest bot that also hears the game's messages, as a bot on a server does."""
+
+    heard: ClassVar[list[Any]] = []
+
+    def notify(self, message: Any) -> None:
+        Listener.heard.append(message)
+
+
+def test_the_honest_side_hears_what_a_server_would_tell_its_seat(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``game_start``, an ``update`` with the seat's view after each move of either side, and
+    ``game_over`` with the record: what lets a bot follow the opponent's moves (inference)."""
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    Spy.calls, Listener.heard = [], []
+    row = bench.play(bench.Task(deal=1, honest_seat=0, honest="test_clairvoyant_bench:Listener",
+                                reference={"iterations": 10}, budget=0.0, seed=0))
+    start, first, *updates, over = Listener.heard
+    assert isinstance(start, GameStart) and start.seat == 0 and start.first_player == 1
+    assert isinstance(first, Update) and first.move is None and first.ply == 0
+    assert isinstance(over, GameOver) and over.result.end_reason == row["end_reason"]
+    replay = Game.new(seed="clairvoyant:0:1", first_player=1)  # type: ignore[arg-type]
+    assert [u.ply for u in updates] == list(range(1, row["plies"] + 1))
+    for u in updates:
+        assert isinstance(u, Update) and u.move is not None
+        replay.push(move_of(u.move))
+        assert u.view == view(replay, 0)  # its own seat's view, nothing more
+    assert {u.move.player for u in updates if u.move is not None} == {0, 1}
+    assert over.record == record_of(replay) and list(replay.scores()) == row["points"]
+    # Every view a decision was handed is one an update carried.
+    last = {u.ply: u.view for u in [first, *updates]}
+    assert all(v in last.values() for v, _ in Spy.calls)
 
 
 def test_a_short_run_reports_the_honest_sides_score_with_its_interval(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -2,7 +2,8 @@
 
 :func:`load_bot` turns a bot spec into a bot and :func:`play_game` plays one
 game between two bots. A bot needs only ``choose(view, legal)``; a bot that
-also has ``notify(message)`` receives the server's ``game_start``,
+also has ``notify(message)``, or the online client's hooks (``on_game_start``,
+``on_update``, ``on_game_over``), receives the server's ``game_start``,
 ``update`` and ``game_over`` messages (:mod:`protocol.messages`), and a bot
 with ``decide(decision)`` gets the whole ``decision`` message instead of
 ``choose``'s two arguments. ``choose`` and ``decide`` may be coroutines.
@@ -174,6 +175,74 @@ def _played(move: Move, player: int) -> PlayedMove:
     return msgspec.convert({**move_to_dict(move), "player": player}, PlayedMove)  # type: ignore[arg-type]
 
 
+HOOKS: dict[type, str] = {GameStart: "on_game_start", Update: "on_update", GameOver: "on_game_over"}
+"""The hook of the online client (``mandala_client.client``) that hears each message."""
+
+
+def _listener(bot: Any) -> Callable[[Any], None] | None:
+    """How ``bot`` hears a game's messages: its ``notify(message)`` and its online client's
+    hooks (``on_game_start``, ``on_update``, ``on_game_over``), whichever it has; ``None``
+    if it has neither."""
+    notify = getattr(bot, "notify", None)
+    hooks = {tp: h for tp, name in HOOKS.items() if (h := getattr(bot, name, None)) is not None}
+    if notify is None and not hooks:
+        return None
+
+    def hear(message: Any) -> None:
+        if notify is not None:
+            _resolve(notify(message))
+        hook = hooks.get(type(message))
+        if hook is not None:
+            _resolve(hook(message))
+
+    return hear
+
+
+class Messages:
+    """Tells the bots that listen what a server would send them about ``game``:
+    ``game_start`` and a first ``update``, an ``update`` after each move, each with the seat's
+    own view, and ``game_over``. ``bots[p]`` plays seat ``p``; a bot hears them through
+    ``notify(message)`` or the online client's hooks (:func:`_listener`), so that a bot
+    written for a server follows its games offline the same way."""
+
+    def __init__(self, bots: list[Any], game: Game, game_id: str = "offline",
+                 names: tuple[str, str] = ("seat0", "seat1"), decision_ms: int = DECISION_MS) -> None:
+        self.hooks = [_listener(b) for b in bots]
+        self.listening = any(h is not None for h in self.hooks)
+        self.game = game
+        self.game_id = game_id
+        self.names = names
+        self.decision_ms = decision_ms
+
+    def started(self, seat: int) -> None:
+        """Tell ``seat`` that the game starts (each seat in turn, so that a failing bot is known)."""
+        hear = self.hooks[seat]
+        if hear is not None:
+            players = [Player(self.names[0], 0), Player(self.names[1], 1)]
+            hear(GameStart(self.game_id, seat, players, self.game.first_player,  # type: ignore[arg-type]
+                           self.decision_ms, False))
+            hear(Update(self.game_id, 0, None, view(self.game, seat)))
+
+    def moved(self, move: Move, seat: int) -> None:
+        """``seat`` played ``move``, which the game has just applied."""
+        if self.listening:
+            played = _played(move, seat)
+            ply = len(self.game.history)
+            for p, hear in enumerate(self.hooks):
+                if hear is not None:
+                    hear(Update(self.game_id, ply, played, view(self.game, p)))
+
+    def over(self, result: GameResult) -> None:
+        if self.listening:
+            message = GameOver(self.game_id, result, record_of(self.game))
+            for hear in self.hooks:
+                if hear is not None:
+                    try:
+                        hear(message)
+                    except BotError:
+                        pass  # the game is decided; a bot that fails to hear it changes nothing
+
+
 def play_game(
     bots: list[Any],
     game: Game,
@@ -183,22 +252,11 @@ def play_game(
 ) -> Outcome:
     """Play ``game`` to its end, ``bots[p]`` deciding for seat ``p``; the game is left finished
     (or, after a forfeit, where it stopped)."""
-    notify = [getattr(b, "notify", None) for b in bots]
-    players = [Player(names[0], 0), Player(names[1], 1)]
-
-    def tell(ply: int, played: PlayedMove) -> None:
-        for seat in (0, 1):
-            hook = notify[seat]
-            if hook is not None:
-                _resolve(hook(Update(game_id, ply, played, view(game, seat))))
-
+    messages = Messages(bots, game, game_id, names, decision_ms)
     seat = 0
     try:
         for seat in (0, 1):
-            hook = notify[seat]
-            if hook is not None:
-                _resolve(hook(GameStart(game_id, seat, players, game.first_player, decision_ms, False)))  # type: ignore[arg-type]
-                _resolve(hook(Update(game_id, 0, None, view(game, seat))))
+            messages.started(seat)
         while game.to_move is not None:
             seat = game.to_move
             legal = game.legal_moves
@@ -212,22 +270,13 @@ def play_game(
                 game.push(move)
             except IllegalMove as e:
                 raise BotError(f"illegal move {move!r}: {e}") from None
-            if notify[0] is not None or notify[1] is not None:
-                tell(len(game.history), _played(move, seat))
+            messages.moved(move, seat)
         outcome = Outcome(game.winner(), game.end_reason or "", game.scores(), len(game.history))
         reason = outcome.end_reason
     except BotError as e:
         outcome = Outcome(1 - seat, "forfeit", game.scores(), len(game.history), seat, str(e))
         reason = "timeout" if e.timeout else "resign"
-    if notify[0] is not None or notify[1] is not None:
-        result = GameResult(outcome.winner, reason, list(outcome.scores), list(game.cup_sizes()))  # type: ignore[arg-type]
-        over = GameOver(game_id, result, record_of(game))
-        for hook in notify:
-            if hook is not None:
-                try:
-                    _resolve(hook(over))
-                except BotError:
-                    pass  # the game is decided; a bot that fails to hear it changes nothing
+    messages.over(GameResult(outcome.winner, reason, list(outcome.scores), list(game.cup_sizes())))  # type: ignore[arg-type]
     return outcome
 
 
