@@ -112,39 +112,10 @@ class Sampler:
             _enter_destruction(template, d.mandala, d.completed_by, d.first_picker, view.to_move)
         self._template = template
 
-    @property
-    def hand_size(self) -> int:
-        """Cards in the opponent's hand."""
-        return self._opp_hand
-
-    def hand(self, rng: random.Random) -> list[int]:
-        """A random opponent hand (counts by color) drawn from the unseen cards."""
-        hand = [0] * 6
-        for c in rng.sample(self._unseen, self._opp_hand):
-            hand[c] += 1
-        return hand
-
-    def sample_with_hand(self, hand: list[int], rng: random.Random) -> Game | None:
-        """A game consistent with the view in which the opponent holds ``hand`` (counts by
-        color); ``None`` if the unseen cards cannot make that hand."""
-        left = [0] * 6
-        for c in self._unseen:
-            left[c] += 1
-        if sum(hand) != self._opp_hand or any(left[c] < hand[c] for c in range(6)):
-            return None
-        cards = [c for c in range(6) for _ in range(left[c] - hand[c])]
-        rng.shuffle(cards)
-        held = [c for c in range(6) for _ in range(hand[c])]
-        return self._deal(held + cards, rng)
-
     def sample(self, rng: random.Random) -> Game:
         """A new game consistent with the view; its future reshuffles follow from ``rng``."""
         cards = self._unseen[:]
         rng.shuffle(cards)
-        return self._deal(cards, rng)
-
-    def _deal(self, cards: list[int], rng: random.Random) -> Game:
-        """The game whose opponent hand, starting cup and deck (top first) are ``cards`` in turn."""
         game = self._template.copy()
         opp = 1 - self.seat
         h, k = self._opp_hand, self._opp_hand + self._opp_cup

@@ -38,13 +38,10 @@ from typing import Protocol
 
 from mandala import Game, Move, View
 from mandala.moves import DISCARD, FIELD, MOUNTAIN, MOVE_PARTS
-from mandala.record import move_code
 from mandala.sample import Sampler
-from protocol.messages import GameOver, Update
 
 from .base import legal_codes
 from .heuristics import best_claim, evaluate, resolve_picks, win_chance
-from .inference import Inferred, Observation, is_turn
 
 DEFAULT_BUDGET = 1.0
 """Seconds per decision when neither a budget nor an iteration cap is given."""
@@ -124,8 +121,6 @@ class SearchBot:
         clock: str = "wall",
         evaluation: str = "learned",
         tree_depth: int | None = None,
-        inference: int = 0,
-        temperature: float = 3.0,
     ) -> None:
         if policy not in ("random", "weighted"):
             raise ValueError(f"policy is 'random' or 'weighted', not {policy!r}")
@@ -147,10 +142,6 @@ class SearchBot:
         self.evaluation = evaluation
         self.tree_depth = tree_depth
         self._rng = random.Random(seed)
-        self.inference = inference
-        self.temperature = temperature
-        self._last: dict[str, View] = {}
-        self._seen: dict[str, Observation] = {}
         self.last_iterations = 0
         """Iterations run for the last decision (for tuning and tests)."""
 
@@ -158,28 +149,7 @@ class SearchBot:
         if len(legal) == 1:
             return legal[0]
         codes = legal_codes(legal)
-        source: Source = Sampler(view)
-        if self.inference:
-            seen = next((self._seen.get(g) for g, v in self._last.items() if v == view), None)
-            if seen is not None:
-                source = Inferred(view, seen, self._rng, self.inference, self.temperature)
-        return legal[codes.index(self.choose_code(source, codes))]
-
-    def notify(self, message: object) -> None:
-        """Keep each game's last view and the opponent's last turn (for ``inference``)."""
-        if not self.inference:
-            return
-        if isinstance(message, Update):
-            before = self._last.get(message.game_id)
-            move = message.move
-            if before is not None and move is not None and move.player != message.view.seat:
-                code = move_code(move)
-                if is_turn(code) and before.phase == "turn" and before.to_move == move.player:
-                    self._seen[message.game_id] = Observation(before, code)
-            self._last[message.game_id] = message.view
-        elif isinstance(message, GameOver):
-            self._last.pop(message.game_id, None)
-            self._seen.pop(message.game_id, None)
+        return legal[codes.index(self.choose_code(Sampler(view), codes))]
 
     def choose_code(self, source: Source, codes: Sequence[int]) -> int:
         """The code to play among ``codes``, searching on games drawn from ``source``.
