@@ -40,6 +40,13 @@ async def quiet(http: aiohttp.ClientSession, leader: ServeProcess) -> bool:
         got[1]["cluster"]["games_starting"] == 0)
 
 
+async def seeking(http: aiohttp.ClientSession, server: ServeProcess, bot: str) -> bool:
+    """Whether ``server`` (the leader) pairs ``bot`` for the ladder: its profile's ``seeking``."""
+    async with http.get(f"{server.url}/api/bots/{bot}") as resp:
+        assert resp.status == 200, await resp.text()
+        return bool((await resp.json())["seeking"])
+
+
 async def stop(tasks: list[asyncio.Task[None]]) -> None:
     """Cancel ``tasks`` (bots, say) and wait until they are done."""
     for task in tasks:

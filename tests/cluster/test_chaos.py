@@ -40,7 +40,7 @@ import pytest
 
 import mandala
 from arena_testkit import ServeProcess, assert_ratings_replay, free_port, stored_games, wait_until
-from cluster_kit import FAST, leader_of, node, quiet, seat_consistency, stop
+from cluster_kit import FAST, leader_of, node, quiet, seat_consistency, seeking, stop
 from protocol.messages import PROTOCOL_VERSION, Decision, GameOver, GameStart, ServerMessage, Update
 from server.storage.postgres import PostgresStorage
 
@@ -297,12 +297,8 @@ async def _at_least(count: Any, n: int) -> bool:
 
 
 async def _nobody_seeks(http: aiohttp.ClientSession, leader: ServeProcess, bots: list[str]) -> bool:
-    """Whether the leader pairs none of ``bots`` (each one's profile says it does not seek)."""
-    for bot in bots:
-        async with http.get(f"{leader.url}/api/bots/{bot}") as resp:
-            if resp.status != 200 or (await resp.json())["seeking"]:
-                return False
-    return True
+    """Whether the leader pairs none of ``bots``."""
+    return not any([await seeking(http, leader, bot) for bot in bots])
 
 
 async def _none_running(database: str) -> bool:

@@ -14,17 +14,10 @@ from pathlib import Path
 import aiohttp
 
 from arena_testkit import PROCESS_ADMIN, ServeProcess, WsClient, wait_until
-from cluster_kit import FAST, connect, is_now, leader_of, node
+from cluster_kit import FAST, connect, is_now, leader_of, node, seeking
 from protocol.messages import GameStart, LadderStatus
 
 ADMIN = {"Authorization": f"Bearer {PROCESS_ADMIN}"}
-
-
-async def seeking_on(http: aiohttp.ClientSession, server: ServeProcess, bot: str) -> bool:
-    """Whether ``server`` (the leader) pairs ``bot`` for the ladder: its profile's ``seeking``."""
-    async with http.get(f"{server.url}/api/bots/{bot}") as resp:
-        assert resp.status == 200, await resp.text()
-        return bool((await resp.json())["seeking"])
 
 
 async def test_a_bot_back_on_another_node_before_its_node_is_missed_does_not_keep_its_old_seek(
@@ -51,19 +44,19 @@ async def test_a_bot_back_on_another_node_before_its_node_is_missed_does_not_kee
             clients.append(on_n2)
             await on_n2.send({"type": "seek"})
             assert (await on_n2.until(LadderStatus)).seeking
-            await wait_until(lambda: seeking_on(http, n1, "ada"), 10, "the leader never heard ada's seek")
+            await wait_until(lambda: seeking(http, n1, "ada"), 10, "the leader never heard ada's seek")
 
             n2.kill(signal.SIGKILL)
             on_n3, _ = await connect(http, n3.url, token)  # at once: n2's death is not noticed yet
             clients.append(on_n3)
-            await wait_until(lambda: is_now(seeking_on(http, n1, "ada"), False), 10,
+            await wait_until(lambda: is_now(seeking(http, n1, "ada"), False), 10,
                              "the leader kept the seek of ada's connection on the dead node")
 
             # Its own seek on the new node counts, and once the ladder runs it qualifies.
             await on_n3.send({"type": "seek"})
             status = await on_n3.until(LadderStatus)
             assert (status.seeking, status.state) == (True, "qualifying")
-            await wait_until(lambda: seeking_on(http, n1, "ada"), 10, "the leader never heard ada's new seek")
+            await wait_until(lambda: seeking(http, n1, "ada"), 10, "the leader never heard ada's new seek")
             async with http.post(n1.url + "/api/ladder/resume", headers=ADMIN) as resp:
                 assert resp.status == 200
             start = await on_n3.until(GameStart)
