@@ -160,3 +160,46 @@ def win_chance(game: Game, me: int) -> float:
     fitted to the outcomes of searched games (:data:`WIN_WEIGHTS`). Resolve a destruction first."""
     z = sum(w * x for w, x in zip(WIN_WEIGHTS, win_features(game, me), strict=True))
     return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+
+
+RICH_WEIGHTS: tuple[float, ...] = (0.2027, 0.0483, 0.1722, 1.1926, 1.1419, -0.0522, 0.0461, -0.0212, -1.2909, -0.8460, 0.2079, -0.1070, -0.0212, 0.0490, -0.0218, 0.4199, -0.1223, -0.0023, 0.3102, 0.0745, 0.1381, -0.2358, 0.0978, -0.4124, 0.1877, 0.0223, -0.0137)
+"""Experiment: the weights of :func:`rich_features`, fitted by ``bench/fit_rich.py``."""
+
+
+def _side(game: Game, p: int) -> tuple[float, ...]:
+    river = game.rivers[p]
+    nxt = len(river) + 1
+    cup = game.cups[p]
+    hand = game.hands[p]
+    unscored = best = hand_in = hand_value = mount_value = mount_new = 0
+    slot = [0] * 6
+    for i, c in enumerate(river):
+        slot[c] = i + 1
+    m0, m1 = game.mountains
+    for c in range(6):
+        s = slot[c]
+        if s:
+            hand_in += hand[c]
+            hand_value += hand[c] * s
+            mount_value += (m0[c] + m1[c]) * s
+        else:
+            unscored += cup[c]
+            best = max(best, cup[c])
+            mount_new += (m0[c] > 0) + (m1[c] > 0)
+    fs = game.field_sizes
+    return (float(unscored * nxt), float(best * nxt), float(hand_in), float(hand_value),
+            float(fs[0][p] + fs[1][p]), float(sum(cup)), float(mount_value), float(mount_new))
+
+
+def rich_features(game: Game, me: int) -> tuple[float, ...]:
+    """:func:`win_features` and eight more leads, alone and times the game's progress."""
+    progress = 1.0 if game.deck_exhausted else (DEALT_DECK - len(game.deck)) / DEALT_DECK
+    a, b = _side(game, me), _side(game, 1 - me)
+    lead = [x - y for x, y in zip(a, b, strict=True)]
+    return (*win_features(game, me), *lead, *(x * progress for x in lead))
+
+
+def rich_chance(game: Game, me: int) -> float:
+    """:func:`win_chance` on :func:`rich_features`."""
+    z = sum(w * x for w, x in zip(RICH_WEIGHTS, rich_features(game, me), strict=True))
+    return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
