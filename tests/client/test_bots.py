@@ -189,3 +189,17 @@ def test_offline_a_bot_hears_its_games_through_notify_or_the_online_hooks_alike(
         assert isinstance(over, GameOver) and over.result.scores == list(outcome.scores)
     assert [type(m) for m in a.heard] == [type(m) for m in b.heard]
     assert [u.move for u in a.heard[1:-1]] == [u.move for u in b.heard[1:-1]]
+
+
+class Failing(RandomBot):
+    def on_update(self, update: Update) -> None:
+        if update.ply == 3:
+            raise ValueError("a bug in the bot's hook")
+
+
+def test_offline_a_failing_hook_is_logged_and_the_game_goes_on(caplog: pytest.LogCaptureFixture) -> None:
+    """As the online client does: a bug in a hook costs the bot nothing but a log line."""
+    outcome = play_game([Failing(seed=1), RandomBot(seed=2)], Game.new(seed=6))
+    assert outcome.forfeit is None and outcome.end_reason in ("river", "deck", "no_moves", "turn_limit")
+    failures = [r for r in caplog.records if "on_update() of" in r.getMessage()]
+    assert len(failures) == 1 and failures[0].exc_info is not None

@@ -31,6 +31,7 @@ import asyncio
 import importlib
 import inspect
 import json
+import logging
 import os
 import shlex
 import sys
@@ -46,6 +47,8 @@ from protocol.messages import Decision, GameOver, GameResult, GameStart, Player,
 
 from .bots import SHORTCUTS
 from .external import BotError, ExternalBot
+
+log = logging.getLogger("mandala_client")
 
 DECISION_MS = 5000
 """The per-decision limit announced to bots when no budget is given (the server's default)."""
@@ -182,7 +185,8 @@ HOOKS: dict[type, str] = {GameStart: "on_game_start", Update: "on_update", GameO
 def _listener(bot: Any) -> Callable[[Any], None] | None:
     """How ``bot`` hears a game's messages: its ``notify(message)`` and its online client's
     hooks (``on_game_start``, ``on_update``, ``on_game_over``), whichever it has; ``None``
-    if it has neither."""
+    if it has neither. A hook that fails is logged, as the online client does; ``notify``'s
+    :class:`BotError` (an external program gone) forfeits the game."""
     notify = getattr(bot, "notify", None)
     hooks = {tp: h for tp, name in HOOKS.items() if (h := getattr(bot, name, None)) is not None}
     if notify is None and not hooks:
@@ -193,7 +197,10 @@ def _listener(bot: Any) -> Callable[[Any], None] | None:
             _resolve(notify(message))
         hook = hooks.get(type(message))
         if hook is not None:
-            _resolve(hook(message))
+            try:
+                _resolve(hook(message))
+            except Exception:  # as on a server (``games.call_hook``): logged, and the game goes on
+                log.exception("%s() of %r failed", HOOKS[type(message)], bot)
 
     return hear
 
