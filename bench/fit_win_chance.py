@@ -5,12 +5,13 @@ reproducible from its number) play itself and appends each game to a JSON-lines 
 seed, first player, moves and winner. ``fit`` replays those games, takes every position where a
 turn begins, and fits a logistic model of the game's outcome for seat 0 (a win 1, a draw ½, a
 loss 0) on :func:`mandala_client.bots.heuristics.win_features` by Newton's method, with a small
-ridge. It prints the held-out log-loss (every fifth game held out) beside that of the
-hand-made evaluation as the search uses it, and the weights to paste into ``WIN_WEIGHTS``,
-fitted on all games.
+ridge. It prints the held-out log-loss, each fifth of the games held out in turn and fitted
+on the rest, beside that of the hand-made evaluation as the search uses it and that of the
+model without its prospects, and the weights to paste into ``WIN_WEIGHTS``, fitted on all
+games. The shipped weights were fitted on the learned search's own games:
 
-    python bench/fit_win_chance.py play --games 1200 --jobs 2 --out win-chance.jsonl
-    python bench/fit_win_chance.py fit win-chance.jsonl
+    python bench/fit_win_chance.py play --evaluation learned --games 1000 --first 2000 --jobs 2 --out learned.jsonl
+    python bench/fit_win_chance.py fit learned.jsonl
 
 The model has no constant term: every feature is a lead of one seat over the other, so the
 same weights judge a position from either seat and a level position is worth one half.
@@ -35,6 +36,8 @@ from mandala_client.bots.heuristics import evaluate, win_features
 from mandala_client.bots.search import EVAL_SCALE, JUDGEMENTS, SearchBot
 
 ITERATIONS = 150
+BASE_FEATURES = 11
+"""The features of ``win_chance`` before its prospects (``heuristics.win_features``)."""
 """Iterations a decision of the searches that play the games (about 1.3 s of CPU a game)."""
 
 
@@ -74,11 +77,17 @@ def positions(rows: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, np.nd
     return np.array(xs), np.array(ys), np.array(games), np.array(hand)
 
 
+def chance(z: np.ndarray) -> np.ndarray:
+    """The logistic function, its argument clipped as ``heuristics.win_chance`` clips it (a fit
+    on a few games may separate them and send the weights far out)."""
+    return 1.0 / (1.0 + np.exp(-np.clip(z, -30.0, 30.0)))
+
+
 def fit(x: np.ndarray, y: np.ndarray, ridge: float = 1e-3) -> np.ndarray:
     """Logistic regression by Newton's method (outcomes may be ½)."""
     w = np.zeros(x.shape[1])
     for _ in range(50):
-        p = 1.0 / (1.0 + np.exp(-(x @ w)))
+        p = chance(x @ w)
         grad = x.T @ (p - y) + ridge * w
         hess = (x * (p * (1.0 - p))[:, None]).T @ x + ridge * np.eye(x.shape[1])
         step = np.linalg.solve(hess, grad)
@@ -90,7 +99,7 @@ def fit(x: np.ndarray, y: np.ndarray, ridge: float = 1e-3) -> np.ndarray:
 
 def log_loss(z: np.ndarray, y: np.ndarray) -> float:
     """Mean log-loss of the chances ``1 / (1 + e^-z)``."""
-    p = np.clip(1.0 / (1.0 + np.exp(-z)), 1e-9, 1 - 1e-9)
+    p = np.clip(chance(z), 1e-9, 1 - 1e-9)
     return float(-np.mean(y * np.log(p) + (1.0 - y) * np.log(1.0 - p)))
 
 
@@ -119,16 +128,24 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     rows = [json.loads(line) for f in args.files for line in f.read_text().splitlines() if line.strip()]
     x, y, games, hand = positions(rows)
-    held = games % 5 == 0
-    w = fit(x[~held], y[~held])
-    scale = fit(hand[~held][:, None], y[~held])[0]
-    print(f"{len(rows)} games, {len(y)} positions; held-out log-loss (every fifth game):")
-    print(f"  hand-made evaluation, e^(-eval / {EVAL_SCALE:g}): {log_loss(hand[held], y[held]):.4f}")
-    print(f"  hand-made evaluation, best scale (/{EVAL_SCALE / scale:.2f}): {log_loss(scale * hand[held], y[held]):.4f}")
-    print(f"  win_chance: {log_loss(x[held] @ w, y[held]):.4f}")
+    print(f"{len(rows)} games, {len(y)} positions; held-out log-loss, each fifth of the games held out in turn:")
+    print(f"  {'fold':>4}  {'hand-made':>9}  {'best scale':>10}  {'win_chance':>10}  {'without prospects':>17}")
+    losses = []
+    for k in range(5):
+        held = games % 5 == k
+        scale = fit(hand[~held][:, None], y[~held])[0]
+        w = fit(x[~held], y[~held])
+        w_base = fit(x[~held][:, :BASE_FEATURES], y[~held])
+        losses.append((log_loss(hand[held], y[held]), log_loss(scale * hand[held], y[held]),
+                       log_loss(x[held] @ w, y[held]), log_loss(x[held][:, :BASE_FEATURES] @ w_base, y[held])))
+        print(f"  {k:>4}  " + "  ".join(f"{v:>{width}.4f}" for v, width in zip(losses[-1], (9, 10, 10, 17), strict=True)))
+    mean = np.mean(np.array(losses), axis=0)
+    print(f"  {'mean':>4}  " + "  ".join(f"{v:>{width}.4f}" for v, width in zip(mean, (9, 10, 10, 17), strict=True)))
+    print(f"  (hand-made: e^(-eval / {EVAL_SCALE:g}); best scale: fitted on the rest; without prospects: "
+          f"the first {BASE_FEATURES} features)")
     weights = fit(x, y)
     print("WIN_WEIGHTS = (" + ", ".join(f"{v:.4f}" for v in weights) + ")")
-    print(f"# the mean judgement of a seat-0 position that it won: {math.fsum(1.0 / (1.0 + np.exp(-(x[y == 1] @ weights)))) / max(1, int((y == 1).sum())):.3f}")
+    print(f"# the mean judgement of a seat-0 position that it won: {math.fsum(chance(x[y == 1] @ weights)) / max(1, int((y == 1).sum())):.3f}")
     return 0
 
 

@@ -65,6 +65,23 @@ def test_win_chance_reads_the_unscored_cup_and_the_progress() -> None:
     assert after[3] == before[3] + 2
     progress = 1.0 if game.deck_exhausted else (heuristics.DEALT_DECK - len(game.deck)) / heuristics.DEALT_DECK
     assert after[8] == pytest.approx(before[8] + 2 * progress)
+    # Prospects: two unscored cards would score the next river slot's number each.
+    nxt = len(game.rivers[0]) + 1
+    assert after[11] == before[11] + 2 * nxt and after[16] == before[16] + 2  # the cup is two cards bigger
+    assert after[19] == pytest.approx(before[19] + 2 * nxt * progress)
+
+
+def test_win_chance_reads_cards_in_hand_of_the_rivers_colors_by_their_slots() -> None:
+    game = _turn_after(9, 60)
+    assert game.to_move is not None and game.rivers[0]
+    before = win_features(game, 0)
+    slot = len(game.rivers[0])
+    game.hands[0][game.rivers[0][-1]] += 1
+    game.hand_sizes[0] += 1
+    after = win_features(game, 0)
+    assert after[2] == before[2] + 1  # one more card in hand
+    assert (after[13], after[14]) == (before[13] + 1, before[14] + slot)  # of a river color, in slot ``slot``
+    assert win_features(game, 1)[13:15] == (-after[13], -after[14])
 
 
 def test_the_search_judges_cut_off_playouts_as_its_evaluation_option_says(monkeypatch: pytest.MonkeyPatch) -> None:

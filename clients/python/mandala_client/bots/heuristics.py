@@ -129,17 +129,48 @@ def evaluate(game: Game, me: int) -> float:
 DEALT_DECK = 88
 """Cards in the draw deck after the deal (R3): 108 less 2 × (2 mountain + 6 hand + 2 cup) cards."""
 
-WIN_WEIGHTS = (0.0481, 0.0718, 0.0309, 0.2960, 0.4719, 0.1604, 0.0697, 0.1349, -0.0564, -0.2523, 0.1332)
-"""The logistic model of :func:`win_chance`, fitted by ``bench/fit_win_chance.py``: weights of the
-score, outlook, hand, unscored-cup and river differences, the same five times the game's
-progress, and whose turn it is."""
+WIN_WEIGHTS = (0.2027, 0.0483, 0.1722, 1.1926, 1.1419, -0.0522, 0.0461, -0.0212, -1.2909, -0.8460, 0.2079,
+               -0.1070, -0.0212, 0.0490, -0.0218, 0.4199, -0.1223, -0.0023, 0.3102,
+               0.0745, 0.1381, -0.2358, 0.0978, -0.4124, 0.1877, 0.0223, -0.0137)
+"""The logistic model of :func:`win_chance`, fitted by ``bench/fit_win_chance.py``: weights of
+:func:`win_features` in its order."""
+
+
+def _prospects(game: Game, p: int) -> tuple[int, ...]:
+    """What seat ``p`` may still make of its cards (see :func:`win_features`)."""
+    river = game.rivers[p]
+    slot = [0] * 6
+    for i, c in enumerate(river):
+        slot[c] = i + 1
+    cup, hand = game.cups[p], game.hands[p]
+    m0, m1 = game.mountains
+    unscored = most = held = held_value = mountain_value = mountain_new = 0
+    for c in range(6):
+        s = slot[c]
+        if s:
+            held += hand[c]
+            held_value += hand[c] * s
+            mountain_value += (m0[c] + m1[c]) * s
+        else:
+            unscored += cup[c]
+            most = max(most, cup[c])
+            mountain_new += (m0[c] > 0) + (m1[c] > 0)
+    nxt = len(river) + 1
+    fields = game.field_sizes[0][p] + game.field_sizes[1][p]
+    return (unscored * nxt, most * nxt, held, held_value, fields, sum(cup), mountain_value, mountain_new)
 
 
 def win_features(game: Game, me: int) -> tuple[float, ...]:
     """What :func:`win_chance` weighs, each as ``me``'s lead over the opponent (so the model is
     the same from either seat): score (R21), the mountains' outlooks, cards in hand, cup cards
     whose color is not in the river yet (they score when it joins), river length; the same five
-    times the game's progress (the draw deck's share drawn, R17b); +1 if ``me`` is to move."""
+    times the game's progress (the draw deck's share drawn, R17b); +1 if ``me`` is to move.
+    Then eight prospects, alone and times the progress: the unscored cup cards times the next
+    river slot's number (what they would score if their color joined next), the most of them
+    in one color times the same, cards in hand of colors in the river and the same weighed by
+    their slots' numbers (cards that score if fed to a mountain and claimed back), cards in
+    fields, cards in the cup (fewer wins a tie, R21), mountain cards of colors in the river
+    weighed by their slots' numbers, and mountain colors not in the river."""
     o = 1 - me
     progress = 1.0 if game.deck_exhausted else (DEALT_DECK - len(game.deck)) / DEALT_DECK
     mine, theirs = game.river_masks[me], game.river_masks[o]
@@ -152,54 +183,13 @@ def win_features(game: Game, me: int) -> tuple[float, ...]:
         float(unscored),
         float(len(game.rivers[me]) - len(game.rivers[o])),
     )
-    return (*lead, *(x * progress for x in lead), 1.0 if game.to_move == me else -1.0)
+    more = [float(x - y) for x, y in zip(_prospects(game, me), _prospects(game, o), strict=True)]
+    return (*lead, *(x * progress for x in lead), 1.0 if game.to_move == me else -1.0,
+            *more, *(x * progress for x in more))
 
 
 def win_chance(game: Game, me: int) -> float:
     """The chance that ``me`` wins from this position (a draw counting half), by a logistic model
     fitted to the outcomes of searched games (:data:`WIN_WEIGHTS`). Resolve a destruction first."""
     z = sum(w * x for w, x in zip(WIN_WEIGHTS, win_features(game, me), strict=True))
-    return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
-
-
-RICH_WEIGHTS: tuple[float, ...] = (0.2027, 0.0483, 0.1722, 1.1926, 1.1419, -0.0522, 0.0461, -0.0212, -1.2909, -0.8460, 0.2079, -0.1070, -0.0212, 0.0490, -0.0218, 0.4199, -0.1223, -0.0023, 0.3102, 0.0745, 0.1381, -0.2358, 0.0978, -0.4124, 0.1877, 0.0223, -0.0137)
-"""Experiment: the weights of :func:`rich_features`, fitted by ``bench/fit_rich.py``."""
-
-
-def _side(game: Game, p: int) -> tuple[float, ...]:
-    river = game.rivers[p]
-    nxt = len(river) + 1
-    cup = game.cups[p]
-    hand = game.hands[p]
-    unscored = best = hand_in = hand_value = mount_value = mount_new = 0
-    slot = [0] * 6
-    for i, c in enumerate(river):
-        slot[c] = i + 1
-    m0, m1 = game.mountains
-    for c in range(6):
-        s = slot[c]
-        if s:
-            hand_in += hand[c]
-            hand_value += hand[c] * s
-            mount_value += (m0[c] + m1[c]) * s
-        else:
-            unscored += cup[c]
-            best = max(best, cup[c])
-            mount_new += (m0[c] > 0) + (m1[c] > 0)
-    fs = game.field_sizes
-    return (float(unscored * nxt), float(best * nxt), float(hand_in), float(hand_value),
-            float(fs[0][p] + fs[1][p]), float(sum(cup)), float(mount_value), float(mount_new))
-
-
-def rich_features(game: Game, me: int) -> tuple[float, ...]:
-    """:func:`win_features` and eight more leads, alone and times the game's progress."""
-    progress = 1.0 if game.deck_exhausted else (DEALT_DECK - len(game.deck)) / DEALT_DECK
-    a, b = _side(game, me), _side(game, 1 - me)
-    lead = [x - y for x, y in zip(a, b, strict=True)]
-    return (*win_features(game, me), *lead, *(x * progress for x in lead))
-
-
-def rich_chance(game: Game, me: int) -> float:
-    """:func:`win_chance` on :func:`rich_features`."""
-    z = sum(w * x for w, x in zip(RICH_WEIGHTS, rich_features(game, me), strict=True))
     return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))

@@ -41,7 +41,7 @@ from mandala.moves import DISCARD, FIELD, MOUNTAIN, MOVE_PARTS
 from mandala.sample import Sampler
 
 from .base import legal_codes
-from .heuristics import best_claim, evaluate, resolve_picks, rich_chance, win_chance
+from .heuristics import best_claim, evaluate, resolve_picks, win_chance
 
 DEFAULT_BUDGET = 1.0
 """Seconds per decision when neither a budget nor an iteration cap is given."""
@@ -66,12 +66,7 @@ def _learned_judgement(game: Game) -> float:
     return win_chance(game, 0)
 
 
-def _rich_judgement(game: Game) -> float:
-    return rich_chance(game, 0)
-
-
-JUDGEMENTS: dict[str, Callable[[Game], float]] = {"hand": _hand_judgement, "learned": _learned_judgement,
-                                                  "rich": _rich_judgement}
+JUDGEMENTS: dict[str, Callable[[Game], float]] = {"hand": _hand_judgement, "learned": _learned_judgement}
 """How a cut-off playout is judged (the ``evaluation`` option)."""
 
 
@@ -132,7 +127,7 @@ class SearchBot:
         if clock not in CLOCKS:
             raise ValueError(f"clock is 'wall' or 'cpu', not {clock!r}")
         if evaluation not in JUDGEMENTS:
-            raise ValueError(f"evaluation is one of {sorted(JUDGEMENTS)}, not {evaluation!r}")
+            raise ValueError(f"evaluation is 'hand' or 'learned', not {evaluation!r}")
         if tree_depth is not None and tree_depth < 1:
             raise ValueError(f"tree_depth is at least 1, not {tree_depth!r}")
         self._clock = CLOCKS[clock]
