@@ -136,8 +136,9 @@ WIN_WEIGHTS = (0.2027, 0.0483, 0.1722, 1.1926, 1.1419, -0.0522, 0.0461, -0.0212,
 :func:`win_features` in its order."""
 
 
-def _prospects(game: Game, p: int) -> tuple[int, ...]:
-    """What seat ``p`` may still make of its cards (see :func:`win_features`)."""
+def _prospects(game: Game, p: int) -> tuple[int, tuple[int, ...]]:
+    """Seat ``p``'s unscored cup cards, and what it may still make of its cards (the eight
+    prospects of :func:`win_features`)."""
     river = game.rivers[p]
     slot = [0] * 6
     for i, c in enumerate(river):
@@ -157,7 +158,7 @@ def _prospects(game: Game, p: int) -> tuple[int, ...]:
             mountain_new += (m0[c] > 0) + (m1[c] > 0)
     nxt = len(river) + 1
     fields = game.field_sizes[0][p] + game.field_sizes[1][p]
-    return (unscored * nxt, most * nxt, held, held_value, fields, sum(cup), mountain_value, mountain_new)
+    return unscored, (unscored * nxt, most * nxt, held, held_value, fields, sum(cup), mountain_value, mountain_new)
 
 
 def win_features(game: Game, me: int) -> tuple[float, ...]:
@@ -173,17 +174,16 @@ def win_features(game: Game, me: int) -> tuple[float, ...]:
     weighed by their slots' numbers, and mountain colors not in the river."""
     o = 1 - me
     progress = 1.0 if game.deck_exhausted else (DEALT_DECK - len(game.deck)) / DEALT_DECK
-    mine, theirs = game.river_masks[me], game.river_masks[o]
-    cup_me, cup_o = game.cups[me], game.cups[o]
-    unscored = sum(cup_me[c] for c in range(6) if not mine >> c & 1) - sum(cup_o[c] for c in range(6) if not theirs >> c & 1)
+    unscored_me, prospects_me = _prospects(game, me)
+    unscored_o, prospects_o = _prospects(game, o)
     lead = (
         float(game.score(me) - game.score(o)),
         mountain_outlook(game, 0, me) + mountain_outlook(game, 1, me),
         float(game.hand_sizes[me] - game.hand_sizes[o]),
-        float(unscored),
+        float(unscored_me - unscored_o),
         float(len(game.rivers[me]) - len(game.rivers[o])),
     )
-    more = [float(x - y) for x, y in zip(_prospects(game, me), _prospects(game, o), strict=True)]
+    more = [float(x - y) for x, y in zip(prospects_me, prospects_o, strict=True)]
     return (*lead, *(x * progress for x in lead), 1.0 if game.to_move == me else -1.0,
             *more, *(x * progress for x in more))
 
