@@ -19,8 +19,9 @@ wall-clock), and the honest side's score comes with the Wilson interval of
     python bench/clairvoyant.py --summarize clv-0.3.jsonl      # figures of a finished (or partial) run
     python bench/clairvoyant.py --compare new-0.3.jsonl old-0.3.jsonl   # two runs, deal by deal
 
-Every finished game is appended to ``--out`` as one JSON line, so an interrupted
-run keeps its games and ``--resume`` plays only the deals still missing.
+Every finished game is appended to ``--out`` as one JSON line, with its moves' codes (replay
+them on ``deal_game(seed, deal)`` to study a game), so an interrupted run keeps its games and
+``--resume`` plays only the deals still missing.
 """
 
 from __future__ import annotations
@@ -158,6 +159,7 @@ def play(task: Task) -> dict[str, Any]:
     return {
         "deal": task.deal, "honest_seat": me, "score": 0.5 if w is None else 1.0 if w == me else 0.0,
         "points": list(game.scores()), "end_reason": game.end_reason, "plies": len(game.history),
+        "codes": [code for _, code in game.history],
         "honest_iterations": _mean(iterations[0]), "reference_iterations": _mean(iterations[1]),
         "seconds": round(time.perf_counter() - start, 2),
     }

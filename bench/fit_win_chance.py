@@ -36,9 +36,9 @@ from mandala_client.bots.heuristics import evaluate, win_features
 from mandala_client.bots.search import EVAL_SCALE, JUDGEMENTS, SearchBot
 
 ITERATIONS = 150
+"""Iterations a decision of the searches that play the games (about 1.3 s of CPU a game)."""
 BASE_FEATURES = 11
 """The features of ``win_chance`` before its prospects (``heuristics.win_features``)."""
-"""Iterations a decision of the searches that play the games (about 1.3 s of CPU a game)."""
 
 
 def play_one(k: int, iterations: int = ITERATIONS, evaluation: str = "hand") -> dict[str, Any]:

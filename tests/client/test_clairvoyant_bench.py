@@ -179,6 +179,10 @@ def test_the_honest_side_hears_what_a_server_would_tell_its_seat(monkeypatch: py
         assert u.view == view(replay, 0)  # its own seat's view, nothing more
     assert {u.move.player for u in updates if u.move is not None} == {0, 1}
     assert over.record == record_of(replay) and list(replay.scores()) == row["points"]
+    again = bench.deal_game(0, 1)  # the row's codes replay the game on its deal
+    for code in row["codes"]:
+        again.push_code(code)
+    assert again.history == replay.history and again.end_reason == row["end_reason"]
     # Every view a decision was handed is one an update carried.
     last = {u.ply: u.view for u in [first, *updates]}
     assert all(v in last.values() for v, _ in Spy.calls)
