@@ -78,43 +78,7 @@ class HandsKnown(TrueGame):
         return game
 
 
-class CupKnown(TrueGame):
-    """The honest seat's own sampler with the opponent's starting cup told (an experiment)."""
-
-    __slots__ = ("_ply", "_sampler", "_unseen")
-
-    def __init__(self, game: Game) -> None:
-        super().__init__(game)
-        self._ply = -1
-
-    def sample(self, rng: random.Random) -> Game:
-        from mandala.sample import Sampler, _deal_hidden
-        g = self.game
-        me = g.to_move
-        opp = 1 - me
-        if self._ply != len(g.history):
-            self._ply = len(g.history)
-            self._sampler = Sampler(view(g, me))
-            unseen = self._sampler._unseen[:]
-            for c in range(6):
-                for _ in range(g.starting_cups[opp][c]):
-                    unseen.remove(c)
-            self._unseen = unseen
-        smp = self._sampler
-        cards = self._unseen[:]
-        rng.shuffle(cards)
-        game = smp._template.copy()
-        h = smp._opp_hand
-        hand = [0] * 6
-        for c in cards[:h]:
-            hand[c] += 1
-        start = g.starting_cups[opp][:]
-        _deal_hidden(game, opp, hand, start, [start[c] + smp._claimed[c] for c in range(6)], cards[h:])
-        game._rng = random.Random(rng.getrandbits(64))
-        return game
-
-
-KNOWS: dict[str, type[TrueGame]] = {"all": TrueGame, "hands": HandsKnown, "cup": CupKnown}
+KNOWS: dict[str, type[TrueGame]] = {"all": TrueGame, "hands": HandsKnown}
 """What the reference is told: every hidden card (``all``) or only the opponent's (``hands``)."""
 
 
@@ -262,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--knows", choices=tuple(KNOWS), default="all",
                    help="what the reference is told: every hidden card (all, the default) or only the "
                         "opponent's hand and cup, its draws still hidden (hands)")
-    p.add_argument("--honest-knows", choices=("view", "hands", "cup"), default="view",
+    p.add_argument("--honest-knows", choices=("view", "hands"), default="view",
                    help="view (the default): the honest side gets its view; hands: a search on the honest "
                         "side is told the opponent's hand and cup, the bound of any inference over its moves")
     p.add_argument("--clock", choices=("cpu", "wall"), default="cpu",

@@ -84,11 +84,10 @@ class Source(Protocol):
 class _Node:
     """Statistics of one move in one information set, from the mover's side."""
 
-    __slots__ = ("children", "visits", "reward", "avail", "outcomes")
+    __slots__ = ("children", "visits", "reward", "avail")
 
     def __init__(self) -> None:
         self.children: dict[int, _Node] = {}
-        self.outcomes: dict[tuple[int, ...], _Node] | None = None
         self.visits = 0
         self.reward = 0.0
         self.avail = 1
@@ -122,8 +121,6 @@ class SearchBot:
         clock: str = "wall",
         evaluation: str = "learned",
         tree_depth: int | None = None,
-        observe: int = 0,
-        bias: float = 0.0,
     ) -> None:
         if policy not in ("random", "weighted"):
             raise ValueError(f"policy is 'random' or 'weighted', not {policy!r}")
@@ -144,8 +141,6 @@ class SearchBot:
         self.depth = depth
         self.evaluation = evaluation
         self.tree_depth = tree_depth
-        self.observe = observe
-        self.bias = bias
         self._rng = random.Random(seed)
         self.last_iterations = 0
         """Iterations run for the last decision (for tuning and tests)."""
@@ -174,15 +169,6 @@ class SearchBot:
         deadline = None if self.budget is None else clock() + self.budget
         cap = self.iterations
         n = 0
-        judge = self._judge
-        if self.bias:  # the own seat's chances judged as against a stronger opponent
-            shift = self.bias if source.sample(self._rng).to_move == 0 else -self.bias
-            base = self._judge
-
-            def judge(game: Game) -> float:
-                r = min(max(base(game), 1e-9), 1 - 1e-9)
-                return 1.0 / (1.0 + math.exp(-(math.log(r / (1 - r)) + shift)))
-        self._judge_now = judge
         while (cap is None or n < cap) and (deadline is None or clock() < deadline):
             n += 1
             self._iterate(root, source.sample(self._rng))
@@ -194,8 +180,6 @@ class SearchBot:
         path: list[tuple[_Node, int]] = []  # each node entered, with the seat whose move led there
         node = root
         limit = self.tree_depth
-        observe = self.observe
-        me = game.to_move
         while game.to_move is not None and (limit is None or len(path) < limit):
             mover = game.to_move
             code, child, expanded = self._select(node, game.legal_codes())
@@ -203,23 +187,8 @@ class SearchBot:
             path.append((child, mover))
             if expanded:
                 break
-            if observe:
-                m0, m1 = game.mountains
-                if observe == 1:
-                    key = (*game.hands[me], *m0, *m1)
-                elif observe == 3:
-                    key = (*[n > 0 for n in game.hands[me]], *m0, *m1)
-                else:
-                    key = (*m0, *m1)
-                outcomes = child.outcomes
-                if outcomes is None:
-                    outcomes = child.outcomes = {}
-                node = outcomes.get(key)  # type: ignore[assignment]
-                if node is None:
-                    node = outcomes[key] = _Node()
-            else:
-                node = child
-        r0 = _playout(game, self._rng, self.policy, self.depth, self._judge_now)
+            node = child
+        r0 = _playout(game, self._rng, self.policy, self.depth, self._judge)
         for child, mover in path:
             child.visits += 1
             child.reward += r0 if mover == 0 else 1.0 - r0
