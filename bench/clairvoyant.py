@@ -18,6 +18,7 @@ wall-clock), and the honest side's score comes with the Wilson interval of
     python bench/clairvoyant.py --budget 0.3 --deals 100 --jobs 2 --out clv-0.3.jsonl
     python bench/clairvoyant.py --summarize clv-0.3.jsonl      # figures of a finished (or partial) run
     python bench/clairvoyant.py --compare new-0.3.jsonl old-0.3.jsonl   # two runs, deal by deal
+    python bench/clairvoyant.py --endings clv-0.3.jsonl        # how its games ended, replayed
 
 Every finished game is appended to ``--out`` as one JSON line, with its moves' codes (replay
 them on ``deal_game(seed, deal)`` to study a game), so an interrupted run keeps its games and
@@ -157,7 +158,7 @@ def play(task: Task) -> dict[str, Any]:
     w = game.winner()
     messages.over(GameResult(w, game.end_reason or "", list(game.scores()), list(game.cup_sizes())))  # type: ignore[arg-type]
     return {
-        "deal": task.deal, "honest_seat": me, "score": 0.5 if w is None else 1.0 if w == me else 0.0,
+        "seed": task.seed, "deal": task.deal, "honest_seat": me, "score": 0.5 if w is None else 1.0 if w == me else 0.0,
         "points": list(game.scores()), "end_reason": game.end_reason, "plies": len(game.history),
         "codes": [code for _, code in game.history],
         "honest_iterations": _mean(iterations[0]), "reference_iterations": _mean(iterations[1]),
@@ -201,6 +202,43 @@ def compare(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> dict[str, Any]:
             "difference": round(mean, 4), "difference_low": round(mean - half, 4), "difference_high": round(mean + half, 4)}
 
 
+def endings(rows: list[dict[str, Any]], seed: int = 0) -> dict[str, Any]:
+    """How a run's games ended, each replayed from its codes on its deal (``seed`` for rows
+    written before they carried theirs): who filled a sixth river slot (R17a), the honest side
+    by choice (a claim that left the slot empty was legal) or forced, and the honest side's
+    score in each case; the games that ended on the deck; and by how many points the honest
+    side lost the games it ended by choice."""
+    counts: dict[str, list[float]] = {"honest_by_choice": [], "honest_forced": [], "reference": [], "deck": []}
+    lost_by: list[int] = []
+    for r in rows:
+        game = deal_game(r.get("seed", seed), r["deal"])
+        me = r["honest_seat"]
+        case = None
+        for code in r["codes"]:
+            mine = game.phase == "pick" and game.to_move == me and len(game.rivers[me]) == 5
+            avoidable = mine and any(_river_after(game, c, me) < 6 for c in game.legal_codes())
+            game.push_code(code)
+            if case is None and len(game.rivers[me]) == 6:
+                case = "honest_by_choice" if avoidable else "honest_forced"
+        if game.end_reason == "river" and len(game.rivers[1 - me]) == 6 and case is None:
+            case = "reference"
+        if game.end_reason == "deck":
+            counts["deck"].append(r["score"])
+        if case is not None:
+            counts[case].append(r["score"])
+            if case == "honest_by_choice" and r["score"] == 0.0:
+                lost_by.append(r["points"][1 - me] - r["points"][me])
+    out: dict[str, Any] = {k: {"games": len(v), "honest_won": sum(1 for x in v if x == 1.0)} for k, v in counts.items()}
+    out["lost_by_choice_by_points"] = sorted(lost_by)
+    return out
+
+
+def _river_after(game: Game, code: int, seat: int) -> int:
+    after = game.copy()
+    after.push_code(code)
+    return len(after.rivers[seat])
+
+
 def _finished_deals(rows: list[dict[str, Any]]) -> dict[int, dict[int, float]]:
     """The honest side's score in each seat, for the deals whose two games are both in."""
     by_deal: dict[int, dict[int, float]] = {}
@@ -239,7 +277,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--summarize", type=Path, metavar="FILE", help="print the figures of a run's file and stop")
     p.add_argument("--compare", type=Path, nargs=2, metavar=("A", "B"),
                    help="print how much more run A's honest side scored than run B's, deal by deal, and stop")
+    p.add_argument("--endings", type=Path, metavar="FILE", help="print how a run's games ended (replayed) and stop")
     args = p.parse_args(argv)
+    if args.endings:
+        print(json.dumps(endings(_read(args.endings), args.seed)))
+        return 0
     if args.summarize:
         print(json.dumps(summary(_read(args.summarize))))
         return 0

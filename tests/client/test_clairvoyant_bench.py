@@ -240,3 +240,41 @@ def test_two_runs_are_compared_deal_by_deal_on_the_deals_both_finished(tmp_path:
     assert json.loads(capsys.readouterr().out) == c
     with pytest.raises(ValueError, match="fewer than two"):
         bench.compare(a[:2], b)
+
+
+def test_endings_replay_each_game_and_tell_a_forced_sixth_slot_from_a_chosen_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--endings``: a sixth river slot the honest side filled is forced when the claim that
+    filled it was its only legal one (the one color missing from its river, alone in the
+    mountain), chosen otherwise; the deck's and the reference's ends are counted apart."""
+    # Against a reference of 10 iterations the honest side fills its river, by choice and forced;
+    # against one of 100 the reference ends games, by its river and on the deck.
+    rows = [bench.play(bench.Task(deal=d, honest_seat=s, honest="greedy", reference={"iterations": 10 if d < 3 else 100},
+                                  budget=0.0, seed=5)) for d in range(8) for s in (0, 1)]
+    expected: dict[str, list[float]] = {"honest_by_choice": [], "honest_forced": [], "reference": [], "deck": []}
+    lost_by: list[int] = []
+    for r in rows:
+        game = Game.new(seed=f"clairvoyant:5:{r['deal']}", first_player=r["deal"] % 2)  # type: ignore[arg-type]
+        me, case = r["honest_seat"], None
+        for code in r["codes"]:
+            choices = len(game.legal_codes())
+            game.push_code(code)
+            if case is None and len(game.rivers[me]) == 6:
+                case = "honest_forced" if choices == 1 else "honest_by_choice"
+        assert list(game.scores()) == r["points"] and game.end_reason == r["end_reason"]
+        if case is None and r["end_reason"] == "river":
+            case = "reference"
+        if case is not None:
+            expected[case].append(r["score"])
+            if case == "honest_by_choice" and r["score"] == 0.0:
+                lost_by.append(r["points"][1 - me] - r["points"][me])
+        if r["end_reason"] == "deck":
+            expected["deck"].append(r["score"])
+    out = tmp_path / "run.jsonl"
+    out.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert bench.main(["--endings", str(out)]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    for case, scores in expected.items():
+        assert figures[case] == {"games": len(scores), "honest_won": scores.count(1.0)}
+    assert sum(len(v) for v in expected.values()) >= len(rows)  # every game ended one of these ways
+    assert all(expected.values())  # each way, so each is checked
+    assert figures["lost_by_choice_by_points"] == sorted(lost_by)
