@@ -205,7 +205,8 @@ def compare(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> dict[str, Any]:
 def endings(rows: list[dict[str, Any]], seed: int = 0) -> dict[str, Any]:
     """How a run's games ended, each replayed from its codes on its deal (``seed`` for rows
     written before they carried theirs): who filled a sixth river slot (R17a), the honest side
-    by choice (a claim that left the slot empty was legal) or forced, and the honest side's
+    by choice or forced (with five colors in its river only one is missing, so the claim that
+    filled the slot was avoidable exactly when it had another legal one), and the honest side's
     score in each case; the games that ended on the deck; and by how many points the honest
     side lost the games it ended by choice."""
     counts: dict[str, list[float]] = {"honest_by_choice": [], "honest_forced": [], "reference": [], "deck": []}
@@ -215,11 +216,10 @@ def endings(rows: list[dict[str, Any]], seed: int = 0) -> dict[str, Any]:
         me = r["honest_seat"]
         case = None
         for code in r["codes"]:
-            mine = game.phase == "pick" and game.to_move == me and len(game.rivers[me]) == 5
-            avoidable = mine and any(_river_after(game, c, me) < 6 for c in game.legal_codes())
+            choices = len(game.legal_codes())
             game.push_code(code)
             if case is None and len(game.rivers[me]) == 6:
-                case = "honest_by_choice" if avoidable else "honest_forced"
+                case = "honest_by_choice" if choices > 1 else "honest_forced"
         if game.end_reason == "river" and len(game.rivers[1 - me]) == 6 and case is None:
             case = "reference"
         if game.end_reason == "deck":
@@ -231,12 +231,6 @@ def endings(rows: list[dict[str, Any]], seed: int = 0) -> dict[str, Any]:
     out: dict[str, Any] = {k: {"games": len(v), "honest_won": sum(1 for x in v if x == 1.0)} for k, v in counts.items()}
     out["lost_by_choice_by_points"] = sorted(lost_by)
     return out
-
-
-def _river_after(game: Game, code: int, seat: int) -> int:
-    after = game.copy()
-    after.push_code(code)
-    return len(after.rivers[seat])
 
 
 def _finished_deals(rows: list[dict[str, Any]]) -> dict[int, dict[int, float]]:
