@@ -6,7 +6,7 @@ here, and what a bot connected elsewhere says about a game or challenge held her
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
 import msgspec
@@ -139,9 +139,10 @@ class ClusterBots:
         await self.presence.load()
         self.capacity = {text_of(k): int(v) for k, v in (await self.bus.redis.hgetall(CAPACITY)).items()}
 
-    async def node_gone(self, node: str) -> None:
-        """``node`` stopped refreshing its liveness: its bots count as gone, here and on Redis."""
-        for bot in self.presence.forget_node(node):
+    async def node_gone(self, node: str, known: Mapping[str, Place]) -> None:
+        """``node`` stopped refreshing its liveness: its bots count as gone, here and on Redis
+        (here, those whose place is still the one in ``known``: see ``forget_node``)."""
+        for bot in self.presence.forget_node(node, known):
             self._left(bot)
         await self.presence.sweep()
 

@@ -229,14 +229,17 @@ class ClusterNode:
         """Nodes that stopped refreshing their liveness are gone: forget their bots (their
         games wait to be taken over, and are given up here if nobody does in time). Returns
         the nodes alive."""
+        # Where the bots are, as known before asking who is alive: while the answer comes, a
+        # node taken for dead may come back and announce its bots again, which are not gone.
+        places = self.presence.elsewhere()
         alive = set(await self.bus.nodes())
-        known = {p.node for p in self.presence.elsewhere().values()} | {g.host for g in self.games.values()}
+        known = {p.node for p in places.values()} | {g.host for g in self.games.values()}
         self.leadership.alive_now(alive)
         self._gone &= known - alive
         for node in sorted(known - alive - {self.node} - self._gone):
             log.warning("node %s: node %s is gone", self.node, node)
             self._gone.add(node)
-            await self.bots.node_gone(node)
+            await self.bots.node_gone(node, places)
             self.parts.ladder.wake()
         self.remote_games.sweep(alive)
         return alive

@@ -13,7 +13,7 @@ the connection that replaced it. Entries of a node that died are swept by the li
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import msgspec
@@ -120,9 +120,11 @@ class ClusterPresence:
     def place(self, bot: str) -> Place | None:
         return self._places.get(bot)
 
-    def forget_node(self, node: str) -> list[str]:
-        """Forget the bots connected to ``node`` (it is gone), here only; returns them."""
-        gone = [bot for bot, place in self._places.items() if place.node == node]
+    def forget_node(self, node: str, known: Mapping[str, Place]) -> list[str]:
+        """Forget the bots connected to ``node`` (it is gone), here only; returns them. Only
+        the places in ``known``, what was known when ``node`` was found gone: a bot it
+        attached since (back from a pause, it announces its bots again) stays."""
+        gone = [bot for bot, place in self._places.items() if place.node == node and known.get(bot) == place]
         for bot in gone:
             del self._places[bot]
         return gone

@@ -2,7 +2,8 @@
 whose seats one node holds plays on; a game across nodes ends as aborted for the seat on its
 host, and the seat on the other node is closed with 4010; nothing new starts across nodes
 (``cluster_unavailable``); when Redis is back the nodes find each other by themselves.
-Also: a message on Redis that does not decode is dropped and the node plays on."""
+Also: a node taken for dead that comes back while another sweeps keeps its bots known there, and
+a message on Redis that does not decode is dropped and the node plays on."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import redis.asyncio as aioredis
 from arena_testkit import Closed, Decision, GameOver, free_port, gather, play_out, random_policy, wait_until
 from conftest import MakeCluster
 from protocol.messages import CLOSE_GAME_HOST_LOST, Challenged, ChallengeSent, Error, GameStart
-from server.cluster.bus import node_channel
+from server.cluster.bus import alive_key, node_channel
 from test_cluster_games import bots_on, check_record, connected_everywhere
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "test-redis.sh"
@@ -71,6 +72,41 @@ async def test_redis_lost_and_back(make_cluster: MakeCluster, tmp_path: Path) ->
         assert (await bob.until(Challenged)).challenge_id == sent.challenge_id
     finally:
         redis("stop")
+
+
+async def test_a_node_back_from_the_dead_while_another_sweeps_keeps_its_bots(make_cluster: MakeCluster) -> None:
+    """n1's liveness key expired (a pause past its life), so n2's sweep finds n1 gone. While
+    n2 waits for that answer, n1 finds out, comes back and announces its bots again: n2 must not
+    forget them on the old answer, or n2 would never hear of them again."""
+    n1, n2 = await make_cluster(2)
+    bots = await bots_on([n1, n2], {"alice": 0, "bob": 1})
+    c1, c2 = n1.arena.cluster, n2.arena.cluster
+    assert c1 is not None and c2 is not None
+    before = c2.presence.place("alice")
+    real_nodes = c2.bus.nodes
+    asked: list[list[str]] = []
+
+    async def nodes() -> list[str]:
+        """The bus's answer; the first time, one without n1, given after n1 came back."""
+        if asked:
+            asked.append(await real_nodes())
+            return asked[-1]
+        alive = ["n1"]
+        while "n1" in alive:  # n1 may refresh its key between the two commands: expire it again
+            await c1.bus.redis.delete(alive_key("n1"))
+            alive = await real_nodes()
+        await wait_until(lambda: c2.presence.place("alice") != before, 5, "n1 did not announce alice again")
+        asked.append(alive)
+        return alive
+
+    c2.bus.nodes = nodes  # type: ignore[method-assign]
+    # The sweep that had the old answer is over once the next tick asks again.
+    await wait_until(lambda: len(asked) >= 2, 10, "n2 did not sweep twice")
+    assert asked[0] == ["n2"] and "n1" in asked[-1]
+    assert c2.presence.where("alice") == "n1" and n2.arena.presence.is_connected("alice")
+    await bots["bob"].send({"type": "challenge", "opponent": "alice"})
+    sent = await bots["bob"].until(ChallengeSent)
+    assert (await bots["alice"].until(Challenged)).challenge_id == sent.challenge_id
 
 
 async def test_a_message_on_redis_that_does_not_decode_is_dropped(make_cluster: MakeCluster, redis_url: str) -> None:
