@@ -164,10 +164,13 @@ class ClusterPresence:
         return [bot for bot, _ in gone]
 
     async def sweep(self) -> list[str]:
-        """Forget the bots of nodes that are no longer alive; returns those bots."""
+        """Forget the bots of nodes that are no longer alive; returns those bots. The map is read
+        before the nodes alive: a node back from a pause refreshes its liveness before it
+        attaches its bots again, so an attachment read here is never newer than the answer."""
+        where = await self._redis.hgetall(WHERE)
         alive = set(await self.bus.nodes())
         gone: list[str] = []
-        for key, text in (await self._redis.hgetall(WHERE)).items():
+        for key, text in where.items():
             bot, place = text_of(key), Place.decode(text_of(text))
             if place.node not in alive:
                 await self._detach(keys=[WHERE], args=[bot, text])

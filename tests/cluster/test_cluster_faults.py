@@ -11,12 +11,14 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
 import redis.asyncio as aioredis
 
 from arena_testkit import Closed, Decision, GameOver, free_port, gather, play_out, random_policy, wait_until
 from conftest import MakeCluster
 from protocol.messages import CLOSE_GAME_HOST_LOST, Challenged, ChallengeSent, Error, GameStart
 from server.cluster.bus import alive_key, node_channel
+from server.cluster.presence import WHERE
 from test_cluster_games import bots_on, check_record, connected_everywhere
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "test-redis.sh"
@@ -74,10 +76,14 @@ async def test_redis_lost_and_back(make_cluster: MakeCluster, tmp_path: Path) ->
         redis("stop")
 
 
-async def test_a_node_back_from_the_dead_while_another_sweeps_keeps_its_bots(make_cluster: MakeCluster) -> None:
-    """n1's liveness key expired (a pause past its life), so n2's sweep finds n1 gone. While
-    n2 waits for that answer, n1 finds out, comes back and announces its bots again: n2 must not
-    forget them on the old answer, or n2 would never hear of them again."""
+@pytest.mark.parametrize("late", [0, 1], ids=["node-sweep", "map-sweep"])
+async def test_a_node_back_from_the_dead_while_another_sweeps_keeps_its_bots(make_cluster: MakeCluster,
+                                                                              late: int) -> None:
+    """n1's liveness key expired (a pause past its life), so n2's sweep finds n1 gone: it forgets
+    n1's bots (here), then clears them from the map on Redis, asking again who is alive. While
+    n2 waits for one of those answers (``late``: the first, or the map's), n1 finds out, comes
+    back and attaches its bots again: n2 must forget neither here nor on Redis what n1 attached
+    since, or no node would hear of those bots again."""
     n1, n2 = await make_cluster(2)
     bots = await bots_on([n1, n2], {"alice": 0, "bob": 1})
     c1, c2 = n1.arena.cluster, n2.arena.cluster
@@ -87,23 +93,29 @@ async def test_a_node_back_from_the_dead_while_another_sweeps_keeps_its_bots(mak
     asked: list[list[str]] = []
 
     async def nodes() -> list[str]:
-        """The bus's answer; the first time, one without n1, given after n1 came back."""
-        if asked:
+        """The bus's answer, but one without n1 the first ``late + 1`` times, the last of them
+        given only once n1 came back."""
+        if len(asked) > late:
             asked.append(await real_nodes())
             return asked[-1]
-        alive = ["n1"]
+        alive = asked[-1] if asked else ["n1"]
         while "n1" in alive:  # n1 may refresh its key between the two commands: expire it again
             await c1.bus.redis.delete(alive_key("n1"))
             alive = await real_nodes()
-        await wait_until(lambda: c2.presence.place("alice") != before, 5, "n1 did not announce alice again")
+        if len(asked) == late:
+            await wait_until(lambda: c2.presence.place("alice") not in (None, before), 5,
+                             "n1 did not attach alice again")
         asked.append(alive)
         return alive
 
     c2.bus.nodes = nodes  # type: ignore[method-assign]
-    # The sweep that had the old answer is over once the next tick asks again.
-    await wait_until(lambda: len(asked) >= 2, 10, "n2 did not sweep twice")
+    # The sweep that had the old answers is over once the next tick asks again.
+    await wait_until(lambda: len(asked) >= late + 2, 10, "n2 did not sweep again")
     assert asked[0] == ["n2"] and "n1" in asked[-1]
-    assert c2.presence.where("alice") == "n1" and n2.arena.presence.is_connected("alice")
+    again = c2.presence.place("alice")
+    assert again is not None and again.node == "n1" and again != before
+    assert n2.arena.presence.is_connected("alice")
+    assert (await c2.bus.redis.hget(WHERE, "alice")) == again.encode().encode()
     await bots["bob"].send({"type": "challenge", "opponent": "alice"})
     sent = await bots["bob"].until(ChallengeSent)
     assert (await bots["alice"].until(Challenged)).challenge_id == sent.challenge_id
