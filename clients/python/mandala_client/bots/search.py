@@ -121,7 +121,6 @@ class SearchBot:
         clock: str = "wall",
         evaluation: str = "learned",
         tree_depth: int | None = None,
-        worlds: int = 0,
     ) -> None:
         if policy not in ("random", "weighted"):
             raise ValueError(f"policy is 'random' or 'weighted', not {policy!r}")
@@ -142,7 +141,6 @@ class SearchBot:
         self.depth = depth
         self.evaluation = evaluation
         self.tree_depth = tree_depth
-        self.worlds = worlds
         self._rng = random.Random(seed)
         self.last_iterations = 0
         """Iterations run for the last decision (for tuning and tests)."""
@@ -160,10 +158,6 @@ class SearchBot:
         :class:`~mandala.sample.Sampler` of it; the benchmark's clairvoyant
         reference (``bench/clairvoyant.py``) passes copies of the real game.
         """
-        if self.worlds:
-            roots = self._search_worlds(source)
-            visits = [sum(r.children[code].visits for r in roots if code in r.children) for code in codes]
-            return codes[visits.index(max(visits))]
         root = self._search(source)
         visits = [root.children[code].visits if code in root.children else -1 for code in codes]
         return codes[visits.index(max(visits))]
@@ -180,22 +174,6 @@ class SearchBot:
             self._iterate(root, source.sample(self._rng))
         self.last_iterations = n
         return root
-
-    def _search_worlds(self, source: Source) -> list[_Node]:
-        """Perfect-information searches on ``worlds`` full samples (hands, cup, deck order and
-        reshuffles fixed), iterations dealt round robin."""
-        worlds = [source.sample(self._rng) for _ in range(self.worlds)]
-        roots = [_Node() for _ in worlds]
-        clock = self._clock
-        deadline = None if self.budget is None else clock() + self.budget
-        cap = self.iterations
-        n = 0
-        while (cap is None or n < cap) and (deadline is None or clock() < deadline):
-            k = n % len(worlds)
-            n += 1
-            self._iterate(roots[k], worlds[k].copy())
-        self.last_iterations = n
-        return roots
 
     def _iterate(self, root: _Node, game: Game) -> None:
         """One iteration on one sampled game: select, expand one node, play out, back up."""
