@@ -3,15 +3,16 @@
 #   scripts/test-postgres.sh start   -> prints the postgresql:// URL on stdout
 #   scripts/test-postgres.sh stop    -> stops it and removes its data
 #   scripts/test-postgres.sh halt    -> stops it, keeping its data (`start` brings it back as it was)
-# MANDALA_PG_DIR and MANDALA_PG_PORT choose another instance (the storage-fault tests run their own);
+# MANDALA_PG_PORT chooses another instance, in a directory of its own unless MANDALA_PG_DIR names
+# one (the storage-fault tests run their own; two checkouts on two ports do not touch each other's);
 # MANDALA_PG_DURABLE=1 starts it with fsync on (make load-cluster DURABLE=1).
 # Installs Debian's postgresql package when no server binaries are found and we are root.
 # Anything that prevents a server from starting is reported on stderr; `start` then
 # prints nothing and exits 1, and the tests say loudly that the PostgreSQL leg is skipped.
 set -uo pipefail
 
-DIR=${MANDALA_PG_DIR:-/tmp/mandala-test-pg}
 PORT=${MANDALA_PG_PORT:-15432}  # below the ephemeral range (32768-60999): no client socket can hold it
+DIR=${MANDALA_PG_DIR:-/tmp/mandala-test-pg-$PORT}
 RUN_AS=postgres
 
 find_bin() {

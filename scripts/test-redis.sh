@@ -2,14 +2,15 @@
 # Start (or stop) a throwaway Redis server on loopback for the cluster tests.
 #   scripts/test-redis.sh start   -> prints the redis:// URL on stdout
 #   scripts/test-redis.sh stop    -> stops it and removes its files
-# MANDALA_REDIS_DIR and MANDALA_REDIS_PORT choose another instance.
+# MANDALA_REDIS_PORT chooses another instance, in a directory of its own unless MANDALA_REDIS_DIR
+# names one (two checkouts on two ports do not touch each other's).
 # Installs Debian's redis-server package when no server binary is found and we are root.
 # Anything that prevents a server from starting is reported on stderr; `start` then prints
 # nothing and exits 1, and the tests say loudly that the cluster tests are skipped.
 set -uo pipefail
 
-DIR=${MANDALA_REDIS_DIR:-/tmp/mandala-test-redis}
 PORT=${MANDALA_REDIS_PORT:-16379}  # below the ephemeral range (32768-60999): no client socket can hold it
+DIR=${MANDALA_REDIS_DIR:-/tmp/mandala-test-redis-$PORT}
 URL="redis://127.0.0.1:$PORT/0"
 
 find_bin() {
