@@ -192,8 +192,11 @@ class ClusterPresence:
         """Record ``place`` if it is newer than what is known; whether it was."""
         known = self._places.get(bot)
         if known is not None and known.seq >= place.seq:
-            if known.seq > place.seq and place.node == self.node:
-                self._replaced(bot, place.conn)  # ours arrived late: a newer one is elsewhere
+            if known.seq > place.seq and place.node == self.node and (known.node, known.conn) != (self.node, place.conn):
+                # Ours arrived late: a newer one is elsewhere. Not when the newer one is this very
+                # connection attached again (its node announces its bots anew when Redis is back,
+                # maybe while the bot's hello is still being recorded).
+                self._replaced(bot, place.conn)
             return False
         self._places[bot] = place
         if known is not None and known.node == self.node and known.conn != place.conn:

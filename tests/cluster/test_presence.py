@@ -1,17 +1,19 @@
 """Where each bot is connected, across nodes, over a real Redis: every node learns it, a newer
-connection elsewhere replaces the older one, a late goodbye never removes its successor, and
-the bots of a node that died are forgotten."""
+connection elsewhere replaces the older one, a late goodbye never removes its successor, late
+word of a connection's older attachment does not close it, and the bots of a node that died
+are forgotten."""
 
 from __future__ import annotations
 
 import uuid
 from types import TracebackType
 
+import msgspec
 import redis.asyncio as aioredis
 
 from arena_testkit import gather, wait_until
-from server.cluster.bus import ClusterBus
-from server.cluster.presence import WHERE, ClusterPresence, PresenceMessage
+from server.cluster.bus import ALL, ClusterBus, Envelope
+from server.cluster.presence import WHERE, Attached, ClusterPresence, PresenceMessage
 
 
 class Node:
@@ -62,6 +64,28 @@ async def test_every_node_learns_where_a_bot_is_and_a_newer_connection_replaces_
         await b.presence.detach(bot, second)
         await wait_until(lambda: a.presence.where(bot) is None, 5, "a still thinks the bot is connected")
         assert await stored(redis_url, bot) is None and b.presence.where(bot) is None
+
+
+async def test_late_word_of_a_connections_older_attachment_does_not_close_it(redis_url: str) -> None:
+    """A node attaches one connection twice when it announces its bots anew (Redis is back)
+    while that bot's hello is still being recorded. Word of the older attachment that arrives
+    after the newer one is stale, but the newer one is the same connection: nothing is closed."""
+    bot, marker = bot_name(), bot_name()
+    async with Node(redis_url) as a, Node(redis_url) as b:
+        first = await a.presence.attach(bot, 4)
+        second = await a.presence.attach(bot, 4)
+        assert second.seq > first.seq
+        await wait_until(lambda: b.presence.place(bot) == second, 5, "b never learnt the newer attachment")
+        r = aioredis.Redis.from_url(redis_url)
+        try:  # the older attachment's word again, as a broadcast held up would bring it; then a marker
+            for word in (Attached(bot, a.name, 4, first.seq), Attached(marker, b.name, 9, second.seq + 100)):
+                await r.publish(ALL, msgspec.json.encode(Envelope(sender=a.name, body=[word])))
+        finally:
+            await r.aclose()
+        await wait_until(lambda: a.presence.where(marker) == b.presence.where(marker) == b.name, 5,
+                         "the word did not reach both nodes")
+        assert a.replaced == [] and b.replaced == []
+        assert a.presence.place(bot) == b.presence.place(bot) == second
 
 
 async def test_a_node_starting_late_reads_the_map(redis_url: str) -> None:
