@@ -192,7 +192,7 @@ class ClusterPresence:
         """Record ``place`` if it is newer than what is known; whether it was."""
         known = self._places.get(bot)
         if known is not None and known.seq >= place.seq:
-            if known.seq > place.seq and place.node == self.node and (known.node, known.conn) != (self.node, place.conn):
+            if known.seq > place.seq and place.node == self.node and (known.node, known.conn) != (place.node, place.conn):
                 # Ours arrived late: a newer one is elsewhere. Not when the newer one is this very
                 # connection attached again (its node announces its bots anew when Redis is back,
                 # maybe while the bot's hello is still being recorded).
