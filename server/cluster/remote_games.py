@@ -187,9 +187,15 @@ class RemoteGames:
 
     async def load(self) -> list[GameBegan]:
         """Read the cluster's running games (at start, and when Redis is back): those of the
-        other nodes alive are known here from now on. Returns this node's own, which it ran in
-        a previous life if it just started."""
-        alive = set(await self.bus.nodes())
+        other nodes are known here from now on, a game whose host is gone as one known before
+        its host went (it waits to be taken over: :meth:`sweep`). Returns this node's own,
+        which it ran in a previous life if it just started.
+
+        What was known is dropped before the read, so what the bus brings while the map is on
+        its way is kept, and an entry older than it is not (:meth:`_outdated`): a game that
+        ended meanwhile does not come back as running, nor one taken over meanwhile to its
+        former host. Nor is an entry dropped for its host's liveness key, which may lapse and
+        come back while the map is read (a node back from a pause, a Redis restarted empty)."""
         self.games = {}
         self.hosted = Counter()
         self._playing = Counter()
@@ -205,7 +211,7 @@ class RemoteGames:
                 continue
             if began.host == self.node:
                 own.append(began)
-            elif began.host in alive:
+            elif not self._outdated(began):
                 self._put(began)
         return own
 
@@ -247,9 +253,18 @@ class RemoteGames:
         ``game_began`` leaves its new host before any frame of the game at that epoch, so a
         frame of an older epoch that comes after one of the new host's was queued by a former
         host."""
-        room = self.parts.manager.lookup(game_id)
-        began, ended = self.games.get(game_id), self.ended.get(game_id)
-        return max((k.epoch for k in (room, began, ended) if k is not None), default=0)
+        return max((k.epoch for k in self._known(game_id) if k is not None), default=0)
+
+    def _known(self, game_id: str) -> tuple[GameRoom | None, GameBegan | None, GameEnded | None]:
+        """What this node knows of ``game_id``: its room here (running, or ended lately), its
+        host's ``game_began`` and its ``game_ended``, each with the epoch it tells of."""
+        return self.parts.manager.lookup(game_id), self.games.get(game_id), self.ended.get(game_id)
+
+    def _outdated(self, began: GameBegan) -> bool:
+        """Whether this node knows ``began``'s game at its epoch or a later one (:meth:`_known`):
+        an entry of ``mandala:games`` read over an await may be older than what the bus
+        brought meanwhile, and must not replace it."""
+        return any(k is not None and k.epoch >= began.epoch for k in self._known(began.game.game_id))
 
     def _running_epoch(self, game_id: str) -> int | None:
         room = self.parts.manager.running.get(game_id)
@@ -358,10 +373,9 @@ class RemoteGames:
         return self.host_of(game_id)
 
     def _learn(self, began: GameBegan) -> None:
-        game_id = began.game.game_id
-        if game_id not in self.games and game_id not in self.ended:
+        if not self._outdated(began):
             self._put(began)
-            self._learned.add(game_id)
+            self._learned.add(began.game.game_id)
 
     async def game_as_it_stands(self, game_id: str) -> tuple[GameSummary, msgspec.Raw] | None:
         """A game another node runs (or ran lately), as it stands there, with its spectator
@@ -547,10 +561,10 @@ class RemoteGames:
         began = self._pop(game_id)
         placed = self._placed(game_id)
         self._learned.discard(game_id)
+        self._ended(m)  # even unknown here: a read of the map under way must not find it running
         if began is None and placed is None:
             return
         if began is not None:
-            self._ended(m)
             if m.lost:
                 self.host_lost(began, f"game {game_id} was lost with its node")
             else:

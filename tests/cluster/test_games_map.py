@@ -1,0 +1,138 @@
+"""The running games map (``mandala:games``) read while the cluster moves on, over a real Redis
+and PostgreSQL: a node reads it at start and when Redis is back (``RemoteGames.load``), and
+what the bus brings while the answer is on its way is newer than the answer. A game that ended
+meanwhile does not come back as running there; a game this node took over meanwhile is not sent
+back to its former host; a game whose host's liveness key has lapsed (Redis restarted empty, a
+node back from a pause) is still known."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from arena_testkit import Harness, LiveStream, wait_until
+from cluster_kit import is_now
+from conftest import MakeCluster
+from protocol.messages import LiveGames
+from server.cluster.bus import alive_key
+from server.cluster.node import ClusterNode
+from server.cluster.remote_games import GAMES
+from test_cluster_games import bots_on
+
+
+def cluster_of(node: Harness) -> ClusterNode:
+    cluster = node.arena.cluster
+    assert cluster is not None
+    return cluster
+
+
+def after_reading_the_map(cluster: ClusterNode, meanwhile: Callable[[], Awaitable[None]]) -> None:
+    """``cluster``'s next read of ``mandala:games`` is answered, then ``meanwhile`` runs
+    before the reader gets the answer."""
+    redis = cluster.bus.redis
+    hgetall = redis.hgetall
+
+    async def read(name: str) -> Any:
+        entries = await hgetall(name)
+        if name == GAMES:
+            redis.hgetall = hgetall  # type: ignore[method-assign]
+            await meanwhile()
+        return entries
+
+    redis.hgetall = read  # type: ignore[method-assign,assignment]
+
+
+def hold_liveness(cluster: ClusterNode) -> asyncio.Event:
+    """``cluster`` refreshes its liveness key only once the event returned is set: a pause,
+    as far as the others can tell."""
+    refresh, let = cluster.bus._refresh, asyncio.Event()
+
+    async def refresh_once_let() -> None:
+        await let.wait()
+        await refresh()
+
+    cluster.bus._refresh = refresh_once_let  # type: ignore[method-assign]
+    return let
+
+
+async def running_on_live(node: Harness) -> list[str]:
+    """The running games ``/live`` on ``node`` lists."""
+    live = LiveStream(await node.client.ws_connect("/live"))
+    try:
+        return [g.game_id for g in (await live.next_of(LiveGames)).running]
+    finally:
+        await live.close()
+
+
+async def test_a_game_that_ends_while_a_node_reads_the_games_map_is_not_taken_there_for_running(
+        make_cluster: MakeCluster) -> None:
+    n1, n2 = await make_cluster(2)
+    await bots_on([n1, n2], {"alice": 0, "bob": 0})
+    game_id = await n1.start_game(["alice", "bob"])
+    c2 = cluster_of(n2)
+    await wait_until(lambda: game_id in c2.games, 5, "n2 never heard of the game")
+
+    async def game_ends() -> None:
+        """The map read still holds the game; n1 ends it (its entry leaves the map as its
+        ``game_ended`` goes out), and n2 hears the end (n1 answers ``hear_out`` after all it
+        published before) before the read's answer reaches it."""
+        n1.arena.manager.running[game_id].abort()
+        await wait_until(lambda: is_now(c2.bus.redis.hexists(GAMES, game_id), False), 5, "n1 did not end the game")
+        await c2.remote_games.hear_out()
+        assert c2.remote_games.summary_of(game_id) is not None
+
+    after_reading_the_map(c2, game_ends)
+    assert await c2.remote_games.load() == []  # as when Redis is back
+    assert game_id not in c2.games
+    ended = c2.remote_games.summary_of(game_id)
+    assert ended is not None and ended.status == "aborted"
+    assert await running_on_live(n2) == []
+
+
+async def test_a_node_reading_the_games_map_while_a_hosts_liveness_key_lapsed_keeps_its_games(
+        make_cluster: MakeCluster) -> None:
+    """n1's key is gone (a Redis restarted empty, or n1 paused) as n2 reads the map: n1's game is
+    known on n2 as it was, and n2's sweep, not the read, decides whether n1 is gone."""
+    n1, n2 = await make_cluster(2)
+    await bots_on([n1, n2], {"alice": 0, "bob": 0})
+    game_id = await n1.start_game(["alice", "bob"])
+    c1, c2 = cluster_of(n1), cluster_of(n2)
+    await wait_until(lambda: game_id in c2.games, 5, "n2 never heard of the game")
+    let = hold_liveness(c1)
+    try:
+        await c2.bus.redis.delete(alive_key("n1"))
+        assert "n1" not in await c2.bus.nodes()
+        await c2.remote_games.load()
+        began = c2.games.get(game_id)
+        assert began is not None and began.host == "n1"
+    finally:
+        let.set()
+    assert await running_on_live(n2) == [game_id]
+    await wait_until(lambda: is_now(c2.bus.nodes(), ["n1", "n2"]), 5, "n1 did not come back")
+
+
+async def test_a_game_taken_over_while_its_new_host_reads_the_games_map_stays_on_it(
+        make_cluster: MakeCluster) -> None:
+    """n1 leads and reads the map, which has n2's game at its first epoch; before the answer
+    reaches n1, n2 is taken for dead and n1 takes the game over: the old entry must not send
+    the game back to n2."""
+    n1, n2 = await make_cluster(2)
+    await bots_on([n1, n2], {"alice": 1, "bob": 1})
+    game_id = await n2.start_game(["alice", "bob"])
+    c1, c2 = cluster_of(n1), cluster_of(n2)
+    await wait_until(lambda: game_id in c1.games, 5, "n1 never heard of the game")
+    let = hold_liveness(c2)
+
+    async def taken_over() -> None:
+        await c1.bus.redis.delete(alive_key("n2"))
+        await wait_until(lambda: game_id in n1.arena.manager.running, 10, "n1 did not take the game over")
+
+    after_reading_the_map(c1, taken_over)
+    try:
+        await c1.remote_games.load()
+        assert game_id not in c1.games and c1.remote_games.host_of(game_id) is None
+        assert n1.arena.manager.running[game_id].epoch == 1
+    finally:
+        let.set()
+    await wait_until(lambda: is_now(c1.bus.nodes(), ["n1", "n2"]), 5, "n2 did not come back")
