@@ -135,9 +135,13 @@ class ClusterBots:
 
     async def load(self) -> None:
         """Learn where every bot is and how many games each plays at a time (at start, and when
-        Redis is back)."""
+        Redis is back). A bot's ``max_games`` heard while the map is read wins over the map's,
+        which may be older (anything newer is heard after)."""
         await self.presence.load()
-        self.capacity = {text_of(k): int(v) for k, v in (await self.bus.redis.hgetall(CAPACITY)).items()}
+        heard: dict[str, int] = {}
+        self.capacity = heard
+        stored = await self.bus.redis.hgetall(CAPACITY)
+        self.capacity = {text_of(k): int(v) for k, v in stored.items()} | heard
 
     async def node_gone(self, node: str, known: Mapping[str, Place]) -> None:
         """``node`` stopped refreshing its liveness: its bots count as gone, here and on Redis

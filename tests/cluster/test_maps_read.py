@@ -1,9 +1,14 @@
-"""The running games map (``mandala:games``) read while the cluster moves on, over a real Redis
-and PostgreSQL: a node reads it at start and when Redis is back (``RemoteGames.load``), and
-what the bus brings while the answer is on its way is newer than the answer. A game that ended
-meanwhile does not come back as running there; a game this node took over meanwhile is not sent
-back to its former host; a game whose host's liveness key has lapsed (Redis restarted empty, a
-node back from a pause) is still known."""
+"""The cluster's maps on Redis read while the cluster moves on, over a real Redis and
+PostgreSQL: a node reads them at start and when Redis is back, and what the bus brings while
+an answer is on its way is newer than the answer.
+
+- The running games (``mandala:games``, ``RemoteGames.load``): a game that ended meanwhile does
+  not come back as running there; a game this node took over meanwhile is not sent back to its
+  former host; a game whose host's liveness key has lapsed (Redis restarted empty, a node back
+  from a pause) is still known.
+- The bots' ``max_games`` (``mandala:capacity``, ``ClusterBots.load``): one changed meanwhile
+  is not set back to what the map held.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ from arena_testkit import Harness, LiveStream, wait_until
 from cluster_kit import is_now
 from conftest import MakeCluster
 from protocol.messages import LiveGames
+from server.cluster.bots import CAPACITY
 from server.cluster.bus import alive_key
 from server.cluster.node import ClusterNode
 from server.cluster.remote_games import GAMES
@@ -27,15 +33,15 @@ def cluster_of(node: Harness) -> ClusterNode:
     return cluster
 
 
-def after_reading_the_map(cluster: ClusterNode, meanwhile: Callable[[], Awaitable[None]]) -> None:
-    """``cluster``'s next read of ``mandala:games`` is answered, then ``meanwhile`` runs
-    before the reader gets the answer."""
+def after_reading(cluster: ClusterNode, key: str, meanwhile: Callable[[], Awaitable[None]]) -> None:
+    """``cluster``'s next read of the hash ``key`` is answered, then ``meanwhile`` runs before
+    the reader gets the answer."""
     redis = cluster.bus.redis
     hgetall = redis.hgetall
 
     async def read(name: str) -> Any:
         entries = await hgetall(name)
-        if name == GAMES:
+        if name == key:
             redis.hgetall = hgetall  # type: ignore[method-assign]
             await meanwhile()
         return entries
@@ -82,7 +88,7 @@ async def test_a_game_that_ends_while_a_node_reads_the_games_map_is_not_taken_th
         await c2.remote_games.hear_out()
         assert c2.remote_games.summary_of(game_id) is not None
 
-    after_reading_the_map(c2, game_ends)
+    after_reading(c2, GAMES, game_ends)
     assert await c2.remote_games.load() == []  # as when Redis is back
     assert game_id not in c2.games
     ended = c2.remote_games.summary_of(game_id)
@@ -128,7 +134,7 @@ async def test_a_game_taken_over_while_its_new_host_reads_the_games_map_stays_on
         await c1.bus.redis.delete(alive_key("n2"))
         await wait_until(lambda: game_id in n1.arena.manager.running, 10, "n1 did not take the game over")
 
-    after_reading_the_map(c1, taken_over)
+    after_reading(c1, GAMES, taken_over)
     try:
         await c1.remote_games.load()
         assert game_id not in c1.games and c1.remote_games.host_of(game_id) is None
@@ -136,3 +142,22 @@ async def test_a_game_taken_over_while_its_new_host_reads_the_games_map_stays_on
     finally:
         let.set()
     await wait_until(lambda: is_now(c1.bus.nodes(), ["n1", "n2"]), 5, "n2 did not come back")
+
+
+async def test_a_bots_max_games_changed_while_a_node_reads_the_capacity_map_is_not_set_back(
+        make_cluster: MakeCluster) -> None:
+    """alice connects to n2 again with room for 3 games at a time while n1 (the ladder's leader,
+    which pairs by it) reads the map that still says 1."""
+    n1, n2 = await make_cluster(2)
+    clients = await bots_on([n1, n2], {"alice": 1})
+    c1 = cluster_of(n1)
+    await wait_until(lambda: c1.bots.capacity.get("alice") == 1, 5, "n1 never heard alice's max_games")
+
+    async def reconnects() -> None:
+        clients["alice"] = await n2.connect(n1.tokens["alice"], 3)
+        await wait_until(lambda: c1.bots.capacity.get("alice") == 3, 5, "n1 did not hear alice's new max_games")
+
+    after_reading(c1, CAPACITY, reconnects)
+    await c1.bots.load()
+    assert c1.bots.capacity["alice"] == 3
+    assert await c1.bus.redis.hget(CAPACITY, "alice") == b"3"
