@@ -71,13 +71,21 @@ async def running_on_live(node: Harness) -> list[str]:
         await live.close()
 
 
+async def a_game_heard_of(make_cluster: MakeCluster, host: int) -> tuple[Harness, Harness, str]:
+    """Nodes n1 and n2; alice and bob, connected to node ``host`` (0: n1, 1: n2), play a game
+    there, which the other node has heard of. Returns n1, n2 and the game's id."""
+    nodes = await make_cluster(2)
+    await bots_on(nodes, {"alice": host, "bob": host})
+    game_id = await nodes[host].start_game(["alice", "bob"])
+    other = cluster_of(nodes[1 - host])
+    await wait_until(lambda: game_id in other.games, 5, "the other node never heard of the game")
+    return nodes[0], nodes[1], game_id
+
+
 async def test_a_game_that_ends_while_a_node_reads_the_games_map_is_not_taken_there_for_running(
         make_cluster: MakeCluster) -> None:
-    n1, n2 = await make_cluster(2)
-    await bots_on([n1, n2], {"alice": 0, "bob": 0})
-    game_id = await n1.start_game(["alice", "bob"])
+    n1, n2, game_id = await a_game_heard_of(make_cluster, 0)
     c2 = cluster_of(n2)
-    await wait_until(lambda: game_id in c2.games, 5, "n2 never heard of the game")
 
     async def game_ends() -> None:
         """The map read still holds the game; n1 ends it (its entry leaves the map as its
@@ -100,11 +108,8 @@ async def test_a_node_reading_the_games_map_while_a_hosts_liveness_key_lapsed_ke
         make_cluster: MakeCluster) -> None:
     """n1's key is gone (a Redis restarted empty, or n1 paused) as n2 reads the map: n1's game is
     known on n2 as it was, and n2's sweep, not the read, decides whether n1 is gone."""
-    n1, n2 = await make_cluster(2)
-    await bots_on([n1, n2], {"alice": 0, "bob": 0})
-    game_id = await n1.start_game(["alice", "bob"])
+    n1, n2, game_id = await a_game_heard_of(make_cluster, 0)
     c1, c2 = cluster_of(n1), cluster_of(n2)
-    await wait_until(lambda: game_id in c2.games, 5, "n2 never heard of the game")
     let = hold_liveness(c1)
     try:
         await c2.bus.redis.delete(alive_key("n1"))
@@ -123,11 +128,8 @@ async def test_a_game_taken_over_while_its_new_host_reads_the_games_map_stays_on
     """n1 leads and reads the map, which has n2's game at its first epoch; before the answer
     reaches n1, n2 is taken for dead and n1 takes the game over: the old entry must not send
     the game back to n2."""
-    n1, n2 = await make_cluster(2)
-    await bots_on([n1, n2], {"alice": 1, "bob": 1})
-    game_id = await n2.start_game(["alice", "bob"])
+    n1, n2, game_id = await a_game_heard_of(make_cluster, 1)
     c1, c2 = cluster_of(n1), cluster_of(n2)
-    await wait_until(lambda: game_id in c1.games, 5, "n1 never heard of the game")
     let = hold_liveness(c2)
 
     async def taken_over() -> None:
