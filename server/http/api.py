@@ -274,14 +274,24 @@ async def list_games(request: web.Request) -> web.Response:
         if row is None:
             raise ApiError(404, "unknown_bot", f"no bot named {bot!r}")
         bot = row.name
-    games: list[GameSummary] = []
-    if status in (None, "running") and before is None:
+    listing_running = status in (None, "running") and before is None
+
+    def running() -> list[GameSummary]:
+        return [g for g in arena.manager.running_summaries() if bot is None or bot in g.players][:limit]
+
+    if listing_running:
         await arena.manager.hear_out()
-        games += [g for g in arena.manager.running_summaries() if bot is None or bot in g.players][:limit]
+    rows: list[GameRow] = []
+    if status != "running" and not (listing_running and len(running()) == limit):
+        rows = await ended_games(arena, status, limit, before, bot)  # type: ignore[arg-type]
+    # The running games are taken after the ended ones were read, with no await between them and
+    # the page: a game that ended meanwhile is listed once, as over.
+    ended = {r.game_id for r in rows}
+    games = [g for g in running() if g.game_id not in ended] if listing_running else []
     headers = None
     if status != "running" and len(games) < limit:
         want = limit - len(games)
-        rows = (await ended_games(arena, status, want, before, bot))[:want]  # type: ignore[arg-type]
+        rows = rows[:want]
         games += [game_summary(r) for r in rows]
         if len(rows) == want:
             query = {k: v for k, v in request.query.items() if k != "before"}
@@ -296,9 +306,7 @@ async def ended_games(arena: Arena, status: GameStatus | None, limit: int, befor
     storage, with the ones announced lately that storage has not taken yet (spooled while it
     fails)."""
     await arena.manager.recorder.settle()
-    running = len(arena.manager.running) if status is None else 0  # stored as running: skipped
-    stored = [r for r in await arena.storage.list_games(status, limit + running, before, bot)
-              if r.status != "running"][:limit]
+    stored = await arena.storage.list_games(status or "over", limit, before, bot)
     known = {r.game_id for r in stored}
     waiting = [room.to_row(record=False) for room in arena.manager.finished.values()
                if room.id not in known and (status is None or room.status == status)

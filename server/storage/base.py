@@ -16,6 +16,8 @@ import msgspec
 from mandala.record import PlayedMove
 
 GameStatus = Literal["running", "finished", "aborted"]
+GameList = Literal["running", "finished", "aborted", "over"]
+"""Which games a list holds: those of one status, or ``over``: finished or aborted."""
 LadderStanding = Literal["new", "listed", "removed"]
 """A bot's stored place on the ladder: ``new`` until it passes qualification, ``listed``
 after, ``removed`` by the organizer."""
@@ -319,10 +321,10 @@ class Storage(Protocol):
 
     async def get_game(self, game_id: str) -> GameRow | None: ...
 
-    async def list_games(self, status: GameStatus | None, limit: int, before: tuple[str, str] | None = None,
+    async def list_games(self, status: GameList | None, limit: int, before: tuple[str, str] | None = None,
                          bot: str | None = None) -> list[GameRow]:
         """Without their records: most recently started first (then by id, descending), of
-        one status or all, of one bot or all, started before ``before`` = ``(started, id)``
+        one status, over (:data:`GameList`) or all, of one bot or all, started before ``before`` = ``(started, id)``
         of the last game of the previous page (a keyset page: an index answers it at any size)."""
 
     async def export_games(self, which: GameFilter, after: tuple[str, str] | None, limit: int) -> list[GameRow]:

@@ -24,8 +24,8 @@ from .base import (
     BotRow,
     Claim,
     GameFilter,
+    GameList,
     GameRow,
-    GameStatus,
     GameWrite,
     LadderStanding,
     LoggedMove,
@@ -312,11 +312,13 @@ class PostgresStorage(OneGameWrites):
         r = await self._p().fetchrow(f"SELECT {_GAME_COLUMNS} FROM games WHERE id = $1", game_id)
         return _game_row(r) if r else None
 
-    async def list_games(self, status: GameStatus | None, limit: int, before: tuple[str, str] | None = None,
+    async def list_games(self, status: GameList | None, limit: int, before: tuple[str, str] | None = None,
                          bot: str | None = None) -> list[GameRow]:
         where: list[str] = ["TRUE"]
         args: list[Any] = []
-        if status is not None:
+        if status == "over":
+            where.append("status <> 'running'")
+        elif status is not None:
             args.append(status)
             where.append(f"status = ${len(args)}" + ("" if status == "finished" else f" AND {UNFINISHED}"))
         if before is not None:

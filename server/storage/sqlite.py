@@ -28,8 +28,8 @@ from .base import (
     BotRow,
     Claim,
     GameFilter,
+    GameList,
     GameRow,
-    GameStatus,
     GameWrite,
     LadderStanding,
     LoggedMove,
@@ -74,11 +74,13 @@ _NO_END = 1 << 62
 """A ``games_before`` no rating change reaches (no page bound)."""
 
 
-def _page_where(status: GameStatus | None, before: tuple[str, str] | None) -> tuple[str, list[Any]]:
-    """A page of a games list: of one status (or all), older than ``before`` (started, id)."""
+def _page_where(status: GameList | None, before: tuple[str, str] | None) -> tuple[str, list[Any]]:
+    """A page of a games list: of one status (or over, or all), older than ``before`` (started, id)."""
     where: list[str] = ["1"]
     args: list[Any] = []
-    if status is not None:
+    if status == "over":
+        where.append("status <> 'running'")
+    elif status is not None:
         where.append("status = ?" if status == "finished" else f"status = ? AND {UNFINISHED}")
         args.append(status)
     if before is not None:
@@ -303,7 +305,7 @@ class SqliteStorage(OneGameWrites):
         row = self._conn().execute(f"SELECT {_GAME_COLUMNS} FROM games WHERE id = ?", (game_id,)).fetchone()
         return _game_row(row) if row else None
 
-    def _list_games(self, status: GameStatus | None, limit: int, before: tuple[str, str] | None,
+    def _list_games(self, status: GameList | None, limit: int, before: tuple[str, str] | None,
                     bot: str | None) -> list[GameRow]:
         where, args = _page_where(status, before)
         if bot is None:
@@ -622,7 +624,7 @@ class SqliteStorage(OneGameWrites):
     async def get_game(self, game_id: str) -> GameRow | None:
         return await self._run(self._get_game, game_id)
 
-    async def list_games(self, status: GameStatus | None, limit: int, before: tuple[str, str] | None = None,
+    async def list_games(self, status: GameList | None, limit: int, before: tuple[str, str] | None = None,
                          bot: str | None = None) -> list[GameRow]:
         return await self._run(self._list_games, status, limit, before, bot)
 

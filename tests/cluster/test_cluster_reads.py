@@ -12,13 +12,14 @@ from typing import Any
 import msgspec
 import pytest
 
-from arena_testkit import Harness, WsClient, gather
+from arena_testkit import Harness, WsClient, gather, wait_until
 from cluster_kit import SlowLink
 from conftest import MakeCluster
 from protocol.messages import Challenged, Error, GameOver, GameStart, Update
 from server.games.room import REQUEST_EPOCH
 from test_cluster_games import bots_on
 from test_game_takeover import play_out, play_until
+from test_games_list import every_page, listed_once, resigned_game
 
 GAMES = 18
 """Games started one after the other, each watched from the two other nodes at once."""
@@ -129,3 +130,20 @@ async def watched_view(spectator: WsClient, game_id: str, ply: int) -> Any:
         if update.game_id == game_id and update.ply >= ply:
             assert update.ply == ply
             return msgspec.to_builtins(update.view)
+
+
+async def test_every_node_pages_through_the_games_over_past_the_running_games_of_others(
+        make_cluster: MakeCluster) -> None:
+    """The database holds every node's running games as running rows, the newest: a node that
+    hosts none of them must still fill its pages of the games over, and link to the next."""
+    n1, n2 = await make_cluster(2)
+    bots = await bots_on([n1, n2], {"alice": 0, "bob": 0}, max_games=3)
+    over = {await resigned_game(n1, bots["alice"], bots["bob"]) for _ in range(3)}
+    running = {await n1.start_game(["alice", "bob"]) for _ in range(2)}
+    cluster = n2.arena.cluster
+    assert cluster is not None
+    await wait_until(lambda: running <= set(cluster.games), 5, "n2 never heard of the running games")
+    for node in (n1, n2):
+        pages = await every_page(node, "/api/games?limit=3")
+        assert len(pages) == 2
+        listed_once(pages, running, over, 3)

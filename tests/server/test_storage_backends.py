@@ -83,7 +83,9 @@ async def test_games_save_list_and_abort(storage: Storage) -> None:
     assert await storage.get_game("g2") == game("g2", "bob", "alice", rated=False, started="2024-01-01T00:00:02.000Z")
     assert [g.game_id for g in await storage.list_games(None, 10)] == ["g2", "g1"]
     assert [g.game_id for g in await storage.list_games("running", 10)] == ["g1"]
+    assert [g.game_id for g in await storage.list_games("over", 10)] == ["g2"]
     assert await storage.abort_running("2024-01-01T00:05:00.000Z") == 1
+    assert [g.game_id for g in await storage.list_games("over", 10)] == ["g2", "g1"]
     g1 = await storage.get_game("g1")
     assert g1 is not None and (g1.status, g1.end_reason, g1.ended) == ("aborted", "aborted", "2024-01-01T00:05:00.000Z")
     assert await storage.get_game("nope") is None
@@ -719,7 +721,7 @@ async def served(storage: Storage, game_ids: list[str], names: list[str]) -> dic
     and its next page, each bot's rating changes and their pages, the standings and totals,
     an export, a tournament's games and the last hour's ladder games."""
     out: dict[str, Any] = {"games": [await storage.get_game(g) for g in game_ids]}
-    for status in (None, "finished", "running", "aborted"):
+    for status in (None, "finished", "running", "aborted", "over"):
         for bot in (None, *names):
             first = await storage.list_games(status, 4, None, bot)  # type: ignore[arg-type]
             cursor = (first[-1].started, first[-1].game_id) if first else None
