@@ -159,6 +159,9 @@ class Ladder:
         self.standings = Standings(settings, storage, presence, manager.recorder, self)
         self._wake = asyncio.Event()
         self._loop_task: asyncio.Task[None] | None = None
+        self._leads = 0
+        """How many times this node took the lead: a load of the ladder's state that a newer lead
+        overtook (the lease lost and won again meanwhile) starts no pairing loop."""
         self._tasks: set[asyncio.Task[Any]] = set()
         self._ids = itertools.count(1)
         self._stopped = False
@@ -190,17 +193,51 @@ class Ladder:
         self.follow()
         self.leading = True
         self._stopped = False
-        self.places = {b.name: b.ladder for b in await self.storage.list_bots()}
-        self.paused = await self.storage.get_setting("paused") == "1"
+        self._leads += 1
+        lead = self._leads
+        # Each read is kept only if no newer lead began meanwhile, which reads everything again.
+        places = {b.name: b.ladder for b in await self.storage.list_bots()}
+        if self._overtaken(lead):
+            return
+        self.places = places
+        self._seeks_again()
+        paused = await self.storage.get_setting("paused") == "1"
+        if self._overtaken(lead):
+            return
+        self.paused = paused
         async with self.manager.recorder.rating_lock:  # no rated game stored meanwhile goes uncounted
-            self.tally = Tally(await self.storage.pair_tallies())
-        await run_in_slices(self._count_meetings(), PAIRING_SLICE_S)
+            tally = Tally(await self.storage.pair_tallies())
+            if self._overtaken(lead):
+                return
+            self.tally = tally
+        await run_in_slices(self._count_meetings(lead), PAIRING_SLICE_S)
+        if self._overtaken(lead):
+            return
         await self._count_recent()
-        if not self.leading:  # the lead was lost meanwhile
+        if self._overtaken(lead):
             return
         await self.refresh_standings()
+        if self._overtaken(lead):
+            return
         self._loop_task = asyncio.get_running_loop().create_task(self._pairing_loop(), name="ladder-pairing")
         log.info("this node leads the ladder")
+
+    def _overtaken(self, lead: int) -> bool:
+        """Whether the lead that began as the ``lead``-th was lost since (and maybe won again)."""
+        return not self.leading or self._leads != lead
+
+    def _seeks_again(self) -> None:
+        """The seeks heard while the places were read were judged on the places known before
+        (none on a node that just started): judge them on the stored ones. A listed bot does not
+        qualify; a removed one does not seek."""
+        for bot in sorted(self.seeking):
+            place = self.place(bot)
+            if place == "new":
+                continue
+            self.qualification.bots.pop(bot, None)
+            if place == "removed":
+                self.seeking.discard(bot)
+            self._tell(bot)
 
     def follow(self) -> None:
         """Stop pairing (another node leads): forget what only the leader keeps. Games
@@ -375,9 +412,10 @@ class Ladder:
                 pass
         self.changed()
 
-    def _count_meetings(self) -> Iterator[None]:
+    def _count_meetings(self, lead: int | None = None) -> Iterator[None]:
         """Meetings from the stored rated games since the last reset, plus the pairs under way;
-        a slice of the pairs at a time (hundreds of thousands at ten thousand bots)."""
+        a slice of the pairs at a time (hundreds of thousands at ten thousand bots). Stops if
+        the ``lead``-th lead was overtaken meanwhile (the newer one counts them afresh)."""
         self.meetings.clear()
         self.field.reset()
         self._fed = None
@@ -389,15 +427,18 @@ class Ladder:
             self.field.played_before(a, b, games)
             if n % (4 * GATHER) == 4 * GATHER - 1:
                 yield
+                if lead is not None and self._overtaken(lead):
+                    return
         for pair in self.pairs.values():
             if pair.kind == "ladder":
                 self.meetings.add(*pair.players, games=2 - len(pair.games) + self._running(pair))
 
     async def _count_recent(self) -> None:
         """The ladder games of the last hour, from storage, on the loop's clock."""
+        games = await self.storage.ladder_games_since(utc_now(self.recent.window))
         self.recent.clear()
         now = asyncio.get_running_loop().time()
-        for a, b, started in await self.storage.ladder_games_since(utc_now(self.recent.window)):
+        for a, b, started in games:
             at = now - seconds_since(started)
             self.recent.add(a, at)
             self.recent.add(b, at)
@@ -544,7 +585,8 @@ class Ladder:
             elif all(self.manager.can_play(b) for b in pair.players):
                 for b in pair.players:
                     left.setdefault(b, self.manager.open_slots(b) - self.held(b))
-                ready = all(left[b] >= 1 for b in pair.players)
+                # Slots are counted again too: a tournament game may have taken one since.
+                ready = all(left[b] >= 1 and self.manager.open_slots(b) - self.held(b) >= 1 for b in pair.players)
                 for b in pair.players:
                     left[b] -= 1
                 if ready:
@@ -610,7 +652,8 @@ class Ladder:
             if not pairs:
                 break
             for a, b in pairs:
-                self._begin(a, b, now)
+                if all(self._still_free(x, now) for x in (a, b)):
+                    self._begin(a, b, now)
                 yield
                 if not self._may_start() or self.paused:
                     return
@@ -647,10 +690,12 @@ class Ladder:
         if started:
             self.wake()  # bots with more free slots play another pair in the next pass
 
-    def _still_free(self, bot: str, now: float, reserved: dict[str, int]) -> bool:
-        """Whether ``bot`` may still start a pair this pass (the loop may have run since it was chosen)."""
-        return (bot in self.seeking and self.place(bot) == "listed" and self.presence.is_connected(bot)
-                and self.manager.open_slots(bot) - self.held(bot) - reserved.get(bot, 0) > 0
+    def _still_free(self, bot: str, now: float, reserved: dict[str, int] | None = None) -> bool:
+        """Whether ``bot`` may still start a pair this pass (the loop may have run since it was
+        chosen: a tournament game took its slot, it stopped seeking or left). ``reserved``: the
+        slots kept for return games as the pass counted them (``_reserved``), else as they are."""
+        slots = self.free(bot) if reserved is None else self.manager.open_slots(bot) - self.held(bot) - reserved.get(bot, 0)
+        return (bot in self.seeking and self.place(bot) == "listed" and self.presence.is_connected(bot) and slots > 0
                 and self.recent.may_start(bot, now, self.settings.ladder_games_per_hour))
 
     def _feed_field(self) -> Iterator[None]:

@@ -3,31 +3,34 @@ large ladder's policy (``large.py``), on a real server: ``pairing_large_from`` a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 from test_ladder import AUTH
 
-from arena_testkit import Harness, gather, wait_until
+from arena_testkit import Harness, WsClient, gather, wait_until
 from protocol.messages import LadderStatus
 
 
-async def seeking_bots(arena: Harness, count: int) -> None:
-    """``count`` listed bots, connected (one game at a time) and seeking on a paused ladder."""
+async def seeking_bots(arena: Harness, count: int, max_games: Sequence[int] = ()) -> list[WsClient]:
+    """``count`` listed bots, bot00, bot01, …, connected and seeking on a paused ladder, each
+    playing ``max_games[i]`` games at a time (one if not given); their connections."""
     assert (await arena.client.post("/api/ladder/pause", headers=AUTH)).status == 200
     ladder = arena.arena.ladder
 
-    async def one(i: int) -> None:
+    async def one(i: int) -> WsClient:
         name = f"bot{i:02d}"
         await arena.create_bot(name)
         await arena.arena.storage.set_ladder(name, "listed")
         ladder.places[name] = "listed"
-        client = await arena.connect(arena.tokens[name])
+        client = await arena.connect(arena.tokens[name], max_games[i] if i < len(max_games) else 1)
         await client.send({"type": "seek"})
         status = await client.until(LadderStatus)
         assert (status.state, status.seeking) == ("listed", True)
+        return client
 
-    await gather(*(one(i) for i in range(count)))
+    return await gather(*(one(i) for i in range(count)))
 
 
 @pytest.mark.parametrize("count, large", [(15, False), (16, True)])
