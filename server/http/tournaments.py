@@ -101,12 +101,13 @@ def control(op: str) -> Callable[[web.Request], Awaitable[web.Response]]:
             started=now if op == "start" else row.started,
             ended=now if target == "cancelled" else row.ended,
         )
-        if not await arena.storage.update_tournament(new, row.state):
+        if not await arena.storage.set_tournament_state(new, row.state):
             raise ApiError(409, "wrong_state", f"tournament {row.tournament_id} changed meanwhile: try again")
         log.info("tournament %s: %s", row.tournament_id, target)
         arena.tournaments.wake(stored=True)
+        row = await _tournament(arena, row.tournament_id)  # with a round the director paired meanwhile
         games = await _games(arena, row.tournament_id)
-        return json_response(tournament_info(new, games, len(_running(arena, row.tournament_id))))
+        return json_response(tournament_info(row, games, len(_running(arena, row.tournament_id))))
 
     return handler
 

@@ -412,6 +412,11 @@ class Storage(Protocol):
         """Store ``row``'s state, times and schedule if the stored state is still
         ``expected_state`` (a transition two requests race for happens once). False if not."""
 
+    async def set_tournament_state(self, row: TournamentRow, expected_state: str) -> bool:
+        """Store ``row``'s state and times, not its schedule, if the stored state is still
+        ``expected_state``: an organizer's control, which must not write back a schedule the
+        director extended (a Swiss round paired) since the row was read. False if not."""
+
     async def tournament_games(self, tournament_id: str, *, records: bool = False, finished: bool = False,
                                after_slot: int = -1, limit: int = 1 << 30) -> list[GameRow]:
         """The tournament's games in slots after ``after_slot`` (every status, or only

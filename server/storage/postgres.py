@@ -551,6 +551,13 @@ class PostgresStorage(OneGameWrites):
         )
         return bool(tag.split()[-1] == "1")
 
+    async def set_tournament_state(self, row: TournamentRow, expected_state: str) -> bool:
+        tag = await self._p().execute(
+            "UPDATE tournaments SET state = $1, started = $2, ended = $3 WHERE id = $4 AND state = $5",
+            row.state, row.started, row.ended, row.tournament_id, expected_state,
+        )
+        return bool(tag.split()[-1] == "1")
+
     async def tournament_games(self, tournament_id: str, *, records: bool = False, finished: bool = False,
                                after_slot: int = -1, limit: int = 1 << 30) -> list[GameRow]:
         columns = _GAME_COLUMNS if records else _SUMMARY_COLUMNS

@@ -522,6 +522,13 @@ class SqliteStorage(OneGameWrites):
         )
         return cur.rowcount == 1
 
+    def _set_tournament_state(self, t: TournamentRow, expected_state: str) -> bool:
+        cur = self._conn().execute(
+            "UPDATE tournaments SET state = ?, started = ?, ended = ? WHERE id = ? AND state = ?",
+            (t.state, t.started, t.ended, t.tournament_id, expected_state),
+        )
+        return cur.rowcount == 1
+
     def _tournament_games(self, tournament_id: str, records: bool, finished: bool, after_slot: int,
                           limit: int) -> list[GameRow]:
         columns = _GAME_COLUMNS if records else _SUMMARY_COLUMNS
@@ -660,6 +667,9 @@ class SqliteStorage(OneGameWrites):
 
     async def update_tournament(self, row: TournamentRow, expected_state: str) -> bool:
         return await self._run(self._update_tournament, row, expected_state)
+
+    async def set_tournament_state(self, row: TournamentRow, expected_state: str) -> bool:
+        return await self._run(self._set_tournament_state, row, expected_state)
 
     async def tournament_games(self, tournament_id: str, *, records: bool = False, finished: bool = False,
                                after_slot: int = -1, limit: int = 1 << 30) -> list[GameRow]:

@@ -442,6 +442,11 @@ async def test_tournaments_rows_transitions_and_their_games(storage: Storage) ->
     assert await storage.update_tournament(running, "created")
     assert not await storage.update_tournament(msgspec.structs.replace(row, state="paused"), "created")  # raced: lost
     assert await storage.get_tournament("t1") == running
+    # A control read the row before the second round was stored: it sets the state, not the schedule.
+    pause = msgspec.structs.replace(row, state="paused", started=running.started)
+    assert await storage.set_tournament_state(pause, "running")
+    assert not await storage.set_tournament_state(pause, "running")  # raced: lost
+    assert await storage.get_tournament("t1") == msgspec.structs.replace(running, state="paused")
     assert [t.tournament_id for t in await storage.list_tournaments(["running", "paused"])] == ["t1"]
     # Slot 0 was cut off (aborted) and replayed; slot 1 finished; slot 2 runs.
     def slot_game(gid: str, slot: int, status: str, started: str) -> GameRow:

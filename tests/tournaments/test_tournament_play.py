@@ -7,11 +7,13 @@ import asyncio
 from collections import Counter
 from typing import Any
 
+import pytest
 from tournament_kit import create, crosstable_of, finished, play, post, records
 
 from arena_testkit import Harness, WsClient, wait_until
 from mandala_client.bots import GreedyBot, RandomBot
 from protocol.messages import Decision, GameOver, GameStart
+from server.http import tournaments as tournaments_http
 
 
 async def test_a_bot_that_never_comes_forfeits_after_the_grace(make_arena: Any) -> None:
@@ -176,3 +178,47 @@ async def test_the_ranking_follows_strength(make_arena: Any) -> None:
     assert [r["bot"] for r in ranking] == ["greedy", "random"]
     assert ranking[0]["low"] > ranking[1]["high"]  # separated intervals: the gap is large
     assert ranking[0]["stronger_than_next"] > 0.99
+
+
+async def test_a_pause_that_read_the_tournament_before_a_swiss_round_was_paired_keeps_that_round(
+        make_arena: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The organizer's pause reads the tournament; before it stores the new state the director
+    pairs the next Swiss round. The pause must not write back the schedule it read, or the round
+    being played is missing from the stored tournament (its games' slots name no pairing)."""
+    arena: Harness = await make_arena()
+    storage = arena.arena.storage
+    names = ["ann", "ben", "cat", "dan"]
+    clients = [await arena.bot(n, max_games=2) for n in names]
+    tasks = [asyncio.create_task(play(c, RandomBot(seed=i))) for i, c in enumerate(clients)]
+    try:
+        tid = (await create(arena, format="swiss", rounds=2, participants=names))["tournament_id"]
+        await post(arena, f"/api/tournaments/{tid}/start")
+        read = tournaments_http._tournament
+
+        async def rounds_stored() -> int:
+            row = await storage.get_tournament(tid)
+            assert row is not None
+            return max(entry[0] for entry in row.schedule)
+
+        async def second_round_stored() -> bool:
+            return await rounds_stored() == 2
+
+        async def read_before_the_second_round(arena_: Any, tournament_id: str) -> Any:
+            monkeypatch.setattr(tournaments_http, "_tournament", read)
+            row = await read(arena_, tournament_id)
+            assert max(entry[0] for entry in row.schedule) == 1
+            await wait_until(second_round_stored, 60, "the second round was not paired")
+            return row
+
+        monkeypatch.setattr(tournaments_http, "_tournament", read_before_the_second_round)
+        paused = await post(arena, f"/api/tournaments/{tid}/pause")
+        assert paused["state"] == "paused" and paused["progress"]["planned"] == 8  # both rounds
+        assert await rounds_stored() == 2
+        await post(arena, f"/api/tournaments/{tid}/resume")
+        view = await finished(arena, tid)
+    finally:
+        for t in tasks:
+            t.cancel()
+    assert view["rounds"] == 2 and view["progress"]["played"] == view["progress"]["planned"] == 8
+    games = await arena.get_json(f"/api/tournaments/{tid}/games")
+    assert len([g for g in games if g["status"] == "finished"]) == 8
