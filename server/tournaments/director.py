@@ -261,6 +261,8 @@ class Director:
         for run in self.runs.values():
             for slot, game_id in list(run.elsewhere.items()):
                 game = await self.storage.get_game(game_id)
+                if run.elsewhere.get(slot) != game_id:
+                    continue  # its end was heard meanwhile (the slot may run its replay now)
                 if game is None or game.status != "running":
                     del run.elsewhere[slot]
                     if game is not None and game.status == "finished":

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+from typing import Any
 
 import aiohttp
+import pytest
 
 from arena_testkit import ADMIN, Seen, ladder_bot, wait_until
 from conftest import MakeCluster
@@ -72,3 +75,61 @@ async def test_a_tournament_created_on_a_follower_runs_on_the_nodes_of_its_bots(
     for node in nodes:
         results = await node.get_json(f"/api/tournaments/{tid}/results")
         assert results["played"] == 6 and sum(r["games"] for r in results["ranking"]) == 12
+
+
+
+async def test_a_game_elsewhere_that_ends_while_a_new_leaders_director_looks_it_up_is_counted_once(
+        make_cluster: MakeCluster, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """n1 leads and stops; n2 leads next, and its director finds the tournament's game running on
+    n3, where its bots are. It reads from storage how that game stands; the game ends, and n2
+    hears it, before the answer comes. The director's step must not fail on the slot it no longer
+    waits for (nor free a slot that runs another game by then)."""
+    n1, n2, n3 = await make_cluster(3)
+    c1, c2 = n1.arena.cluster, n2.arena.cluster
+    assert c1 is not None and c2 is not None
+    await wait_until(lambda: c1.leading, 10, "n1 never took the pairing lease")
+    tokens = {name: await n1.create_bot(name) for name in ("bravo", "charlie")}
+    director, storage = n2.arena.tournaments, n2.arena.storage
+    get_game, held = storage.get_game, []
+
+    async def held_until_its_end_is_heard(game_id: str) -> Any:
+        for run in director.runs.values():
+            for slot, elsewhere in list(run.elsewhere.items()):
+                if elsewhere == game_id:
+                    held.append(game_id)
+                    await wait_until(lambda: run.elsewhere.get(slot) != game_id, 30,  # noqa: B023
+                                     "the game's end was not heard")
+        return await get_game(game_id)
+
+    monkeypatch.setattr(storage, "get_game", held_until_its_end_is_heard)
+    seen = Seen()
+    async with aiohttp.ClientSession() as http:
+        url = str(n3.client.make_url("")).rstrip("/")
+        tasks = [asyncio.create_task(ladder_bot(http, url, token, i, seen, seek=False, think=0.02))
+                 for i, token in enumerate(tokens.values())]
+        try:
+            body = {"name": "cup", "format": "round_robin", "participants": list(tokens), "games_per_pairing": 2}
+            resp = await n2.client.post("/api/tournaments", json=body, headers=AUTH)
+            assert resp.status == 201, await resp.text()
+            tid = (await resp.json())["tournament_id"]
+            resp = await n2.client.post(f"/api/tournaments/{tid}/start", headers=AUTH)
+            assert resp.status == 200
+            await wait_until(lambda: seen.started, 10, "no game began")
+            await n1.client.close()  # n1 stops: n2 leads next
+            await wait_until(lambda: any(run.elsewhere for run in director.runs.values()), 15,
+                             "n2 did not take the tournament over with its game on n3")
+            director.wake(stored=True)  # the director reads the stored states, and the game's
+
+            async def done() -> bool:
+                return (await n2.get_json(f"/api/tournaments/{tid}"))["state"] == "finished"
+
+            await wait_until(done, 60, "the tournament did not finish", every=0.2)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+    assert held
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("server.tournaments")
+            and r.levelno >= logging.ERROR] == []
+    results = await n3.get_json(f"/api/tournaments/{tid}/results")
+    assert results["played"] == 2 and sum(r["games"] for r in results["ranking"]) == 4
