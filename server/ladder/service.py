@@ -491,9 +491,10 @@ class Ladder:
         self._tell(bot)
         self.changed()
         recorder = self.manager.recorder
-        while not self._stopped:
+        while not self._stopped and self.places.get(bot) == "listed":
             try:
-                await self.storage.set_ladder(bot, "listed")
+                # A qualifying bot is stored as new: an organizer's removal stored meanwhile stands.
+                await self.storage.set_ladder(bot, "listed", only_from="new")
                 return
             except Exception as e:
                 recorder.faults.note(f"listing bot {bot}", e)

@@ -293,8 +293,9 @@ class Storage(Protocol):
     async def create_bot(self, name: str, token_hash: str, created: str, rating: float = INITIAL_RATING) -> BotRow:
         """Insert a bot at ``rating``; raises :class:`NameTaken` if the name is in use."""
 
-    async def set_ladder(self, bot: str, ladder: LadderStanding) -> None:
-        """Set the bot's place on the ladder (case-insensitive name)."""
+    async def set_ladder(self, bot: str, ladder: LadderStanding, only_from: LadderStanding | None = None) -> None:
+        """Set the bot's place on the ladder (case-insensitive name); with ``only_from``, only
+        if that is its stored place (a listing must not undo a removal stored meanwhile)."""
 
     async def games_of(self, bot: str, limit: int, *, telemetry: bool = False) -> list[GameRow]:
         """The bot's games, most recently started first, without their records (with their

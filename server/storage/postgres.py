@@ -246,8 +246,9 @@ class PostgresStorage(OneGameWrites):
         rows = await self._p().fetch(f"SELECT {_BOT_COLUMNS} FROM bots ORDER BY created, lower(name)")
         return [BotRow(*r) for r in rows]
 
-    async def set_ladder(self, bot: str, ladder: LadderStanding) -> None:
-        await self._p().execute("UPDATE bots SET ladder = $1 WHERE lower(name) = lower($2)", ladder, bot)
+    async def set_ladder(self, bot: str, ladder: LadderStanding, only_from: LadderStanding | None = None) -> None:
+        await self._p().execute("UPDATE bots SET ladder = $1 WHERE lower(name) = lower($2) AND ladder = coalesce($3, ladder)",
+                                ladder, bot, only_from)
 
     async def games_of(self, bot: str, limit: int, *, telemetry: bool = False) -> list[GameRow]:
         columns = _HEALTH_COLUMNS if telemetry else _SUMMARY_COLUMNS

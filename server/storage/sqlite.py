@@ -268,8 +268,9 @@ class SqliteStorage(OneGameWrites):
         rows = self._conn().execute(f"SELECT {_BOT_COLUMNS} FROM bots ORDER BY created, name").fetchall()
         return [BotRow(*r) for r in rows]
 
-    def _set_ladder(self, bot: str, ladder: str) -> None:
-        self._conn().execute("UPDATE bots SET ladder = ? WHERE name = ?", (ladder, bot))
+    def _set_ladder(self, bot: str, ladder: str, only_from: str | None) -> None:
+        self._conn().execute("UPDATE bots SET ladder = ? WHERE name = ? AND ladder = coalesce(?, ladder)",
+                             (ladder, bot, only_from))
 
     def _games_of(self, bot: str, limit: int, telemetry: bool) -> list[GameRow]:
         columns = _HEALTH_COLUMNS if telemetry else _SUMMARY_COLUMNS
@@ -583,8 +584,8 @@ class SqliteStorage(OneGameWrites):
     async def create_bot(self, name: str, token_hash: str, created: str, rating: float = INITIAL_RATING) -> BotRow:
         return await self._run(self._create_bot, name, token_hash, created, rating)
 
-    async def set_ladder(self, bot: str, ladder: LadderStanding) -> None:
-        await self._run(self._set_ladder, bot, ladder)
+    async def set_ladder(self, bot: str, ladder: LadderStanding, only_from: LadderStanding | None = None) -> None:
+        await self._run(self._set_ladder, bot, ladder, only_from)
 
     async def games_of(self, bot: str, limit: int, *, telemetry: bool = False) -> list[GameRow]:
         return await self._run(self._games_of, bot, limit, telemetry)

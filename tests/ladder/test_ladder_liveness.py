@@ -9,6 +9,7 @@ import itertools
 from collections import Counter
 from typing import Any
 
+import pytest
 from test_ladder import qualify, seek
 
 from arena_testkit import ADMIN, Harness, Seen, WsClient, gather, ladder_bot, play_out, random_policy, wait_until
@@ -179,3 +180,31 @@ async def test_a_reset_is_seen_by_the_next_read(make_arena: Any) -> None:
     assert [(r["rating"], r["games"], r["opponents"]) for r in rows] == [(1500.0, 0, 0), (1500.0, 0, 0)]
     errors = [f for c in (alice, bob) for f in c.frames if isinstance(f, Error)]
     assert not errors
+
+
+async def test_a_removal_stored_while_a_bots_listing_is_stored_stands(make_arena: Any,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """alice passes qualification; while her listing is on its way to storage the organizer
+    removes her, and that removal is stored first. Her listing must not land over it: storage
+    would list a bot the server knows as removed, and she would be back after a restart."""
+    arena: Harness = await make_arena(pairing_interval_s=0.05)
+    storage = arena.arena.storage
+    set_ladder, removed = storage.set_ladder, []
+
+    async def removed_first(bot: str, ladder: Any, only_from: Any = None) -> None:
+        if ladder == "listed" and not removed:
+            resp = await arena.client.delete(f"/api/ladder/bots/{bot}", headers=AUTH)
+            assert resp.status == 200, await resp.text()
+            removed.append(bot)
+        await set_ladder(bot, ladder, only_from)
+
+    monkeypatch.setattr(storage, "set_ladder", removed_first)
+    alice = await qualify(arena, "alice", 3)
+    await wait_until(lambda: not arena.arena.ladder._tasks, 5, "the listing was not stored")
+    assert removed == ["alice"]
+    row = await storage.bot_by_name("alice")
+    assert row is not None and row.ladder == "removed"
+    await alice.ping()  # what the server sent her before now has come
+    assert [f.state for f in alice.frames if isinstance(f, LadderStatus)][-1] == "removed"
+    await arena.arena.ladder.lead()  # as after a restart: the stored places are read again
+    assert arena.arena.ladder.place("alice") == "removed"

@@ -374,8 +374,9 @@ async def test_a_database_of_schema_6_gets_its_pair_totals_from_its_rated_games(
 async def test_ladder_place_settings_and_a_bots_games(storage: Storage) -> None:
     await bots(storage, "Ann", "ben")
     assert (await storage.bot_by_name("ann")).ladder == "new"  # type: ignore[union-attr]
-    await storage.set_ladder("ANN", "listed")
+    await storage.set_ladder("ANN", "listed", only_from="new")
     await storage.set_ladder("ben", "removed")
+    await storage.set_ladder("BEN", "listed", only_from="new")  # removed meanwhile: stays removed
     assert [(b.name, b.ladder) for b in await storage.list_bots()] == [("Ann", "listed"), ("ben", "removed")]
     assert (await storage.bot_by_token_hash("hash-Ann")).ladder == "listed"  # type: ignore[union-attr]
     assert await storage.get_setting("paused") is None
