@@ -325,8 +325,9 @@ class Storage(Protocol):
     async def list_games(self, status: GameList | None, limit: int, before: tuple[str, str] | None = None,
                          bot: str | None = None) -> list[GameRow]:
         """Without their records: most recently started first (then by id, descending), of
-        one status, over (:data:`GameList`) or all, of one bot or all, started before ``before`` = ``(started, id)``
-        of the last game of the previous page (a keyset page: an index answers it at any size)."""
+        one status, over (:data:`GameList`) or all, of one bot or all, started before
+        ``before`` = ``(started, id)`` of the last game of the previous page (a keyset page: an
+        index answers it at any size)."""
 
     async def export_games(self, which: GameFilter, after: tuple[str, str] | None, limit: int) -> list[GameRow]:
         """Up to ``limit`` games that match ``which``, with their records, in the order they
