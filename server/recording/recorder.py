@@ -106,6 +106,12 @@ class Write:
         assert item is not None
         return item.game_id
 
+    def made_durable(self) -> None:
+        """Call ``durable``, once: a finished game may be stored by the database while it is
+        being spooled, and both then say so."""
+        durable, self.durable = self.durable, None
+        call_safely(durable, "a game recorder callback")
+
 
 class GameRecorder:
     """The one writer of game rows; see the module's docstring."""
@@ -301,7 +307,7 @@ class GameRecorder:
                 if lost and write.game_id in lost:
                     call_safely(write.lost, "a game recorder callback")
                 else:
-                    call_safely(write.durable, "a game recorder callback")
+                    write.made_durable()
             if not self._queue:
                 self._drained.set()
                 if self._spool_holds:
@@ -378,8 +384,7 @@ class GameRecorder:
             self.spool_failing = None
             for w in waiting:
                 w.spooled = True
-                call_safely(w.durable, "a game recorder callback")
-                w.durable = None
+                w.made_durable()
 
     async def _clear_spool(self) -> None:
         async with self._spool_lock:

@@ -511,6 +511,38 @@ async def test_a_game_finished_while_the_spool_is_emptied_does_not_stay_in_it(tm
         await store.close()
 
 
+async def test_a_game_the_database_stores_while_it_is_being_spooled_is_announced_once(tmp_path: Path) -> None:
+    """Storage fails, so a game that finishes is spooled; storage comes back and the database
+    stores the game before the spool has it. Both then say the game is recorded: its
+    ``game_over`` (the write's ``durable``) must go out once, or the ladder counts its end twice."""
+    db = str(tmp_path / "arena.db")
+    store = SqliteStorage(db)
+    spool = GatedSpool(tmp_path / "arena.spool", db)
+    recorder = GameRecorder(Settings(storage_retry_max_s=0.1), store, spool)
+    await recorder.open()
+    announced: list[str] = []
+    try:
+        def fail() -> None:
+            raise sqlite3.OperationalError("disk I/O error")
+
+        store._between_game_and_ratings = fail  # type: ignore[method-assign]
+        recorder.finish(game_row("g1"))
+        await wait_until(lambda: [r.game_id for r in spool.load()] == ["g1"], 10, "g1 was not spooled")
+        spool.late["g2"] = recorder._drained.is_set  # its append waits until the database has it
+        del store._between_game_and_ratings  # storage is back, and then g2 finishes
+        recorder.finish(game_row("g2"), durable=lambda: announced.append("g2"))
+        spool.gate.set()
+        await recorder.flush()
+        await asyncio.gather(*recorder._spooling)
+        await wait_until(lambda: recorder.failing is None and spool.load() == [], 5, "the spool was not emptied")
+        assert announced == ["g2"]
+        assert [g.game_id for g in await store.list_games("finished", 10, None, None)] == ["g2", "g1"]
+    finally:
+        spool.gate.set()
+        await recorder.close(5.0)
+        await store.close()
+
+
 def game_row(game_id: str) -> GameRow:
     return GameRow(game_id=game_id, players=["ann", "ann2"], status="finished", rated=False, first_player=0,
                    ply=3, started=utc_now(), ended=utc_now(), end_reason="river",
