@@ -572,6 +572,9 @@ class PostgresStorage(OneGameWrites):
 
     async def reset_ratings(self, rating: float = INITIAL_RATING) -> None:
         async with self._p().acquire() as conn, conn.transaction():
+            # Every bot first, in the order a rated game locks its two (``_rate``): a game another
+            # node is storing commits before the pair totals are cleared, so none of it is left.
+            await conn.execute("SELECT 1 FROM bots ORDER BY lower(name) FOR UPDATE")
             await conn.execute("DELETE FROM pair_results")
             await conn.execute("UPDATE bots SET rating = $1, rated_games = 0", rating)
             await conn.execute(

@@ -192,6 +192,46 @@ async def test_two_nodes_storing_games_of_one_bot_at_once_rate_one_after_the_oth
     assert [h.games_before for h in await storage.rating_history("bob")] == [0, 1]
 
 
+async def test_a_ratings_reset_beside_a_rated_game_another_node_stores_leaves_nothing_of_it(
+        storage: Storage, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another node is storing a rated game (its bots' rows locked, its pair's totals not yet
+    written) when the organizer resets the ratings: the reset waits for it, then clears its
+    ratings and its pair's totals alike, so the totals still equal the rated results."""
+    if isinstance(storage, SqliteStorage):
+        pytest.skip("one SQLite file has one server")
+    await bots(storage, "alice", "bob")
+    other = await reopened(storage)  # a second node on the same database
+    try:
+        row = game("g1", "alice", "bob")
+        await storage.save_game(game("g1", "alice", "bob", status="running"))
+        paused, go = asyncio.Event(), asyncio.Event()
+
+        async def hold() -> None:  # the other node, between its game row and its ratings
+            paused.set()
+            await go.wait()
+
+        monkeypatch.setattr(other, "_between_game_and_ratings", hold)
+        stored = asyncio.create_task(other.write_games(
+            [GameWrite(row, final=True, rate=rating_update(row, Settings().elo))]))
+        await wait_until(paused.is_set, 5, "the other node never reached its ratings")
+        reset = asyncio.create_task(storage.reset_ratings())
+
+        async def reset_waits() -> bool:
+            waiting = await run_sql(storage, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                                             " AND query LIKE '%bots%'")
+            return bool(waiting[0][0])
+
+        await wait_until(reset_waits, 5, "the reset did not wait for the bots' rows")
+        go.set()
+        assert await stored == frozenset()
+        await reset
+    finally:
+        await other.close()
+    assert await storage.pair_tallies() == {} and await storage.rated_results() == []
+    assert {(s.bot, s.rating, s.rated_games) for s in await storage.standings()} == {
+        ("alice", INITIAL_RATING, 0), ("bob", INITIAL_RATING, 0)}
+
+
 async def test_ratings_equal_a_replay_of_the_stored_games(storage: Storage, tmp_path: Path) -> None:
     names = ["ann", "ben", "cat"]
     await bots(storage, *names)
