@@ -45,6 +45,9 @@ class Leadership:
         self._call_ids = itertools.count(1)
         self._table: LiveStandings | None = None
         self._spawn = spawn
+        self._leads = 0
+        """How many times this node gained the lease: a lead whose ladder load the lease's loss
+        (and maybe a new gain) overtook goes no further."""
 
     @property
     def leading(self) -> bool:
@@ -89,7 +92,11 @@ class Leadership:
         (the other nodes send theirs when they hear ``leader_is``)."""
         parts = self.parts
         ladder = parts.ladder
+        self._leads += 1
+        lead = self._leads
         await ladder.lead()
+        if lead != self._leads or not self.lease.held:
+            return  # the lease was lost meanwhile: the tournaments are not this node's to run
         await parts.tournaments.lead()
         for bot in sorted(self.seeking):
             if ladder.leading and parts.presence.get_local(bot) is not None:

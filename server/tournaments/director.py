@@ -127,6 +127,9 @@ class Director:
         """Bots shown busy in some tournament (the end of any game of theirs wakes the director)."""
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._leads = 0
+        """How many times this node took the lead: a load that a newer lead overtook (the lease
+        lost and won again meanwhile) starts no loop."""
         self._publisher: asyncio.Task[None] | None = None
         self._stored_changed = True
         """Whether to read the stored states before the next step (an organizer's request
@@ -143,10 +146,12 @@ class Director:
         """Take up every running or paused tournament from storage and run them."""
         self.follow()
         self.leading = True
+        self._leads += 1
+        lead = self._leads
         runs = {}
         for row in reversed(await self.storage.list_tournaments(ACTIVE)):
             runs[row.tournament_id] = await self._load(row)
-        if not self.leading:
+        if not self.leading or self._leads != lead:  # the lead was lost meanwhile (and maybe won again)
             return
         self.runs = runs
         self._task = asyncio.get_running_loop().create_task(self._loop(), name="tournaments")

@@ -133,3 +133,25 @@ async def test_a_game_elsewhere_that_ends_while_a_new_leaders_director_looks_it_
             and r.levelno >= logging.ERROR] == []
     results = await n3.get_json(f"/api/tournaments/{tid}/results")
     assert results["played"] == 2 and sum(r["games"] for r in results["ranking"]) == 4
+
+
+async def test_a_node_that_loses_the_lease_while_loading_the_ladder_does_not_run_the_tournaments(
+        make_cluster: MakeCluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    n1, _n2 = await make_cluster(2)
+    cluster = n1.arena.cluster
+    assert cluster is not None
+    await wait_until(lambda: cluster.leading, 10, "n1 never took the pairing lease")
+    ladder, director = n1.arena.ladder, n1.arena.tournaments
+    lead, lease_task = ladder.lead, cluster._tasks[0]
+
+    async def lease_lost_meanwhile() -> None:
+        loading = asyncio.create_task(lead())
+        await asyncio.sleep(0)  # the load has begun: it waits for storage
+        lease_task.cancel()  # the lease stops: given up, as when Redis does not answer in time
+        await asyncio.gather(lease_task, return_exceptions=True)
+        await loading
+
+    monkeypatch.setattr(ladder, "lead", lease_lost_meanwhile)
+    await cluster.leadership._lead()
+    assert not cluster.leadership.lease.held
+    assert not ladder.leading and not director.leading and director._task is None

@@ -2,7 +2,7 @@
 the pairing lease) reads the ladder's state from storage while bots go on seeking: a seek heard
 meanwhile is judged on the stored places, not on the stale ones it knew (a listed bot does not
 qualify again, a removed one does not seek); and a lead lost and won again while it loads runs
-one pairing loop, not two."""
+one pairing loop, not two. The tournaments' director (``Director.lead``) likewise runs one loop."""
 
 from __future__ import annotations
 
@@ -72,3 +72,26 @@ async def test_a_lead_lost_and_won_again_while_loading_runs_one_pairing_loop(
     await first
     loops = [t for t in asyncio.all_tasks() if t.get_name() == "ladder-pairing" and not t.done()]
     assert ladder.leading and loops == [ladder._loop_task]
+
+
+async def test_a_directors_lead_lost_and_won_again_while_loading_runs_one_loop(
+        make_arena: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    arena: Harness = await make_arena(**FAST)
+    director, storage = arena.arena.tournaments, arena.arena.storage
+    list_tournaments, reads, go_on = storage.list_tournaments, [], asyncio.Event()
+
+    async def first_read_held(*args: Any) -> Any:
+        reads.append(1)
+        if len(reads) == 1:
+            await go_on.wait()
+        return await list_tournaments(*args)
+
+    monkeypatch.setattr(storage, "list_tournaments", first_read_held)
+    first = asyncio.create_task(director.lead())
+    await wait_until(lambda: reads, 5, "the lead did not read the tournaments")
+    director.follow()
+    await director.lead()
+    go_on.set()
+    await first
+    loops = [t for t in asyncio.all_tasks() if t.get_name() == "tournaments" and not t.done()]
+    assert director.leading and loops == [director._task]
