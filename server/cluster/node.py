@@ -186,6 +186,7 @@ class ClusterNode:
     def leave(self) -> None:
         """A clean stop: stop running this node's games without ending them (once this node
         is gone, the leader takes them over from their move logs)."""
+        self.takeover.leaving = True  # until it is gone, it must not take them back
         released = list(self.parts.manager.running)
         self.parts.manager.release_all()
         if released:

@@ -84,6 +84,9 @@ class Takeover:
         self.given_up: dict[str, int] = {}
         """Games given up (their seats told), by the epoch to store them aborted at."""
         self._tasks: set[asyncio.Task[Any]] = set()
+        self.leaving = False
+        """This node stops: it leaves its games to another node and takes none over (those it
+        just released, stored as running here and running nowhere, would look orphaned)."""
 
     @property
     def node(self) -> str:
@@ -102,9 +105,9 @@ class Takeover:
         """The leader's look, each tick: claim every running game whose host is not alive;
         a game the cluster knew whose host is gone and that is not stored as running is lost.
         Not while Redis is younger than a liveness key (restarted empty: the living nodes'
-        keys may not be back yet)."""
+        keys may not be back yet), nor once this node is leaving."""
         parts = self.cluster.parts
-        if await self.cluster.bus.data_age_s() < self.cluster.bus.alive_s * 1.5:
+        if self.leaving or await self.cluster.bus.data_age_s() < self.cluster.bus.alive_s * 1.5:
             return
         try:
             stored: list[RunningGame] | None = await parts.storage.running_games()
@@ -125,7 +128,10 @@ class Takeover:
             if g.game_id in self.taking or g.game_id in self.given_up or g.game_id in parts.manager.running:
                 continue
             self.taking.add(g.game_id)
-            spawn(self._tasks, self._take(g, self.cluster.lease.valid), f"taking over game {g.game_id}")
+            spawn(self._tasks, self._take(g, self._may_take), f"taking over game {g.game_id}")
+
+    def _may_take(self) -> bool:
+        return self.cluster.lease.valid() and not self.leaving
 
     async def _take(self, g: RunningGame, allowed: Any) -> None:
         """Claim ``g`` and run it here; retried while storage fails, given up after
