@@ -335,8 +335,16 @@ class ClusterNode:
         parts = self.parts
         for bot, conn in list(parts.presence.local_bots()):
             place = await self.bots.attached(bot, conn)
-            if place is not None:
+            if place is None:
+                continue
+            if parts.presence.get_local(bot) is conn:
                 conn.place = place
+            else:  # it closed (or was replaced) meanwhile: its goodbye went before this attachment
+                try:
+                    await self.presence.detach(bot, place)
+                except ClusterUnavailable as e:
+                    log.warning("node %s: bot %s left while Redis failed again: %s", self.node, bot, e,
+                                extra=about(bot=bot))
         for room in list(parts.manager.running.values()):
             self.remote_games.game_started(room)
         try:

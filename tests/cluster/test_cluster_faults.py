@@ -2,8 +2,9 @@
 whose seats one node holds plays on; a game across nodes ends as aborted for the seat on its
 host, and the seat on the other node is closed with 4010; nothing new starts across nodes
 (``cluster_unavailable``); when Redis is back the nodes find each other by themselves.
-Also: a node taken for dead that comes back while another sweeps keeps its bots known there, and
-a message on Redis that does not decode is dropped and the node plays on."""
+Also: a node taken for dead that comes back while another sweeps keeps its bots known there, a
+bot that leaves while its node attaches its bots again is not left attached, and a message on
+Redis that does not decode is dropped and the node plays on."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import asyncio
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
@@ -148,3 +150,29 @@ async def test_a_message_on_redis_that_does_not_decode_is_dropped(make_cluster: 
     await n1.start_game(["alice", "bob"])
     overs = await gather(play_out(bots["alice"], random_policy(1)), play_out(bots["bob"], random_policy(2)))
     assert overs[0] == overs[1]
+
+
+async def test_a_bot_that_leaves_while_its_node_rejoins_is_not_attached_again(
+        make_cluster: MakeCluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Redis is back and n1 attaches its bots again, one at a time; xena's connection closes (its
+    goodbye is sent) before her turn comes. n1 must not leave her attached, on Redis and so on
+    every node, to a connection that is gone."""
+    n1, n2 = await make_cluster(2)
+    bots = await bots_on([n1, n2], {"xena": 0, "yuri": 0, "zack": 1})
+    cluster = n1.arena.cluster
+    assert cluster is not None
+    attached, closed = cluster.bots.attached, []
+
+    async def she_leaves_first(bot: str, conn: Any) -> Any:
+        if bot == "xena":
+            closed.append(bot)
+            await bots["xena"].close()
+            await wait_until(lambda: n1.arena.presence.get_local("xena") is None, 5, "xena's connection did not close")
+        return await attached(bot, conn)
+
+    monkeypatch.setattr(cluster.bots, "attached", she_leaves_first)
+    await cluster._rejoin()  # as when Redis is back
+    assert closed == ["xena"]
+    assert await cluster.bus.redis.hget(WHERE, "xena") is None
+    await wait_until(lambda: not n2.arena.presence.is_connected("xena"), 5, "n2 still has xena connected")
+    assert n2.arena.presence.is_connected("yuri")
