@@ -5,9 +5,10 @@ Games come in the order they started (then by id), read from storage a page at a
 keyset (the last game's ``(started, id)``), so an export of any size runs in constant memory
 and never skips or repeats a game, even while games end around it. ``limit=N`` exports only
 the last N games of the filter, in the same order: the export starts just after the game
-before them, found in the index. Without ``until`` the
-export stops at the moment it was asked: its ``X-Game-Count`` header is exact for games that
-were already over. Running games have no public record yet (R24) and are never exported.
+before them, found in the index. Only the games over when it was asked are exported (and,
+without ``until``, started before then), so a game that ends while it streams is not: its
+``X-Game-Count`` header is exact, and ``limit=N`` takes the last N of those. Running games have
+no public record yet (R24) and are never exported.
 """
 
 from __future__ import annotations
@@ -86,11 +87,13 @@ async def game_filter(request: web.Request) -> GameFilter:
     if status is not None and status not in STATUSES:
         raise ApiError(400, "bad_status", f"status is finished or aborted (running games have no public record "
                                           f"yet), not {status!r}")
+    now = utc_now()
     since = iso_time("since", q["since"]) if q.get("since") else None
-    until = iso_time("until", q["until"]) if q.get("until") else utc_now()
+    until = iso_time("until", q["until"]) if q.get("until") else now
     if since is not None and since >= until:
         raise ApiError(400, "bad_range", f"since ({since}) must be before until ({until})")
-    return GameFilter(bot=bot, kind=kind, statuses=(status,) if status else STATUSES, since=since, until=until)
+    return GameFilter(bot=bot, kind=kind, statuses=(status,) if status else STATUSES, since=since, until=until,
+                      ended_by=now)
 
 
 def export_limit(request: web.Request) -> int | None:
@@ -123,7 +126,7 @@ async def export(request: web.Request) -> web.StreamResponse:
     if limit is not None and limit < total:
         start = await arena.storage.export_start(which, limit)
         total = limit
-    left = total  # a game that ends meanwhile may join the filter's tail: the count is kept to
+    left = total  # the count is kept to (a game another node stored late could still join the tail)
 
     async def pages() -> AsyncIterator[list[ExportedGame]]:
         nonlocal left

@@ -86,6 +86,9 @@ class GameFilter(msgspec.Struct, frozen=True, kw_only=True):
     """Started at or after (ISO 8601, UTC)."""
     until: str | None = None
     """Started before (ISO 8601, UTC)."""
+    ended_by: str | None = None
+    """Ended at or before (ISO 8601, UTC): an export takes the games that were over when it was
+    asked for, not one that ends while it streams."""
 
 
 class LoggedMove(msgspec.Struct, frozen=True, array_like=True):

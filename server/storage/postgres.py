@@ -136,7 +136,7 @@ def _filter_sql(which: GameFilter, after: tuple[str, str] | None) -> tuple[str, 
         where.append(f"(seat0 = {p} OR seat1 = {p})")
     if which.kind is not None:
         where.append(f"kind = {arg(which.kind)}")
-    for clause, value in (("started >=", which.since), ("started <", which.until)):
+    for clause, value in (("started >=", which.since), ("started <", which.until), ("ended <=", which.ended_by)):
         if value is not None:
             where.append(f"{clause} {arg(ms_of_iso(value))}")
     if after is not None:

@@ -138,7 +138,8 @@ def _filter_sql(which: GameFilter, after: tuple[str, str] | None) -> tuple[str, 
     if which.bot is not None:
         where.append("(seat0 = ? OR seat1 = ?)")
         args += [which.bot, which.bot]
-    for clause, value in (("kind = ?", which.kind), ("started >= ?", which.since), ("started < ?", which.until)):
+    for clause, value in (("kind = ?", which.kind), ("started >= ?", which.since), ("started < ?", which.until),
+                          ("ended <= ?", which.ended_by)):
         if value is not None:
             where.append(clause)
             args.append(value)

@@ -103,6 +103,44 @@ async def test_export_streams_every_game_over_with_its_record_in_start_order(
     assert resp.headers["Content-Encoding"] == "gzip" and await resp.read() == plain
 
 
+async def test_the_last_games_exported_are_those_over_when_asked_not_one_that_ends_meanwhile(
+        make_arena: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``limit=2``: of three games over, the last two are G1 and G2; a game R started between
+    them runs. R ends, and is stored, while the export looks for where its last two start: the
+    export must still be G1 and G2, not G1 and R."""
+    arena: Harness = await make_arena()
+    ann, ben = await arena.bot("ann"), await arena.bot("ben")
+    await arena.bot("cat")
+    await arena.bot("dan")
+    earlier = await played_by(arena, ann, ben, 78)
+    first = await played_by(arena, ann, ben, 80)
+    running = await arena.start_game(["cat", "dan"])  # they do not move: it runs on
+    second = await played_by(arena, ann, ben, 82)
+    manager, storage = arena.arena.manager, arena.arena.storage
+    export_start = storage.export_start
+
+    async def it_ends_meanwhile(*args: Any) -> Any:
+        start = await export_start(*args)
+        manager.running[running].resign(0)
+        await manager.flush()
+        return start
+
+    monkeypatch.setattr(storage, "export_start", it_ends_meanwhile)
+    resp = await arena.client.get("/api/games/export?limit=2")
+    assert resp.status == 200 and resp.headers["X-Game-Count"] == "2"
+    assert [g["game_id"] for g in lines(await resp.read())] == [first, second]
+    resp = await arena.client.get("/api/games/export")  # asked now: all three are over
+    assert [g["game_id"] for g in lines(await resp.read())] == [earlier, first, running, second]
+
+
+async def played_by(arena: Harness, a: Any, b: Any, seed: int) -> str:
+    """A game of ann (``a``) and ben (``b``) played to its end; its id."""
+    game_id = await arena.start_game(["ann", "ben"], reshuffle_seed=seed)
+    overs = await gather(play_out(a, random_policy(seed)), play_out(b, random_policy(seed + 1)))
+    assert overs[0][0].game_id == game_id
+    return game_id
+
+
 async def test_export_refuses_bad_filters_with_typed_errors(make_arena: Any) -> None:
     arena: Harness = await make_arena()
     await arena.create_bot("ann")

@@ -614,6 +614,8 @@ async def test_exports_read_games_a_page_at_a_time_in_start_order_with_filters(s
     window = GameFilter(since="2024-01-01T00:00:01.000Z", until="2024-01-01T00:00:03.000Z")
     assert await export(window, 1) == ["g2", "g3", "g4", "g5"]
     assert await export(GameFilter(bot="ben", kind="challenge", statuses=("finished",)), 1) == ["g0", "g6"]
+    assert await export(GameFilter(ended_by="2024-01-01T00:01:00.000Z"), 2) == [r.game_id for r in over]
+    assert await export(GameFilter(ended_by="2024-01-01T00:00:59.999Z"), 2) == []  # all ended at 00:01
     # The last N games: the export starts just after the key of the game before them.
     ids = [r.game_id for r in over]
     for last in (1, 2, 3, 7):
