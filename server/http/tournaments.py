@@ -106,8 +106,8 @@ def control(op: str) -> Callable[[web.Request], Awaitable[web.Response]]:
         log.info("tournament %s: %s", row.tournament_id, target)
         arena.tournaments.wake(stored=True)
         row = await _tournament(arena, row.tournament_id)  # with a round the director paired meanwhile
-        games = await _games(arena, row.tournament_id)
-        return json_response(tournament_info(row, games, len(_running(arena, row.tournament_id))))
+        games, running = await _games_and_running(arena, row.tournament_id)
+        return json_response(tournament_info(row, games, len(running)))
 
     return handler
 
@@ -128,12 +128,23 @@ def _running(arena: Arena, tournament_id: str) -> list[Any]:
     return [g for g in arena.manager.running_summaries() if g.tournament_id == tournament_id]
 
 
+async def _games_and_running(arena: Arena, tournament_id: str) -> tuple[list[GameRow], list[Any]]:
+    """The tournament's stored games, and its running ones. The running ones are taken first: a
+    game is stored over before it is announced over, so one that ends while storage is read is
+    in one list or the other, never in neither; one in both counts as over."""
+    running = _running(arena, tournament_id)
+    games = await _games(arena, tournament_id)
+    over = {g.game_id for g in games if g.status != "running"}
+    return games, [g for g in running if g.game_id not in over]
+
+
 async def list_all(request: web.Request) -> web.Response:
     """``GET /api/tournaments``: newest first, with their progress."""
     arena = request.app[ARENA]
     out = []
     for row in await arena.storage.list_tournaments():
-        out.append(tournament_info(row, await _games(arena, row.tournament_id), len(_running(arena, row.tournament_id))))
+        games, running = await _games_and_running(arena, row.tournament_id)
+        out.append(tournament_info(row, games, len(running)))
     return json_response(out)
 
 
@@ -142,9 +153,8 @@ async def get_one(request: web.Request) -> web.Response:
     ranking and the crosstable so far."""
     arena = request.app[ARENA]
     row = await _tournament(arena, request.match_info["tournament_id"])
-    games = await _games(arena, row.tournament_id)
     await arena.manager.hear_out()  # in a cluster, the running games' plies as their hosts have them now
-    running = _running(arena, row.tournament_id)
+    games, running = await _games_and_running(arena, row.tournament_id)
     return json_response(tournament_view(row, games, running, arena.tournaments.waiting(row.tournament_id)))
 
 

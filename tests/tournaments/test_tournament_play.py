@@ -222,3 +222,31 @@ async def test_a_pause_that_read_the_tournament_before_a_swiss_round_was_paired_
     assert view["rounds"] == 2 and view["progress"]["played"] == view["progress"]["planned"] == 8
     games = await arena.get_json(f"/api/tournaments/{tid}/games")
     assert len([g for g in games if g["status"] == "finished"]) == 8
+
+
+async def test_a_game_that_ends_while_the_tournament_is_read_is_counted_once(
+        make_arena: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tournament's stored games are read; before the answer comes, its running game ends
+    (stored, then announced over). The view counts that game, as running or as played, never
+    as neither."""
+    arena: Harness = await make_arena()
+    ann, _ben = await arena.bot("ann"), await arena.bot("ben")  # they do not move
+    tid = (await create(arena, participants=["ann", "ben"]))["tournament_id"]
+    await post(arena, f"/api/tournaments/{tid}/start")
+    start = await ann.until(GameStart)
+    manager, storage = arena.arena.manager, arena.arena.storage
+    tournament_games = storage.tournament_games
+
+    async def it_ends_meanwhile(*args: Any, **kwargs: Any) -> Any:
+        monkeypatch.setattr(storage, "tournament_games", tournament_games)
+        rows = await tournament_games(*args, **kwargs)
+        manager.running[start.game_id].resign(0)
+        await manager.flush()
+        return rows
+
+    monkeypatch.setattr(storage, "tournament_games", it_ends_meanwhile)
+    view = await arena.get_json(f"/api/tournaments/{tid}")
+    assert view["progress"]["played"] + view["progress"]["running"] == 1
+    assert start.game_id not in manager.running
+    view = await arena.get_json(f"/api/tournaments/{tid}")
+    assert view["progress"]["played"] == 1  # and the pairing's second game may run by now
