@@ -205,6 +205,11 @@ class Leadership:
             self._calls.pop(call, None)
 
     def _on_ladder_call(self, sender: str, m: LadderCall) -> None:
+        if not self.leading:  # the sender's word of the leader is stale: the control is not this node's
+            self.bus.post(sender, LadderAnswer(m.call, 503, {
+                "error": "cluster_unavailable", "message": f"node {self.node} does not lead the ladder now: try again"}))
+            return
+
         async def answer() -> None:
             status, body = await answer_of(self.parts.ladder, m.op, m.bot)
             self.bus.post(sender, LadderAnswer(m.call, status, body))

@@ -92,3 +92,18 @@ async def test_bots_on_three_nodes_share_one_ladder(make_cluster: MakeCluster, p
         # The leader's totals, kept as it hears each rated game stored on whichever node
         # hosted it, count every stored rated game once.
         assert s["wins"] + s["draws"] + s["losses"] == s["games"], s
+
+
+async def test_a_control_sent_to_a_node_that_does_not_lead_is_refused_not_carried_out(make_cluster: MakeCluster) -> None:
+    """A node's word of the leader can be stale (a lease lost and taken, not yet heard of): here
+    n1 believes n2 leads, which holds no lease. n2 must not carry out the organizer's control n1
+    forwards, as the leader's memory would never see what it stored: the organizer is told to
+    try again."""
+    n1, n2 = await make_cluster(2)
+    c1 = n1.arena.cluster
+    assert c1 is not None
+    await wait_until(lambda: c1.leading, 10, "n1 never led")
+    c1.leadership.leader = "n2"  # stale
+    answer = await c1.leadership.call_leader("pause", None)
+    assert (answer.status, answer.body["error"]) == (503, "cluster_unavailable")
+    assert await n2.arena.storage.get_setting("paused") != "1" and not n2.arena.ladder.paused
