@@ -104,7 +104,8 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     """The longest the event loop writes to the audience before it serves the games again."""
     audience_stall_s: Annotated[float, Meta(gt=0, le=3600)] = 30.0
     """A viewer or spectator that has read nothing for this long while frames wait for it is
-    dropped (close 1008); until then it is skipped forward, never queued for."""
+    dropped (its connection cut: the client sees 1006); until then it is skipped forward, never
+    queued for."""
     connections_per_ip: Annotated[int, Meta(ge=0)] = 1000
     """WebSocket connections (``/ws`` and ``/live`` together) one client address may hold; more
     are refused with ``429`` ``too_many_connections`` (0: no limit)."""
