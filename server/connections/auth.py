@@ -43,9 +43,21 @@ def revoked_hash() -> str:
     return REVOKED_PREFIX + secrets.token_hex(16)
 
 
+def _bytes(text: str) -> bytes:
+    """``text`` as UTF-8, surrogates included (a header's bytes that are not UTF-8 are read as
+    surrogates, and JSON may escape one), so that such a token hashes and compares as the
+    wrong token it is rather than fail."""
+    return text.encode("utf-8", "surrogatepass")
+
+
 def hash_token(token: str) -> str:
     """What the database keeps of a token."""
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+    return hashlib.sha256(_bytes(token)).hexdigest()
+
+
+def is_admin_token(token: str, admin_token: str) -> bool:
+    """Whether ``token`` is the admin token (compared in constant time)."""
+    return hmac.compare_digest(_bytes(token), _bytes(admin_token))
 
 
 def bearer(authorization: str | None) -> str | None:
@@ -64,7 +76,7 @@ def check_admin(authorization: str | None, admin_token: str) -> AdminCheck:
     token = bearer(authorization)
     if token is None:
         return "missing"
-    if hmac.compare_digest(token.encode("utf-8"), admin_token.encode("utf-8")):
+    if is_admin_token(token, admin_token):
         return "admin"
     return "wrong"
 

@@ -58,6 +58,12 @@ class WindowLimiter:
         events.append(now)
         return None
 
+    def give_back(self, key: str) -> None:
+        """Uncount the latest event of ``key``: what it was counted for did not happen."""
+        events = self._events.get(key)
+        if events:
+            events.pop()
+
     def _prune(self, now: float) -> None:
         """Forget keys with no event in the window, so the table cannot grow without bound."""
         for key in [k for k, ev in self._events.items() if not ev or ev[-1] <= now - self.window]:

@@ -134,7 +134,7 @@ async def read_body(request: web.Request, tp: type[Any]) -> Any:
         return msgspec.json.decode(body, type=tp)
     except msgspec.ValidationError as e:
         raise ApiError(400, "invalid_request", str(e)) from None
-    except (msgspec.DecodeError, RecursionError) as e:
+    except (msgspec.DecodeError, RecursionError, UnicodeDecodeError) as e:
         raise ApiError(400, "bad_json", f"the body is not JSON: {e}") from None
 
 
@@ -164,21 +164,28 @@ async def create_bot(request: web.Request) -> web.Response:
     """``POST /api/bots``: register a bot; its token is in this answer and nowhere else."""
     arena = request.app[ARENA]
     require_tls(request, arena)
+    counted: str | None = None  # the address whose allowance this registration is counted against
     if arena.settings.registration == "admin" or request.headers.get("Authorization"):
         require_admin(request, arena)
     else:
-        retry = arena.registrations.hit(client_address(request, arena.settings), asyncio.get_running_loop().time())
+        counted = client_address(request, arena.settings)
+        retry = arena.registrations.hit(counted, asyncio.get_running_loop().time())
         if retry is not None:
             seconds = max(1, math.ceil(retry))
             raise ApiError(429, "rate_limited",
                            f"at most {arena.settings.registrations_per_hour} bots an hour from one address",
                            {"Retry-After": str(seconds)}, retry_after=seconds)
-    body: CreateBot = await read_body(request, CreateBot)
-    token = new_token()
     try:
-        row = await arena.storage.create_bot(body.name, hash_token(token), utc_now(), arena.settings.elo_initial)
-    except NameTaken:
-        raise ApiError(409, "name_taken", f"a bot named {body.name!r} exists already (names ignore case)") from None
+        body: CreateBot = await read_body(request, CreateBot)
+        token = new_token()
+        try:
+            row = await arena.storage.create_bot(body.name, hash_token(token), utc_now(), arena.settings.elo_initial)
+        except NameTaken:
+            raise ApiError(409, "name_taken", f"a bot named {body.name!r} exists already (names ignore case)") from None
+    except BaseException:
+        if counted is not None:  # the allowance counts bots created, not requests refused
+            arena.registrations.give_back(counted)
+        raise
     log.info("bot %s created", row.name, extra=about(bot=row.name))
     return json_response({"name": row.name, "token": token, "created": row.created}, 201)
 
@@ -221,6 +228,11 @@ async def create_game(request: web.Request) -> web.Response:
     if arena.cluster is not None:
         await arena.cluster.published()  # answered once every node can find it (watch it, list it)
     return json_response({"game_id": room.id}, 201)
+
+
+INT64_MAX = (1 << 63) - 1
+"""The largest integer storage takes: a query's position (``before``, ``after_slot``) above it
+is refused as the bad input it is."""
 
 
 def _limit(request: web.Request) -> int:

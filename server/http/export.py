@@ -61,10 +61,10 @@ def iso_time(name: str, raw: str) -> str:
     as stored times are written, so they compare as text; ``400 bad_date`` if it is not one."""
     try:
         at = datetime.fromisoformat(raw)
-    except ValueError:
+        at = at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
+    except (ValueError, OverflowError):  # not a date, or one that UTC takes out of range (year 0 or 10000)
         raise ApiError(400, "bad_date", f"{name} is an ISO 8601 date or time such as 2026-11-23 or "
                                         f"2026-11-23T08:00:00Z, not {raw!r}") from None
-    at = at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
     return at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 

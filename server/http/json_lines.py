@@ -25,8 +25,10 @@ larger (14 times smaller than the JSON; docs/performance.md, "Bulk export")."""
 async def stream_json_lines(request: web.Request, pages: AsyncIterator[list[Any]], *, gzip_file: str | None = None,
                             headers: dict[str, str] | None = None) -> web.StreamResponse:
     """Send each value of each page as one line of JSON. ``gzip_file``: send a gzip file
-    with that name instead of (possibly HTTP-compressed) JSON Lines."""
+    with that name instead of (possibly HTTP-compressed) JSON Lines. A ``HEAD`` gets the
+    headers alone (an export's ``X-Game-Count``), and no page is read."""
     resp = web.StreamResponse(headers=headers)
+    head = request.method == "HEAD"
     packer = None
     if gzip_file is not None:
         resp.content_type = "application/gzip"
@@ -34,8 +36,12 @@ async def stream_json_lines(request: web.Request, pages: AsyncIterator[list[Any]
         packer = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
     else:
         resp.content_type = "application/x-ndjson"
-        resp.enable_compression()  # only if the client accepts it
+        if not head:  # a compressor would write its end even where no body may go
+            resp.enable_compression()  # only if the client accepts it
     await resp.prepare(request)
+    if head:
+        await resp.write_eof()
+        return resp
     async for page in pages:
         chunk = bytearray()
         for value in page:

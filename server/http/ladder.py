@@ -18,7 +18,7 @@ from ..cluster.bus import ClusterUnavailable
 from ..games.health import HEALTH_GAMES, health
 from ..ladder.controls import ControlRefused, LadderOp, carry_out
 from ..storage import BotRow
-from .api import ApiError, json_response, require_admin
+from .api import INT64_MAX, ApiError, json_response, require_admin
 
 log = logging.getLogger(__name__)
 
@@ -132,8 +132,8 @@ async def rating_history(request: web.Request) -> web.Response:
         before = int(request.query["before"]) if "before" in request.query else None
     except ValueError:
         raise ApiError(400, "invalid_request", "limit and before are integers") from None
-    if not 1 <= limit <= 1000 or (before is not None and before < 0):
-        raise ApiError(400, "invalid_request", "limit is between 1 and 1000; before is at least 0")
+    if not 1 <= limit <= 1000 or (before is not None and not 0 <= before <= INT64_MAX):
+        raise ApiError(400, "invalid_request", f"limit is between 1 and 1000; before is between 0 and {INT64_MAX}")
     history, older = await _history_page(arena, row.name, limit, before)
     return json_response({"history": history, "before": older})
 

@@ -19,16 +19,12 @@ from aiohttp import web
 
 from ..arena import ARENA, Arena
 from ..common.clock import utc_now
-from ..connections.auth import REVOKED_PREFIX, bearer, hash_token, new_token, revoked_hash
+from ..connections.auth import REVOKED_PREFIX, bearer, hash_token, is_admin_token, new_token, revoked_hash
 from ..connections.peers import client_address
 from ..storage import BotRow
 from .api import ApiError, json_response, require_admin, require_tls
 
 log = logging.getLogger(__name__)
-
-
-def _is_admin(token: str, arena: Arena) -> bool:
-    return hmac.compare_digest(token.encode("utf-8"), arena.admin_token.encode("utf-8"))
 
 
 async def _bot(arena: Arena, name: str) -> BotRow:
@@ -56,7 +52,7 @@ async def rotate_token(request: web.Request) -> web.Response:
         raise ApiError(401, "unauthorized", "this needs the bot's current token or the admin token: "
                                             "Authorization: Bearer <token>", {"WWW-Authenticate": "Bearer"})
     row = await _bot(arena, request.match_info["name"])
-    admin = _is_admin(token, arena)
+    admin = is_admin_token(token, arena.admin_token)
     if not admin and not hmac.compare_digest(hash_token(token), row.token_hash):
         raise ApiError(401, "bad_token", f"not {row.name}'s current token (a retired or revoked one, another "
                                          "bot's, or none): give its current token, or ask the organizer")

@@ -31,7 +31,7 @@ from ..games.summary import game_summary
 from ..storage import GameRow, TournamentRow
 from ..tournaments.schedule import DefinitionError, check, initial_schedule
 from ..tournaments.view import TournamentGame, tournament_game, tournament_info, tournament_results, tournament_view
-from .api import ApiError, _limit, json_response, read_body, require_admin
+from .api import INT64_MAX, ApiError, _limit, json_response, read_body, require_admin
 from .json_lines import stream_json_lines
 
 log = logging.getLogger(__name__)
@@ -170,8 +170,8 @@ async def get_games(request: web.Request) -> web.Response:
         after = int(request.query.get("after_slot", "-1"))
     except ValueError:
         raise ApiError(400, "invalid_request", "after_slot is an integer") from None
-    if after < -1:
-        raise ApiError(400, "invalid_request", "after_slot is at least -1 (the default: from the first slot)")
+    if not -1 <= after <= INT64_MAX:
+        raise ApiError(400, "invalid_request", f"after_slot is between -1 (the default: from the first slot) and {INT64_MAX}")
     await arena.manager.recorder.settle()
     want, full = limit, False
     while True:  # a page ends where a slot ends: a slot the limit cuts is left to the next page

@@ -88,7 +88,8 @@ class GameFilter(msgspec.Struct, frozen=True, kw_only=True):
     """Started before (ISO 8601, UTC)."""
     ended_by: str | None = None
     """Ended at or before (ISO 8601, UTC): an export takes the games that were over when it was
-    asked for, not one that ends while it streams."""
+    asked for, not one that ends while it streams (times count milliseconds: one that ends in
+    the very millisecond it was asked in is taken)."""
 
 
 class LoggedMove(msgspec.Struct, frozen=True, array_like=True):

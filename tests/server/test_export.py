@@ -17,6 +17,7 @@ import pytest
 
 import server.http.export
 from arena_testkit import Harness, exit_of, gather, play_out, random_policy
+from server.common.clock import utc_now
 from test_server_http import api_error
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
@@ -121,6 +122,9 @@ async def test_the_last_games_exported_are_those_over_when_asked_not_one_that_en
 
     async def it_ends_meanwhile(*args: Any) -> Any:
         start = await export_start(*args)
+        asked = utc_now()  # not before the export took its own time
+        while utc_now() == asked:  # times count milliseconds: R ends in a later one
+            await asyncio.sleep(0.001)
         manager.running[running].resign(0)
         await manager.flush()
         return start

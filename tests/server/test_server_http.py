@@ -3,6 +3,8 @@ records, and JSON errors everywhere."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 from typing import Any
 
 import msgspec
@@ -10,7 +12,8 @@ import msgspec
 import mandala
 from arena_testkit import ADMIN, Harness, first_legal, gather, play_out
 from mandala import COLORS, Game
-from protocol.messages import Decision, GameOver, MoveAccepted, Update, Welcome
+from protocol.messages import Decision, Error, GameOver, MoveAccepted, Update, Welcome
+from server.connections.auth import hash_token
 
 AUTH = {"Authorization": f"Bearer {ADMIN}"}
 
@@ -37,9 +40,14 @@ async def test_open_registration(make_arena: Any) -> None:
     row = await arena.arena.storage.bot_by_name("alice")
     assert row is not None and body["token"] not in row.token_hash and len(row.token_hash) == 64
 
+    # Refused requests create no bot, and count for none of the hour's three.
     await api_error(await client.post("/api/bots", json={"name": "ALICE"}), 409, "name_taken")
     await api_error(await client.post("/api/bots", json={"name": "x"}), 400, "invalid_request")
-    # The hour's three attempts are used up: 429 with Retry-After, as JSON.
+    await api_error(await client.post("/api/bots", data=b"{nope"), 400, "bad_json")
+    await api_error(await client.post("/api/bots", data=b'{"name": "\xff"}'), 400, "bad_json")  # not UTF-8
+    for name in ("dave", "erin"):
+        assert (await client.post("/api/bots", json={"name": name})).status == 201
+    # The hour's three bots are created: 429 with Retry-After, as JSON.
     resp = await client.post("/api/bots", json={"name": "bob"})
     err = await api_error(resp, 429, "rate_limited")
     assert int(resp.headers["Retry-After"]) > 3000 and err["retry_after"] == int(resp.headers["Retry-After"])
@@ -52,7 +60,8 @@ async def test_open_registration(make_arena: Any) -> None:
     await api_error(await client.post("/api/bots", json={"name": "carol", "x": 1}, headers=AUTH), 400, "invalid_request")
 
     bots = await arena.get_json("/api/bots")
-    assert [(b["name"], b["connected"]) for b in bots] == [("alice", True), ("bob", False)]
+    assert [(b["name"], b["connected"]) for b in bots] == [("alice", True), ("dave", False), ("erin", False),
+                                                            ("bob", False)]
 
 
 async def test_behind_a_trusted_proxy_each_forwarded_client_has_its_own_registration_limit(make_arena: Any) -> None:
@@ -237,3 +246,57 @@ async def test_every_list_shows_a_running_game_as_it_stands(make_arena: Any) -> 
     for name in seats:
         profile = await arena.get_json(f"/api/bots/{name}")
         assert [g for g in profile["games"] if g["game_id"] == game_id] == [running]
+
+
+async def raw_request(arena: Harness, head: bytes) -> tuple[int, dict[str, Any]]:
+    """Send ``head`` (a request with no body) as bytes, on a socket of its own: header bytes
+    that are not UTF-8, which an HTTP client library would not send. The status and JSON body."""
+    reader, writer = await asyncio.open_connection(arena.client.host, arena.client.port)
+    try:
+        writer.write(head + b"Content-Length: 0\r\n\r\n")
+        status_line = await reader.readline()
+        length = 0
+        while (line := await reader.readline()) not in (b"\r\n", b""):
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value)
+        body = await reader.readexactly(length)
+    finally:
+        writer.close()
+    return int(status_line.split()[1]), json.loads(body)
+
+
+async def test_inputs_at_the_edges_get_typed_errors_and_change_nothing(make_arena: Any) -> None:
+    """Positions past what storage counts, dates that UTC takes out of range, header bytes that
+    are not UTF-8, a JSON token that is a lone surrogate: each a typed error (no 500), and
+    nothing changes. A HEAD of a streamed export gets its headers alone."""
+    arena: Harness = await make_arena()
+    client = arena.client
+    await arena.create_bot("alice")
+    await arena.create_bot("bob")
+    huge = str(1 << 63)
+    await api_error(await client.get(f"/api/bots/alice/history?before={huge}"), 400, "invalid_request")
+    assert (await client.get(f"/api/bots/alice/history?before={(1 << 63) - 1}")).status == 200
+    resp = await client.post("/api/tournaments", json={"name": "cup", "format": "round_robin",
+                                                       "participants": ["alice", "bob"]}, headers=AUTH)
+    tid = (await resp.json())["tournament_id"]
+    await api_error(await client.get(f"/api/tournaments/{tid}/games?after_slot={huge}"), 400, "invalid_request")
+    for query in ("since=0001-01-01T00:00:00%2B01:00", "until=9999-12-31T23:59:59-01:00"):
+        await api_error(await client.get(f"/api/games/export?{query}"), 400, "bad_date")
+    for streamed in ("/api/games/export", f"/api/tournaments/{tid}/records"):  # the headers alone
+        resp = await client.head(streamed)
+        assert resp.status == 200 and await resp.read() == b""
+    status, body = await raw_request(arena, b"POST /api/ladder/pause HTTP/1.1\r\nHost: x\r\n"
+                                            b"Authorization: Bearer \xff\xfe\r\n")
+    assert (status, body["error"]["code"]) == (403, "forbidden")
+    status, body = await raw_request(arena, b"POST /api/bots/alice/token HTTP/1.1\r\nHost: x\r\n"
+                                            b"Authorization: Bearer \xff\r\n")
+    assert (status, body["error"]["code"]) == (401, "bad_token")
+    assert not arena.arena.ladder.paused and await arena.arena.storage.get_setting("paused") is None
+    row = await arena.arena.storage.bot_by_name("alice")
+    assert row is not None and row.token_hash == hash_token(arena.tokens["alice"])
+    ws = await arena.ws()  # a token that is a lone surrogate is no JSON string
+    await ws.ws.send_str('{"type": "hello", "protocol": 1, "token": "\\ud800"}')
+    assert (await ws.expect(Error)).code == "bad_json"
+    await ws.send({"type": "hello", "protocol": 1, "token": arena.tokens["alice"]})
+    assert (await ws.expect(Welcome)).bot == "alice"  # the connection lives on
