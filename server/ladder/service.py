@@ -464,15 +464,20 @@ class Ladder:
                 pair.first_ended = asyncio.get_running_loop().time()
                 self.returns.append(pair)
             else:
-                if len(pair.games) == 1 and pair.kind == "ladder":
-                    self.meetings.add(*pair.players, games=-1)  # the return game will not be played
-                if pair.kind == "ladder":
-                    self.field.ended(*pair.players)
-                del self.pairs[pair.id]
-                q = self.qualification.of(pair)
-                if q is not None:
-                    q.pair = None  # the next qualification pair may start
+                self._end_pair(pair)
         self._wake.set()
+
+    def _end_pair(self, pair: Pair) -> None:
+        """The pair plays no more games: a return game it will not play is no meeting, and the
+        bot a qualification pair was for may start its next one."""
+        del self.pairs[pair.id]
+        if pair.kind == "ladder":
+            if len(pair.games) == 1:
+                self.meetings.add(*pair.players, games=-1)
+            self.field.ended(*pair.players)
+        q = self.qualification.of(pair)
+        if q is not None:
+            q.pair = None
 
     def _pair_goes_on(self, pair: Pair) -> bool:
         """A ladder pair does while neither bot was removed; a qualification pair while its bot
@@ -554,10 +559,7 @@ class Ladder:
         """Give up a pair's return game: the first game stays rated and counts as any other."""
         log.info("pair %s: return game dropped (%s)", pair.id, why)
         self.returns.remove(pair)
-        del self.pairs[pair.id]
-        if pair.kind == "ladder":
-            self.meetings.add(*pair.players, games=-1)
-            self.field.ended(*pair.players)
+        self._end_pair(pair)
 
     def pair_now(self) -> None:
         """Start what can start now, in one go (the pairing loop runs the same pass in slices)."""

@@ -208,3 +208,21 @@ async def test_a_removal_stored_while_a_bots_listing_is_stored_stands(make_arena
     assert [f.state for f in alice.frames if isinstance(f, LadderStatus)][-1] == "removed"
     await arena.arena.ladder.lead()  # as after a restart: the stored places are read again
     assert arena.arena.ladder.place("alice") == "removed"
+
+
+async def test_a_qualifying_bot_away_past_its_return_game_qualifies_on_when_back(make_arena: Any) -> None:
+    """alice plays her first qualification game and leaves; its return game waits
+    ``return_wait_s`` for her and is dropped. Back and seeking, she gets her next qualification
+    game rather than waiting for one forever (and holding her opponents back as busy)."""
+    arena: Harness = await make_arena(pairing_interval_s=0.05, return_wait_s=0.3)
+    ladder = arena.arena.ladder
+    alice = await arena.bot("alice")
+    assert (await seek(alice)).state == "qualifying"
+    (first,) = await play_out(alice, random_policy(3))
+    start = next(f for f in alice.frames if isinstance(f, GameStart) and f.game_id == first.game_id)
+    await alice.close()
+    await wait_until(lambda: start.pair_id not in ladder.pairs, 10, "the return game was never dropped")
+    alice = await arena.connect(arena.tokens["alice"])
+    assert (await seek(alice)).state == "qualifying"
+    again = await alice.until(GameStart, timeout=10)
+    assert again.kind == "qualification" and again.pair_id != start.pair_id
