@@ -345,6 +345,10 @@ class ClusterNode:
                 except ClusterUnavailable as e:
                     log.warning("node %s: bot %s left while Redis failed again: %s", self.node, bot, e,
                                 extra=about(bot=bot))
+        try:  # the bots that left while Redis was lost: their goodbye could not reach it
+            await self.presence.forget_own({bot: conn.id for bot, conn in parts.presence.local_bots()})
+        except ClusterUnavailable as e:
+            log.warning("node %s: could not forget the bots that left while Redis was lost: %s", self.node, e)
         for room in list(parts.manager.running.values()):
             self.remote_games.game_started(room)
         try:

@@ -155,10 +155,14 @@ class ClusterPresence:
         self._forget(bot, place.seq)
         await self.bus.broadcast(Detached(bot, place.node, place.conn, place.seq))
 
-    async def forget_own(self) -> list[str]:
-        """At start: forget (everywhere) the bots this node held in a previous life, which a
-        restart quicker than its liveness key's expiry left in the map; returns them."""
-        gone = [(bot, place) for bot, place in self._places.items() if place.node == self.node]
+    async def forget_own(self, here: Mapping[str, int] | None = None) -> list[str]:
+        """Forget (everywhere) the bots the map holds on this node but on no connection here
+        (``here``: each bot connected here, by its connection's id); returns them. At start,
+        those of a previous life, which a restart quicker than its liveness key's expiry left;
+        when Redis is back, those that left while it was lost (their goodbye failed)."""
+        here = here or {}
+        gone = [(bot, place) for bot, place in self._places.items()
+                if place.node == self.node and here.get(bot) != place.conn]
         for bot, place in gone:
             await self.detach(bot, place)
         return [bot for bot, _ in gone]

@@ -3,8 +3,9 @@ whose seats one node holds plays on; a game across nodes ends as aborted for the
 host, and the seat on the other node is closed with 4010; nothing new starts across nodes
 (``cluster_unavailable``); when Redis is back the nodes find each other by themselves.
 Also: a node taken for dead that comes back while another sweeps keeps its bots known there, a
-bot that leaves while its node attaches its bots again is not left attached, and a message on
-Redis that does not decode is dropped and the node plays on."""
+bot that leaves while its node attaches its bots again is not left attached, nor one whose
+goodbye failed while Redis was lost, and a message on Redis that does not decode is dropped and
+the node plays on."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from arena_testkit import Closed, Decision, GameOver, free_port, gather, play_out, random_policy, wait_until
 from conftest import MakeCluster
@@ -176,3 +178,28 @@ async def test_a_bot_that_leaves_while_its_node_rejoins_is_not_attached_again(
     assert await cluster.bus.redis.hget(WHERE, "xena") is None
     await wait_until(lambda: not n2.arena.presence.is_connected("xena"), 5, "n2 still has xena connected")
     assert n2.arena.presence.is_connected("yuri")
+
+
+async def test_a_bot_that_left_while_redis_was_lost_is_forgotten_when_it_is_back(
+        make_cluster: MakeCluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    """xena's connection on n1 closes while n1 cannot reach Redis: her goodbye fails, and the map
+    (and n2) still have her connected there. When Redis is back, n1 forgets her everywhere."""
+    n1, n2 = await make_cluster(2)
+    bots = await bots_on([n1, n2], {"xena": 0, "yuri": 0, "zack": 1})
+    cluster = n1.arena.cluster
+    assert cluster is not None
+    detach, failed = cluster.presence._detach, []
+
+    async def redis_lost(*args: Any, **kwargs: Any) -> Any:
+        failed.append(kwargs.get("args"))
+        raise RedisConnectionError("Connection reset by peer")
+
+    monkeypatch.setattr(cluster.presence, "_detach", redis_lost)
+    await bots["xena"].close()
+    await wait_until(lambda: failed, 5, "xena's goodbye was not tried")
+    assert await cluster.bus.redis.hget(WHERE, "xena") is not None and n2.arena.presence.is_connected("xena")
+    monkeypatch.setattr(cluster.presence, "_detach", detach)
+    await cluster._rejoin()  # as when Redis is back
+    assert await cluster.bus.redis.hget(WHERE, "xena") is None
+    await wait_until(lambda: not n2.arena.presence.is_connected("xena"), 5, "n2 still has xena connected")
+    assert n2.arena.presence.is_connected("yuri") and await cluster.bus.redis.hget(WHERE, "yuri") is not None
