@@ -5,7 +5,9 @@ here, and what a bot connected elsewhere says about a game or challenge held her
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections import OrderedDict
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
@@ -117,8 +119,9 @@ class ClusterBots:
         self.presence = ClusterPresence(bus, self._replaced, self._arrived, self._left)
         self.capacity: dict[str, int] = {}
         """Every connected bot's ``max_games``, wherever it is connected."""
-        self._challenges: dict[str, str] = {}
-        """Challenges to bots here, offered on other nodes: challenge id → that node."""
+        self._challenges: OrderedDict[str, tuple[str, float]] = OrderedDict()
+        """Challenges to bots here, offered on other nodes: challenge id → that node, and when
+        (loop time); in that order. Kept until answered, or as long as a challenge lives."""
         self._leading = leading
         self._unseek = unseek
         self._asked = asked
@@ -204,8 +207,10 @@ class ClusterBots:
                 self.parts.presence.retire(bot, conn.token_hash)
 
     def challenge_node(self, challenge_id: str) -> str | None:
-        """The node holding a challenge offered to a bot here from another node."""
-        return self._challenges.get(challenge_id)
+        """The node holding a challenge offered to a bot here from another node, for the bot's
+        answer, which goes once: forgotten here as it is asked for."""
+        held = self._challenges.pop(challenge_id, None)
+        return held[0] if held is not None else None
 
     # ------------------------------------------------------------------ Presence.elsewhere
 
@@ -256,7 +261,11 @@ class ClusterBots:
         if m.request_id is not None and m.game_id is not None:
             self._asked(m.bot, m.game_id, m.request_id)
         elif m.challenge_id is not None:
-            self._challenges[m.challenge_id] = sender
+            now = asyncio.get_running_loop().time()
+            lived = now - self.parts.settings.challenge_expiry_s
+            while self._challenges and next(iter(self._challenges.values()))[1] < lived:
+                self._challenges.popitem(last=False)  # expired there, never answered
+            self._challenges[m.challenge_id] = (sender, now)
         conn.send(bytes(m.frame))
 
     def _on_to_conn(self, sender: str, m: ToConn) -> None:

@@ -23,8 +23,10 @@ from conftest import MakeCluster
 from protocol.messages import (
     CLOSE_REPLACED,
     Challenged,
+    ChallengeDeclined,
     ChallengeSent,
     Decision,
+    Error,
     GameOver,
     GameStart,
     MoveAccepted,
@@ -211,3 +213,31 @@ async def test_live_on_any_node_shows_every_game_of_the_cluster(make_cluster: Ma
     second = await n1.start_game(["alice", "bob"])
     assert (await next_of(LiveGameStarted)).game.game_id == second
     await live.close()
+
+
+async def test_a_challenge_from_another_node_is_forgotten_once_answered_or_expired(make_cluster: MakeCluster) -> None:
+    """bob's node keeps, for each challenge offered to him from another node, where to send his
+    answer: until he answers, or as long as the challenge lives, not for the whole season."""
+    n1, n2 = await make_cluster(2, challenge_expiry_s=0.3)
+    bots = await bots_on([n1, n2], {"alice": 0, "bob": 1})
+    alice, bob = bots["alice"], bots["bob"]
+    held = n2.arena.cluster.bots._challenges  # type: ignore[union-attr]
+
+    async def offered() -> str:
+        await alice.send({"type": "challenge", "opponent": "bob"})
+        await alice.until(ChallengeSent)
+        return (await bob.until(Challenged)).challenge_id
+
+    declined = await offered()
+    await bob.send({"type": "decline", "challenge_id": declined})
+    assert (await alice.until(ChallengeDeclined)).reason == "declined"
+    assert dict(held) == {}
+    expired = await offered()
+    assert (await alice.until(ChallengeDeclined)).reason == "expired"
+    accepted = await offered()
+    assert list(held) == [accepted]  # the expired one was forgotten as the next one came
+    await bob.send({"type": "decline", "challenge_id": expired})
+    assert (await bob.until(Error)).code == "unknown_challenge"
+    await bob.send({"type": "accept", "challenge_id": accepted})
+    await gather(alice.until(GameStart), bob.until(GameStart))
+    assert dict(held) == {}
