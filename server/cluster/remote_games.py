@@ -217,7 +217,10 @@ class RemoteGames:
 
     def sweep(self, alive: set[str]) -> None:
         """Each tick: a game whose host is not alive waits to be taken over; one that nobody
-        took over nor gave up in time is lost here."""
+        took over nor gave up in time is lost here. Spectators of other nodes that watch
+        nothing here any more (their games ended, their watch was refused) are forgotten, and
+        those of nodes gone stop watching."""
+        self._sweep_spectators(alive)
         now = asyncio.get_running_loop().time()
         for game_id in [g for g, p in self.placing.items() if now - p.since > PLACE_TIMEOUT_S]:
             placing = self.placing[game_id]
@@ -233,6 +236,17 @@ class RemoteGames:
                 self._orphaned.pop(game_id, None)
             elif now - self._orphaned.setdefault(game_id, now) > give_up:
                 self.host_lost(began, f"the node hosting game {game_id} stopped and nobody took the game over")
+
+    def _sweep_spectators(self, alive: set[str]) -> None:
+        for key, spectator in list(self._spectators.items()):
+            if spectator.node not in alive:
+                for game_id in list(spectator.watching):
+                    room = self.parts.manager.lookup(game_id)
+                    if room is not None:
+                        room.unwatch(spectator)
+                spectator.watching.clear()
+            if not spectator.watching:
+                del self._spectators[key]
 
     def asked(self, bot: str, game_id: str, request_id: int) -> None:
         """The host of ``game_id`` asked a decision of ``bot`` (connected here)."""
@@ -474,9 +488,6 @@ class RemoteGames:
         self.bus.post_command(lambda pipe: pipe.hdel(GAMES, room.id))
         self.bus.post(None, GameEnded(self.node, room.summary(), slot=room.slot, first_player=room.game.first_player,
                                       epoch=room.epoch))
-        for spectator in room.spectators:
-            if isinstance(spectator, RemoteSpectator):
-                self._spectators.pop((spectator.node, spectator.conn), None)
 
     def rated_game_stored(self, room: GameRoom) -> None:
         pass

@@ -153,12 +153,16 @@ async def test_a_spectator_on_another_node_sees_the_game_as_one_on_its_host(make
     far, first = await n3.spectate(game_id)
     near, first_near = await n1.spectate(game_id)
     assert first.ply == first_near.ply
+    host = n1.arena.cluster.remote_games  # type: ignore[union-attr]
+    assert [s.node for s in host._spectators.values()] == ["n3"]
     overs = await gather(play_out(bots["alice"], random_policy(3)), play_out(bots["bob"], random_policy(4)))
     over = overs[0][0]
     assert await far.until(GameOver) == over == await near.until(GameOver)
     far_updates = [f.view for f in far.frames if isinstance(f, Update)]
     near_updates = [f.view for f in near.frames if isinstance(f, Update)]
     assert far_updates == near_updates and len(far_updates) == len(over.record.moves) + 1
+    # The host forgets the far spectator once it watches nothing there, not at the season's end.
+    await wait_until(lambda: not host._spectators, 5, "n1 kept n3's spectator of a game over")
 
 
 async def test_seats_and_spectators_on_other_nodes_learn_nothing_hidden(make_cluster: MakeCluster) -> None:
