@@ -57,7 +57,7 @@ from .lease import Lease
 from .messages import ClusterMessage, GameBegan, LadderAnswer
 from .parts import ServerParts
 from .presence import ClusterPresence, Place
-from .remote_games import RemoteGames
+from .remote_games import HEAR_OUT_S, RemoteGames
 from .takeover import Takeover
 
 log = logging.getLogger(__name__)
@@ -86,10 +86,12 @@ class ClusterNode:
         self._previous: list[GameBegan] = []
         """This node's games in the cluster's directory when it started (a previous life's)."""
         self._gone: set[str] = set()
+        """Nodes noticed gone (their bots forgotten), until they are alive again."""
         self._back_at = -math.inf
         """When Redis last came back (the loop's clock): the others' liveness keys could not be
         refreshed while it was lost, so none is judged until one liveness period has passed."""
-        """Nodes noticed gone (their bots forgotten), until they are alive again."""
+        self._heard_out_at = -math.inf
+        """When this node last asked the others which games they run (the loop's clock)."""
 
     def bind(self, parts: ServerParts) -> None:
         """Hook into the server (its :class:`~server.arena.Arena`): presence falls back to bots
@@ -97,7 +99,7 @@ class ClusterNode:
         self.parts = parts
         self.leadership = leadership = Leadership(self.node, self.bus, parts, self._spawn)
         leading = leadership.lease.valid
-        self.remote_games = games = RemoteGames(self.node, self.bus, parts, leading)
+        self.remote_games = games = RemoteGames(self.node, self.bus, parts, leading, self._spawn)
         self.bots = bots = ClusterBots(self.node, self.bus, parts, leading=leading, unseek=leadership.seeking.discard,
                                        asked=games.asked, refused=leadership.refused,
                                        latest_epoch=games.latest_epoch, spawn=self._spawn)
@@ -221,6 +223,10 @@ class ClusterNode:
                     alive = await self._sweep()
                     if self.leading:
                         await self.takeover.sweep(alive)
+                    now = asyncio.get_running_loop().time()
+                    if now - self._heard_out_at >= HEAR_OUT_S:  # ends this node missed are found
+                        self._heard_out_at = now
+                        self._spawn(self.remote_games.hear_out(), "asking the others which games they run")
             except (RedisError, OSError, ClusterUnavailable) as e:
                 log.debug("node %s: cluster tick failed: %s", self.node, e)
             except Exception:
@@ -351,6 +357,8 @@ class ClusterNode:
             log.warning("node %s: could not forget the bots that left while Redis was lost: %s", self.node, e)
         for room in list(parts.manager.running.values()):
             self.remote_games.game_started(room)
+        # Its games the map still lists that it runs no more: their removal was lost with Redis.
+        self.remote_games.unlist([b.game.game_id for b in self._previous if b.game.game_id not in parts.manager.running])
         try:
             await self.bots.check_tokens()
         except Exception as e:  # storage failing too: such a connection stays until it closes

@@ -26,7 +26,7 @@ import asyncio
 import itertools
 import logging
 from collections import Counter, OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -41,6 +41,7 @@ from ..common.refusal import Refusal
 from ..connections.connection import Connection, encode
 from ..games.room import PlayedElsewhere
 from ..games.seams import GameSetup
+from ..games.summary import game_summary
 from .bots import RemoteBot, RemoteSpectator
 from .bus import PREFIX, ClusterBus, ClusterUnavailable
 from .messages import (
@@ -72,6 +73,9 @@ such game)."""
 ENDED_KEPT = 1024
 """Games of other nodes remembered after their end, so a late move still reaches the host
 (which answers ``game_over``) rather than getting ``unknown_game``."""
+HEAR_OUT_S = 10.0
+"""How often a node asks the others which games they run (:meth:`RemoteGames.hear_out`): a game
+whose end it did not hear (a message Redis did not take) is ended here within about this long."""
 ORPHAN_GRACE_S = 10.0
 """A game whose host is gone and that no node took over nor gave up after ``takeover_budget_s``
 and this long (no leader all that time) is given up here: its seats on this node are closed
@@ -115,7 +119,8 @@ class RemoteGames:
     leads the ladder (a game's end may free its bots to pair, and the ladder and the director
     hear the ends of games hosted elsewhere)."""
 
-    def __init__(self, node: str, bus: ClusterBus[Any], parts: ServerParts, leading: Callable[[], bool]) -> None:
+    def __init__(self, node: str, bus: ClusterBus[Any], parts: ServerParts, leading: Callable[[], bool],
+                 spawn: Callable[[Coroutine[Any, Any, Any], str], None]) -> None:
         self.node = node
         self.bus = bus
         self.parts = parts
@@ -141,6 +146,9 @@ class RemoteGames:
         self._orphaned: dict[str, float] = {}
         """Games of other nodes whose host is gone, since when (loop time): they wait to be
         taken over."""
+        self._checking: set[str] = set()
+        """Games whose host said it runs them no more, their rows being read (:meth:`_end_unheard`)."""
+        self._spawn = spawn
 
     @property
     def healthy(self) -> bool:
@@ -484,6 +492,11 @@ class RemoteGames:
         self.bus.post_command(lambda pipe: pipe.hset(GAMES, room.id, payload))
         self.bus.post(None, began)
 
+    def unlist(self, game_ids: list[str]) -> None:
+        """Take out of ``mandala:games`` games this node hosted and runs no more."""
+        if game_ids:
+            self.bus.post_command(lambda pipe: pipe.hdel(GAMES, *game_ids))
+
     def game_ended(self, room: GameRoom) -> None:
         self.bus.post_command(lambda pipe: pipe.hdel(GAMES, room.id))
         self.bus.post(None, GameEnded(self.node, room.summary(), slot=room.slot, first_player=room.game.first_player,
@@ -675,7 +688,30 @@ class RemoteGames:
             began = games.get(game_id)
             if began is not None and began.host == sender and began.game.ply != ply:
                 games[game_id] = replace(began, game=replace(began.game, ply=ply))
+        # A game the host no longer runs, whose end was not heard here (the host says what it
+        # runs after all it published before): its announcement was lost with a batch Redis failed on.
+        for began in [g for g in games.values() if g.host == sender and g.game.game_id not in m.plies]:
+            game_id = began.game.game_id
+            if game_id not in self._checking:
+                self._checking.add(game_id)
+                self._spawn(self._end_unheard(began), f"reading game {game_id}")
         self._answered(sender, m.call, None)
+
+    async def _end_unheard(self, began: GameBegan) -> None:
+        """End here, as its stored row says, a game its host runs no more and whose end this node
+        did not hear. A row still running is a game released by a host that stops, for another
+        node to take over: it is left as it is."""
+        game_id = began.game.game_id
+        try:
+            row = await self.parts.storage.get_game(game_id)
+        finally:
+            self._checking.discard(game_id)
+        if row is None or row.status == "running" or self.games.get(game_id) is not began:
+            return  # not over, or heard of meanwhile (its end, or another host)
+        log.warning("node %s: game %s ended on %s unheard of here (a message Redis did not take): ended as stored",
+                    self.node, game_id, began.host, extra=about(game=game_id))
+        self._on_game_ended(began.host, GameEnded(began.host, game_summary(row), slot=row.slot,
+                                                  first_player=row.first_player, epoch=began.epoch))
 
     def _on_game_asked(self, sender: str, m: GameAsked) -> None:
         if sender == self.node:

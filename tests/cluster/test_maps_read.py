@@ -8,6 +8,9 @@ an answer is on its way is newer than the answer.
   from a pause) is still known.
 - The bots' ``max_games`` (``mandala:capacity``, ``ClusterBots.load``): one changed meanwhile
   is not set back to what the map held.
+
+And a game whose end Redis did not take (its message lost, its entry left in the map) is ended
+on the other nodes all the same, and taken out of the map when Redis is back.
 """
 
 from __future__ import annotations
@@ -16,6 +19,9 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import pytest
+
+import server.cluster.node
 from arena_testkit import Harness, LiveStream, wait_until
 from cluster_kit import is_now
 from conftest import MakeCluster
@@ -163,3 +169,27 @@ async def test_a_bots_max_games_changed_while_a_node_reads_the_capacity_map_is_n
     await c1.bots.load()
     assert c1.bots.capacity["alice"] == 3
     assert await c1.bus.redis.hget(CAPACITY, "alice") == b"3"
+
+
+async def test_a_game_whose_end_redis_did_not_take_is_ended_on_the_other_nodes_all_the_same(
+        make_cluster: MakeCluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    """n1's game ends, but the message that says so (and takes it out of ``mandala:games``) is
+    lost, as with a batch Redis fails on. n2 asks n1 now and then which games it runs, finds
+    this one gone, and ends it as storage has it; n1 takes it out of the map when Redis is back."""
+    monkeypatch.setattr(server.cluster.node, "HEAR_OUT_S", 0.5)
+    n1, n2, game_id = await a_game_heard_of(make_cluster, 0)
+    c1, c2 = cluster_of(n1), cluster_of(n2)
+    game_ended = c1.remote_games.game_ended
+    monkeypatch.setattr(c1.remote_games, "game_ended",
+                        lambda room: None if room.id == game_id else game_ended(room))  # its batch lost
+    n1.arena.manager.running[game_id].abort()
+    await n1.arena.manager.flush()
+    assert game_id in c2.games and n2.arena.manager.running_count("alice") == 1
+    await wait_until(lambda: game_id not in c2.games, 5, "n2 never found the game over")
+    ended = c2.remote_games.summary_of(game_id)
+    assert ended is not None and ended.status == "aborted" and n2.arena.manager.running_count("alice") == 0
+    assert await running_on_live(n2) == []
+    assert await c1.bus.redis.hexists(GAMES, game_id)
+    await c1._rejoin()  # as when Redis is back
+    await c1.remote_games.published()
+    assert not await c1.bus.redis.hexists(GAMES, game_id)
