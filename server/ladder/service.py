@@ -468,12 +468,14 @@ class Ladder:
         self._wake.set()
 
     def _end_pair(self, pair: Pair) -> None:
-        """The pair plays no more games: a return game it will not play is no meeting, and the
-        bot a qualification pair was for may start its next one."""
-        del self.pairs[pair.id]
+        """The pair plays no more games (both played, or one that cannot start or is given up):
+        a game it will not play is no meeting, the large ladder's field knows it is over (a
+        newcomer placed by it is free for its next pair), and the bot a qualification pair was
+        for may start its next one."""
+        self.pairs.pop(pair.id, None)
         if pair.kind == "ladder":
-            if len(pair.games) == 1:
-                self.meetings.add(*pair.players, games=-1)
+            if len(pair.games) < 2:
+                self.meetings.add(*pair.players, games=len(pair.games) - 2)
             self.field.ended(*pair.players)
         q = self.qualification.of(pair)
         if q is not None:
@@ -750,12 +752,7 @@ class Ladder:
                                               pair_id=pair.id)
         except Refusal as r:
             log.info("pair %s: game not started (%s)", pair.id, r.message)
-            if pair.kind == "ladder":
-                self.meetings.add(*pair.players, games=len(pair.games) - 2)  # the games it will not play
-            self.pairs.pop(pair.id, None)
-            q = self.qualification.of(pair)
-            if q is not None:
-                q.pair = None
+            self._end_pair(pair)
             return
         pair.games.append(game_id)
         q = self.qualification.of(pair)

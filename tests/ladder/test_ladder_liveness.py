@@ -10,10 +10,13 @@ from collections import Counter
 from typing import Any
 
 import pytest
+from test_held_slots import stop_pairing_loop
 from test_ladder import qualify, seek
+from test_ladder_switch import seeking_bots
 
 from arena_testkit import ADMIN, Harness, Seen, WsClient, gather, ladder_bot, play_out, random_policy, wait_until
 from protocol.messages import Challenged, Decision, Error, GameOver, GameStart, LadderStatus
+from server.common.refusal import Refusal
 
 AUTH = {"Authorization": f"Bearer {ADMIN}"}
 
@@ -226,3 +229,30 @@ async def test_a_qualifying_bot_away_past_its_return_game_qualifies_on_when_back
     assert (await seek(alice)).state == "qualifying"
     again = await alice.until(GameStart, timeout=10)
     assert again.kind == "qualification" and again.pair_id != start.pair_id
+
+
+async def test_a_pair_whose_game_cannot_start_ends_as_one_given_up(make_arena: Any,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The host refuses the pair's first game (in a cluster, a seat gone from its node): the pair
+    is over as if given up, its games count as no meeting, the large ladder's field hears it
+    ended (a newcomer it was placing would wait for its result for good otherwise), and the two
+    may be paired again at once."""
+    arena: Harness = await make_arena(pairing_interval_s=60)
+    await seeking_bots(arena, 2)
+    ladder, manager = arena.arena.ladder, arena.arena.manager
+    stop_pairing_loop(ladder)
+    place_game, ended = manager.place_game, []
+
+    def refused(*args: Any, **kwargs: Any) -> str:
+        monkeypatch.setattr(manager, "place_game", place_game)
+        raise Refusal("bot_offline", "bot01 left before the game started")
+
+    monkeypatch.setattr(manager, "place_game", refused)
+    field_ended = ladder.field.ended
+    monkeypatch.setattr(ladder.field, "ended", lambda a, b: (ended.append({a, b}), field_ended(a, b)))
+    await ladder.set_paused(False)
+    ladder.pair_now()  # the refused pair, then (the pass's next round) a new pair of the two
+    assert ended == [{"bot00", "bot01"}]
+    (pair,) = ladder.pairs.values()
+    assert len(pair.games) == 1 and [room.kind for room in manager.games_of("bot00")] == ["ladder"]
+    assert ladder.meetings.total("bot00") == ladder.meetings.total("bot01") == 2  # the new pair's two games
