@@ -16,6 +16,7 @@ the read-only disk is skipped, saying so).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import os
 import resource
@@ -25,7 +26,7 @@ import sqlite3
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -477,11 +478,10 @@ class GatedSpool(Spool):
         super().append(rows)
 
 
-async def test_a_game_finished_while_the_spool_is_emptied_does_not_stay_in_it(tmp_path: Path) -> None:
-    """Storage is back and the recorder empties the spool; a game that finishes meanwhile is
-    spooled (storage still counts as failing until the spool is empty), and the database
-    stores it, and the recorder finds nothing left to write, before the spool has it. The spool
-    is emptied again: a game left in it would be stored anew at every start."""
+@contextlib.asynccontextmanager
+async def g1_spooled(tmp_path: Path) -> AsyncIterator[tuple[SqliteStorage, GatedSpool, GameRecorder]]:
+    """A recorder whose database fails, with g1, finished meanwhile, in its spool: storage still
+    fails until the test lets it come back (``del store._between_game_and_ratings``)."""
     db = str(tmp_path / "arena.db")
     store = SqliteStorage(db)
     spool = GatedSpool(tmp_path / "arena.spool", db)
@@ -495,6 +495,19 @@ async def test_a_game_finished_while_the_spool_is_emptied_does_not_stay_in_it(tm
         recorder.finish(game_row("g1"))
         await wait_until(lambda: [r.game_id for r in spool.load()] == ["g1"], 10, "g1 was not spooled")
         assert recorder.failing is not None
+        yield store, spool, recorder
+    finally:
+        spool.gate.set()
+        await recorder.close(5.0)
+        await store.close()
+
+
+async def test_a_game_finished_while_the_spool_is_emptied_does_not_stay_in_it(tmp_path: Path) -> None:
+    """Storage is back and the recorder empties the spool; a game that finishes meanwhile is
+    spooled (storage still counts as failing until the spool is empty), and the database
+    stores it, and the recorder finds nothing left to write, before the spool has it. The spool
+    is emptied again: a game left in it would be stored anew at every start."""
+    async with g1_spooled(tmp_path) as (store, spool, recorder):
         del store._between_game_and_ratings
         await wait_until(spool.emptying.is_set, 10, "the recorder never emptied the spool")
         assert recorder.failing is not None and recorder.pending == 0
@@ -505,29 +518,14 @@ async def test_a_game_finished_while_the_spool_is_emptied_does_not_stay_in_it(tm
         await asyncio.gather(*recorder._spooling)  # g2's spooling is over: appended, or found stored
         await wait_until(lambda: recorder.failing is None and spool.load() == [], 5, "g2 stayed in the spool")
         assert [g.game_id for g in await store.list_games("finished", 10, None, None)] == ["g2", "g1"]
-    finally:
-        spool.gate.set()
-        await recorder.close(5.0)
-        await store.close()
 
 
 async def test_a_game_the_database_stores_while_it_is_being_spooled_is_announced_once(tmp_path: Path) -> None:
     """Storage fails, so a game that finishes is spooled; storage comes back and the database
     stores the game before the spool has it. Both then say the game is recorded: its
     ``game_over`` (the write's ``durable``) must go out once, or the ladder counts its end twice."""
-    db = str(tmp_path / "arena.db")
-    store = SqliteStorage(db)
-    spool = GatedSpool(tmp_path / "arena.spool", db)
-    recorder = GameRecorder(Settings(storage_retry_max_s=0.1), store, spool)
-    await recorder.open()
     announced: list[str] = []
-    try:
-        def fail() -> None:
-            raise sqlite3.OperationalError("disk I/O error")
-
-        store._between_game_and_ratings = fail  # type: ignore[method-assign]
-        recorder.finish(game_row("g1"))
-        await wait_until(lambda: [r.game_id for r in spool.load()] == ["g1"], 10, "g1 was not spooled")
+    async with g1_spooled(tmp_path) as (store, spool, recorder):
         spool.late["g2"] = recorder._drained.is_set  # its append waits until the database has it
         del store._between_game_and_ratings  # storage is back, and then g2 finishes
         recorder.finish(game_row("g2"), durable=lambda: announced.append("g2"))
@@ -537,10 +535,6 @@ async def test_a_game_the_database_stores_while_it_is_being_spooled_is_announced
         await wait_until(lambda: recorder.failing is None and spool.load() == [], 5, "the spool was not emptied")
         assert announced == ["g2"]
         assert [g.game_id for g in await store.list_games("finished", 10, None, None)] == ["g2", "g1"]
-    finally:
-        spool.gate.set()
-        await recorder.close(5.0)
-        await store.close()
 
 
 def game_row(game_id: str) -> GameRow:

@@ -4,7 +4,9 @@ organizer pausing and cancelling mid-game, Swiss rounds, a gauntlet, bots of kno
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import Counter
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -127,18 +129,26 @@ async def test_pause_starts_no_game_and_cancel_aborts_the_running_ones(make_aren
     assert (await arena.get_json(f"/api/tournaments/{tid}"))["progress"]["played"] == 1
 
 
-async def test_swiss_rounds_pair_bots_that_have_not_met(make_arena: Any) -> None:
-    arena: Harness = await make_arena()
+@contextlib.asynccontextmanager
+async def swiss_of_four(arena: Harness, rounds: int) -> AsyncIterator[str]:
+    """A Swiss tournament of four random bots (two games at a time each), started; its id. The
+    bots play until the block is left."""
     names = ["ann", "ben", "cat", "dan"]
     clients = [await arena.bot(n, max_games=2) for n in names]
     tasks = [asyncio.create_task(play(c, RandomBot(seed=i))) for i, c in enumerate(clients)]
     try:
-        tid = (await create(arena, format="swiss", rounds=3, participants=names))["tournament_id"]
+        tid = (await create(arena, format="swiss", rounds=rounds, participants=names))["tournament_id"]
         await post(arena, f"/api/tournaments/{tid}/start")
-        view = await finished(arena, tid)
+        yield tid
     finally:
         for t in tasks:
             t.cancel()
+
+
+async def test_swiss_rounds_pair_bots_that_have_not_met(make_arena: Any) -> None:
+    arena: Harness = await make_arena()
+    async with swiss_of_four(arena, 3) as tid:
+        view = await finished(arena, tid)
     assert view["rounds"] == 3 and view["progress"]["played"] == view["progress"]["planned"] == 12
     lines = await records(arena, tid)
     met = Counter(frozenset(line["players"]) for line in lines)
@@ -187,12 +197,7 @@ async def test_a_pause_that_read_the_tournament_before_a_swiss_round_was_paired_
     being played is missing from the stored tournament (its games' slots name no pairing)."""
     arena: Harness = await make_arena()
     storage = arena.arena.storage
-    names = ["ann", "ben", "cat", "dan"]
-    clients = [await arena.bot(n, max_games=2) for n in names]
-    tasks = [asyncio.create_task(play(c, RandomBot(seed=i))) for i, c in enumerate(clients)]
-    try:
-        tid = (await create(arena, format="swiss", rounds=2, participants=names))["tournament_id"]
-        await post(arena, f"/api/tournaments/{tid}/start")
+    async with swiss_of_four(arena, 2) as tid:
         read = tournaments_http._tournament
 
         async def rounds_stored() -> int:
@@ -216,9 +221,6 @@ async def test_a_pause_that_read_the_tournament_before_a_swiss_round_was_paired_
         assert await rounds_stored() == 2
         await post(arena, f"/api/tournaments/{tid}/resume")
         view = await finished(arena, tid)
-    finally:
-        for t in tasks:
-            t.cancel()
     assert view["rounds"] == 2 and view["progress"]["played"] == view["progress"]["planned"] == 8
     games = await arena.get_json(f"/api/tournaments/{tid}/games")
     assert len([g for g in games if g["status"] == "finished"]) == 8
