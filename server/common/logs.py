@@ -22,6 +22,8 @@ import sys
 from contextvars import ContextVar
 from typing import Literal
 
+from aiohttp.http_exceptions import HttpProcessingError
+
 LogFormat = Literal["text", "json"]
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -49,8 +51,27 @@ class RequestIds(logging.Filter):
         return True
 
 
+class BadRequests(logging.Filter):
+    """A request HTTP itself refuses (a header too long or malformed, a line that is not HTTP)
+    is the client's mistake, which aiohttp logs as an error with its traceback: one line at
+    ``INFO`` instead, so that a client on the open internet cannot fill the log with them."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, HttpProcessingError) and 400 <= (exc.code or 400) < 500:
+            # Its kind alone: its message quotes the request, which may hold a token.
+            record.msg = f"{record.getMessage()}: {type(exc).__name__} ({exc.code})"
+            record.args = None
+            record.exc_info = record.exc_text = None
+            record.levelno, record.levelname = logging.INFO, "INFO"
+        return True
+
+
 def configure(level: str, fmt: LogFormat, node: str) -> None:
     """The root logger's one handler, on standard error, in ``fmt``."""
+    server = logging.getLogger("aiohttp.server")
+    if not any(isinstance(f, BadRequests) for f in server.filters):
+        server.addFilter(BadRequests())
     handler = logging.StreamHandler(sys.stderr)
     if fmt == "json":
         from pythonjsonlogger.json import JsonFormatter

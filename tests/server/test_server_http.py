@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from typing import Any
 
 import msgspec
+import pytest
 
 import mandala
 from arena_testkit import ADMIN, Harness, first_legal, gather, play_out
 from mandala import COLORS, Game
 from protocol.messages import Decision, Error, GameOver, MoveAccepted, Update, Welcome
+from server.common.logs import BadRequests
 from server.connections.auth import hash_token
 
 AUTH = {"Authorization": f"Bearer {ADMIN}"}
@@ -300,3 +303,22 @@ async def test_inputs_at_the_edges_get_typed_errors_and_change_nothing(make_aren
     assert (await ws.expect(Error)).code == "bad_json"
     await ws.send({"type": "hello", "protocol": 1, "token": arena.tokens["alice"]})
     assert (await ws.expect(Welcome)).bot == "alice"  # the connection lives on
+
+
+async def test_a_request_http_refuses_is_one_line_in_the_log_not_an_error_with_its_traceback(
+        make_arena: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """A header of 100 kB, which HTTP's parser refuses: the client gets its 400, and the log one
+    ``INFO`` line (``mandala serve`` installs the filter as it sets up its log)."""
+    monkeypatch.setattr(logging.getLogger("aiohttp.server"), "filters", [BadRequests()])
+    arena: Harness = await make_arena()
+    reader, writer = await asyncio.open_connection(arena.client.host, arena.client.port)
+    try:
+        writer.write(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Long: " + b"a" * 100_000 + b"\r\n\r\n")
+        status_line = await reader.readline()
+    finally:
+        writer.close()
+    assert status_line.split()[1] == b"400"
+    lines = [r for r in caplog.records if r.name == "aiohttp.server"]
+    assert [(r.levelname, r.exc_info) for r in lines] == [("INFO", None)]
+    assert "Error handling request" in lines[0].getMessage()
+    assert (await arena.client.get("/health")).status == 200
