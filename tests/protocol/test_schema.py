@@ -16,6 +16,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from mandala_client.client import _decoder as client_decoder
 from protocol import messages, schema
 from protocol.live import LiveBatch
 from protocol.messages import CLIENT_TYPES, ClientMessage, ServerMessage
@@ -126,6 +127,22 @@ def test_doc_example_decodes(line: int, block: str) -> None:
         msg = msgspec.json.decode(block, type=ServerMessage)
         # The server always sends every field: examples must show exactly what it sends.
         assert msgspec.to_builtins(msg) == raw, f"line {line}: {kind} example differs from what the server encodes"
+
+
+@pytest.mark.parametrize("line,block", json_blocks(), ids=lambda v: f"line{v}" if isinstance(v, int) else "")
+def test_a_field_added_later_is_ignored_in_a_server_message_and_refused_in_a_bots(line: int, block: str) -> None:
+    """PROTOCOL.md §3: the server refuses a field it does not define; a client reads the
+    server's messages tolerantly, so a field a later server adds breaks no client of this
+    version (the Python client decodes with :data:`mandala_client.client._decoder`)."""
+    raw = json.loads(block)
+    later = json.dumps({**raw, "added_later": {"any": [1, "thing"]}})
+    if raw["type"] in CLIENT_TAGS:
+        with pytest.raises(msgspec.ValidationError, match="added_later"):
+            msgspec.json.decode(later, type=ClientMessage)
+    elif raw["type"] == "batch":
+        assert msgspec.to_builtins(msgspec.json.decode(later, type=LiveBatch)) == raw
+    else:
+        assert msgspec.to_builtins(client_decoder.decode(later)) == raw
 
 
 def test_doc_shows_every_message_type() -> None:

@@ -29,7 +29,7 @@ GamesFollowed = Literal["sample", "all"]
 """``/live?games=``: ``sample`` (the default) or ``all``."""
 
 
-class LiveTopChanged(msgspec.Struct, tag="top_changed", tag_field="type", forbid_unknown_fields=True,
+class LiveTopChanged(msgspec.Struct, tag="top_changed", tag_field="type",
                      omit_defaults=False):
     """What changed in the top of the standings since the viewer's previous ``standings`` or
     ``top_changed``: the rows whose content changed, each replacing the row of its ``rank``;
@@ -44,7 +44,7 @@ class LiveTopChanged(msgspec.Struct, tag="top_changed", tag_field="type", forbid
     changed: list[Standing]
 
 
-class LiveCounts(msgspec.Struct, tag="counts", tag_field="type", forbid_unknown_fields=True, omit_defaults=False):
+class LiveCounts(msgspec.Struct, tag="counts", tag_field="type", omit_defaults=False):
     """How busy the arena is, in a fresh start and then at most once a second when it changed."""
 
     running: int
@@ -60,7 +60,7 @@ LiveEvent = (LiveStandings | LiveTopChanged | LiveCounts | LiveGames | LiveGameS
 """One change a viewer applies, in order; its ``type`` field names it."""
 
 
-class LiveBatch(msgspec.Struct, tag="batch", tag_field="type", forbid_unknown_fields=True):
+class LiveBatch(msgspec.Struct, tag="batch", tag_field="type"):
     """Everything that changed since the viewer's previous frame, in the order it happened.
 
     A viewer of ``/live?games=all`` gets at most ``live_batches_per_second`` of them a second,

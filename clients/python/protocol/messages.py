@@ -23,6 +23,10 @@ GameId = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
 BotName = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_.-]{2,32}$")]
 
 _MSG = dict(tag_field="type", forbid_unknown_fields=True, omit_defaults=False)
+"""A bot's messages: the server refuses a field it does not define (``invalid_message``)."""
+_TOLERANT = dict(tag_field="type", omit_defaults=False)
+"""The server's messages: a client reads them tolerantly, ignoring a field it does not know
+(PROTOCOL.md §3), so a field added to one does not break the clients of this version."""
 
 # --------------------------------------------------------------------------- bot -> server
 
@@ -119,7 +123,7 @@ class Limits(msgspec.Struct):
     heartbeat_s: float
 
 
-class Welcome(msgspec.Struct, tag="welcome", **_MSG):
+class Welcome(msgspec.Struct, tag="welcome", **_TOLERANT):
     """Answer to ``hello``. ``bot`` is ``None`` for a spectator. ``games`` lists the bot's
     running games; each is resumed with ``game_start``, ``update`` and any pending ``decision``."""
 
@@ -129,7 +133,7 @@ class Welcome(msgspec.Struct, tag="welcome", **_MSG):
     games: list[str]
 
 
-class Challenged(msgspec.Struct, tag="challenged", **_MSG):
+class Challenged(msgspec.Struct, tag="challenged", **_TOLERANT):
     """Another bot challenges you: answer ``accept`` or ``decline`` before ``expires_ms``."""
 
     challenge_id: str
@@ -137,7 +141,7 @@ class Challenged(msgspec.Struct, tag="challenged", **_MSG):
     expires_ms: int
 
 
-class ChallengeSent(msgspec.Struct, tag="challenge_sent", **_MSG):
+class ChallengeSent(msgspec.Struct, tag="challenge_sent", **_TOLERANT):
     """Your challenge was delivered to ``opponent``."""
 
     challenge_id: str
@@ -145,7 +149,7 @@ class ChallengeSent(msgspec.Struct, tag="challenge_sent", **_MSG):
     expires_ms: int
 
 
-class ChallengeDeclined(msgspec.Struct, tag="challenge_declined", **_MSG):
+class ChallengeDeclined(msgspec.Struct, tag="challenge_declined", **_TOLERANT):
     """A challenge will not become a game: declined, expired, or its bot left."""
 
     challenge_id: str
@@ -164,7 +168,7 @@ GameKind = Literal["challenge", "ladder", "qualification", "admin", "tournament"
 qualification game against a house bot, the organizer's API, or a tournament's schedule."""
 
 
-class GameStart(msgspec.Struct, tag="game_start", **_MSG):
+class GameStart(msgspec.Struct, tag="game_start", **_TOLERANT):
     """A game you play begins (or resumes, after a reconnect)."""
 
     game_id: str
@@ -182,7 +186,7 @@ class GameStart(msgspec.Struct, tag="game_start", **_MSG):
     """For tournament games: the tournament (PROTOCOL.md §21)."""
 
 
-class Decision(msgspec.Struct, tag="decision", **_MSG):
+class Decision(msgspec.Struct, tag="decision", **_TOLERANT):
     """Your decision: answer with ``move`` carrying one of ``legal`` and this ``request_id``
     within ``deadline_ms`` milliseconds, or lose the game on time."""
 
@@ -196,7 +200,7 @@ class Decision(msgspec.Struct, tag="decision", **_MSG):
     """Milliseconds left on this decision's clock when the server sent it."""
 
 
-class MoveAccepted(msgspec.Struct, tag="move_accepted", **_MSG):
+class MoveAccepted(msgspec.Struct, tag="move_accepted", **_TOLERANT):
     """Your move was applied. ``elapsed_ms`` is the time the server's clock counted."""
 
     game_id: str
@@ -204,7 +208,7 @@ class MoveAccepted(msgspec.Struct, tag="move_accepted", **_MSG):
     elapsed_ms: float
 
 
-class Update(msgspec.Struct, tag="update", **_MSG):
+class Update(msgspec.Struct, tag="update", **_TOLERANT):
     """The game after a move (``move`` is ``None`` for the first update of a game, a watch
     or a resume): sent to both seats, each with its own view, and to spectators."""
 
@@ -214,7 +218,7 @@ class Update(msgspec.Struct, tag="update", **_MSG):
     view: View
 
 
-class OpponentAway(msgspec.Struct, tag="opponent_away", **_MSG):
+class OpponentAway(msgspec.Struct, tag="opponent_away", **_TOLERANT):
     """The bot in ``seat`` lost its connection. ``grace_ms`` is how long it has to come back
     before it loses on time (``None`` if no decision of its is pending: it then has until
     its next decision's deadline)."""
@@ -224,7 +228,7 @@ class OpponentAway(msgspec.Struct, tag="opponent_away", **_MSG):
     grace_ms: int | None
 
 
-class OpponentBack(msgspec.Struct, tag="opponent_back", **_MSG):
+class OpponentBack(msgspec.Struct, tag="opponent_back", **_TOLERANT):
     game_id: str
     seat: Seat
 
@@ -244,7 +248,7 @@ class GameResult(msgspec.Struct):
     cup_sizes: list[int]
 
 
-class GameOver(msgspec.Struct, tag="game_over", **_MSG):
+class GameOver(msgspec.Struct, tag="game_over", **_TOLERANT):
     """The game ended; its whole record (R23) is public now."""
 
     game_id: str
@@ -284,7 +288,7 @@ ErrorCode = Literal[
 ]
 
 
-class Error(msgspec.Struct, tag="error", **_MSG):
+class Error(msgspec.Struct, tag="error", **_TOLERANT):
     """Something the bot sent was refused; nothing changed. ``code`` is stable."""
 
     code: ErrorCode
@@ -299,14 +303,14 @@ class Error(msgspec.Struct, tag="error", **_MSG):
     """For ``rate_limited`` and ``storage_unavailable``: seconds to wait before trying again."""
 
 
-class Pong(msgspec.Struct, tag="pong", **_MSG):
+class Pong(msgspec.Struct, tag="pong", **_TOLERANT):
     data: str | None = None
 
 
 LadderState = Literal["qualifying", "listed", "failed", "removed"]
 
 
-class LadderStatus(msgspec.Struct, tag="ladder", **_MSG):
+class LadderStatus(msgspec.Struct, tag="ladder", **_TOLERANT):
     """Where this bot stands on the ladder: sent in answer to ``seek`` and ``unseek``, and
     whenever it changes (qualification passed or failed, ladder paused or resumed, bot
     removed by the organizer)."""
@@ -399,7 +403,7 @@ class GameSummary(msgspec.Struct, kw_only=True):
     tournament_id: str | None = None
 
 
-class LiveStandings(msgspec.Struct, tag="standings", **_MSG):
+class LiveStandings(msgspec.Struct, tag="standings", **_TOLERANT):
     """Rows of the standings table: the listed bots ranked ``offset + 1`` to ``offset +
     len(standings)`` of ``total``. Whole, it is the table the ladder computes (and a cluster's
     leader sends the other nodes); ``GET /api/ladder`` answers a page of it, and ``/live``
@@ -414,15 +418,15 @@ class LiveStandings(msgspec.Struct, tag="standings", **_MSG):
     """How many rows of the table come before the first of ``standings``."""
 
 
-class LiveGameStarted(msgspec.Struct, tag="game_started", **_MSG):
+class LiveGameStarted(msgspec.Struct, tag="game_started", **_TOLERANT):
     game: GameSummary
 
 
-class LiveGameEnded(msgspec.Struct, tag="game_ended", **_MSG):
+class LiveGameEnded(msgspec.Struct, tag="game_ended", **_TOLERANT):
     game: GameSummary
 
 
-class LiveGames(msgspec.Struct, tag="games", **_MSG):
+class LiveGames(msgspec.Struct, tag="games", **_TOLERANT):
     """First in a fresh start of ``/live``: running games and the most recent finished ones.
     With ``?games=all`` ``running`` lists every running game as it stands; by default it is
     the sample the stream follows (at most ``protocol.live.RUNNING_SHOWN``), each as it stood
@@ -432,7 +436,7 @@ class LiveGames(msgspec.Struct, tag="games", **_MSG):
     recent: list[GameSummary]
 
 
-class LiveHealth(msgspec.Struct, tag="health", **_MSG):
+class LiveHealth(msgspec.Struct, tag="health", **_TOLERANT):
     """Whether the server can record games: on connecting to ``/live`` and whenever it changes.
     While ``degraded`` no new game starts; running games finish and are kept until storage is
     back (PROTOCOL.md §19)."""

@@ -171,7 +171,7 @@ class TournamentView(msgspec.Struct, kw_only=True):
     crosstable: dict[str, dict[str, CrossCell]]
 
 
-class LiveTournament(msgspec.Struct, tag="tournament", tag_field="type", forbid_unknown_fields=True):
+class LiveTournament(msgspec.Struct, tag="tournament", tag_field="type"):
     """``/live``: a tournament changed (a game started or ended, its state changed)."""
 
     tournament: TournamentView
