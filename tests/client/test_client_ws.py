@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import pytest
 
 import mandala
@@ -188,8 +189,9 @@ def test_max_games_says_it_counts_games_at_once_not_in_all() -> None:
 
 
 class TroubleBot:
-    """A plain ``choose`` that overruns once, raises once and returns a move that is not legal
-    once; it answers the first legal move otherwise."""
+    """A plain ``choose`` that overruns once, raises once, returns a move that is not legal
+    once and a numpy array (a policy's raw output) once; it answers the first legal move
+    otherwise."""
 
     def __init__(self) -> None:
         self.calls = 0
@@ -202,6 +204,8 @@ class TroubleBot:
             raise RuntimeError("a bug in the bot")
         elif self.calls == 3:
             return mandala.Discard("red", 9)  # never legal: a hand holds at most 8 cards
+        elif self.calls == 4:
+            return np.array([0.2, 0.8])  # type: ignore[return-value]
         return legal[0]
 
 
@@ -234,10 +238,11 @@ async def test_slow_or_failing_choose_answers_in_time_with_a_fallback(
             arena, 1, ("trouble", trouble, {"margin_ms": 200}),
             ("slow-async", slow, {"margin_ms": 200, "fallback": "first"}))
     await check_played(arena, [game_a], challenger, accepter)  # by the rules: nobody lost on time
-    assert game_a.fallbacks == 3 and game_b.fallbacks == 1 and slow.cancelled == 1
+    assert game_a.fallbacks == 4 and game_b.fallbacks == 1 and slow.cancelled == 1
     text = caplog.text
     assert "did not answer within" in text and "raised RuntimeError: a bug in the bot" in text
     assert "not one of the legal moves" in text and "answered with a fallback move" in text
+    assert "returned array([0.2, 0.8])" in text
 
 
 def test_choose_budget_keeps_a_margin() -> None:

@@ -177,7 +177,8 @@ def _as_legal(move: Any, legal: list[Move]) -> Move | None:
         except msgspec.ValidationError:
             return None
     for candidate in legal:
-        if candidate == move:
+        # Of the same type first: ``==`` with an array (a numpy bot's raw output) is no answer.
+        if type(candidate) is type(move) and candidate == move:
             return candidate
     return None
 
