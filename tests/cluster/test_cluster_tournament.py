@@ -13,8 +13,9 @@ from typing import Any
 import aiohttp
 import pytest
 
-from arena_testkit import ADMIN, Seen, ladder_bot, wait_until
+from arena_testkit import ADMIN, Seen, gather, ladder_bot, play_out, random_policy, wait_until
 from conftest import MakeCluster
+from protocol.messages import GameStart
 from server.storage.postgres import PostgresStorage
 
 AUTH = {"Authorization": f"Bearer {ADMIN}"}
@@ -102,32 +103,26 @@ async def test_a_game_elsewhere_that_ends_while_a_new_leaders_director_looks_it_
         return await get_game(game_id)
 
     monkeypatch.setattr(storage, "get_game", held_until_its_end_is_heard)
-    seen = Seen()
-    async with aiohttp.ClientSession() as http:
-        url = str(n3.client.make_url("")).rstrip("/")
-        tasks = [asyncio.create_task(ladder_bot(http, url, token, i, seen, seek=False, think=0.02))
-                 for i, token in enumerate(tokens.values())]
-        try:
-            body = {"name": "cup", "format": "round_robin", "participants": list(tokens), "games_per_pairing": 2}
-            resp = await n2.client.post("/api/tournaments", json=body, headers=AUTH)
-            assert resp.status == 201, await resp.text()
-            tid = (await resp.json())["tournament_id"]
-            resp = await n2.client.post(f"/api/tournaments/{tid}/start", headers=AUTH)
-            assert resp.status == 200
-            await wait_until(lambda: seen.started, 10, "no game began")
-            await n1.client.close()  # n1 stops: n2 leads next
-            await wait_until(lambda: any(run.elsewhere for run in director.runs.values()), 15,
-                             "n2 did not take the tournament over with its game on n3")
-            director.wake(stored=True)  # the director reads the stored states, and the game's
+    # The bots, on n3, do not move until n2 leads: the game runs on meanwhile (30 s a decision).
+    bravo, charlie = [await n3.connect(token) for token in tokens.values()]
+    body = {"name": "cup", "format": "round_robin", "participants": list(tokens), "games_per_pairing": 2,
+            "decision_ms": 30_000}
+    resp = await n2.client.post("/api/tournaments", json=body, headers=AUTH)
+    assert resp.status == 201, await resp.text()
+    tid = (await resp.json())["tournament_id"]
+    resp = await n2.client.post(f"/api/tournaments/{tid}/start", headers=AUTH)
+    assert resp.status == 200
+    await bravo.until(GameStart)
+    await n1.client.close()  # n1 stops: n2 leads next
+    await wait_until(lambda: any(run.elsewhere for run in director.runs.values()), 15,
+                     "n2 did not take the tournament over with its game on n3")
+    director.wake(stored=True)  # the director reads the stored states, and the game's
+    await gather(play_out(bravo, random_policy(1), games=2), play_out(charlie, random_policy(2), games=2), timeout=60)
 
-            async def done() -> bool:
-                return (await n2.get_json(f"/api/tournaments/{tid}"))["state"] == "finished"
+    async def done() -> bool:
+        return (await n2.get_json(f"/api/tournaments/{tid}"))["state"] == "finished"
 
-            await wait_until(done, 60, "the tournament did not finish", every=0.2)
-        finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+    await wait_until(done, 30, "the tournament did not finish", every=0.2)
     assert held
     assert [r.getMessage() for r in caplog.records if r.name.startswith("server.tournaments")
             and r.levelno >= logging.ERROR] == []

@@ -228,6 +228,10 @@ class Client:
         """Reconnect at once, not counted as a failure (a new token was found in the file)."""
         self._challenge_out = False
         self._unseek_sent = False
+        self._seek_unanswered = False
+        """A ``seek`` sent that no ``ladder`` answered yet (a refusal to try again is for it)."""
+        self._accepting = 0
+        """Challenges accepted whose game has not started yet: they count against ``max_games``."""
         self._reseeks = 0
         self._removed = False
         """Removed from the ladder by the organizer (as the server last said): no seeking."""
@@ -310,6 +314,7 @@ class Client:
         return await self.send(Resign(game_id))
 
     async def seek(self) -> bool:
+        self._seek_unanswered = True
         return await self.send(Seek())
 
     async def unseek(self) -> bool:
@@ -322,6 +327,8 @@ class Client:
         self._welcomed = False
         self._challenge_out = False
         self._unseek_sent = False
+        self._seek_unanswered = False
+        self._accepting = 0
         self._session_error = None
         self._reread_token()
         try:
@@ -457,6 +464,8 @@ class Client:
         game = GameState.of(msg)
         self.running[msg.game_id] = game
         self.started += 1
+        if msg.kind == "challenge" and self._accepting:
+            self._accepting -= 1
         if game.opponent == self.challenge_opponent:
             self._challenge_out = False
         rated = "rated" if msg.rated else "unrated"
@@ -487,7 +496,11 @@ class Client:
         self._log(level, "game %s over: %s%s", finished.game_id, finished.describe(), self._progress())
 
     async def _on_challenged(self, msg: Challenged) -> None:
-        if self.accept and self._want_more():
+        # The server accepts whatever this bot already plays (PROTOCOL.md §5.4): the room is
+        # counted here, games accepted but not started yet included.
+        room = len(self.running) + self._accepting < self.max_games
+        if self.accept and room and self._want_more(self._accepting):
+            self._accepting += 1
             self._log(logging.INFO, "accepting the challenge of %s", msg.challenger)
             await self.send(Accept(msg.challenge_id))
         else:
@@ -504,12 +517,23 @@ class Client:
         rule = f" [{msg.rule}]" if msg.rule else ""
         self._log(logging.WARNING, "server error %s%s: %s%s", msg.code, rule, msg.message, where)
         if msg.code in ("unknown_bot", "challenge_self"):
-            raise ClientError(f"cannot challenge {self.challenge_opponent!r}: {msg.message}")
-        if msg.code in ("bot_offline", "rate_limited", "storage_unavailable"):
-            self._retry_challenge(msg.retry_after or RETRY_AFTER_S)
+            if self.challenge_opponent is not None:  # the mode cannot go on; a bot's own challenge() can
+                raise ClientError(f"cannot challenge {self.challenge_opponent!r}: {msg.message}")
+            return
+        if (msg.code in ("bot_offline", "unknown_challenge", "storage_unavailable", "cluster_unavailable")
+                and self._accepting and msg.game_id is None):
+            self._accepting -= 1  # an accept that starts no game (its challenger left, it expired, …)
+        # "Try again later" (PROTOCOL.md §5.3, §5.11, §20.1): a seek or a challenge refused so.
+        delay = msg.retry_after or RETRY_AFTER_S
+        if msg.code == "cluster_unavailable" or (msg.code == "rate_limited" and msg.limit == "seeks"):
+            self._retry_seek(delay)
+        if msg.code in ("bot_offline", "storage_unavailable", "cluster_unavailable") or (
+                msg.code == "rate_limited" and msg.limit != "seeks"):
+            self._retry_challenge(delay)
 
     async def _on_ladder(self, msg: LadderStatus) -> None:
         self.ladder_status = msg
+        self._seek_unanswered = False
         self._log(logging.INFO, "ladder: %s", msg.message)
         await call_hook(self.bot, "on_ladder", msg)
         if msg.state == "removed":
@@ -536,9 +560,10 @@ class Client:
             self._log(logging.WARNING, "%s; playing on (running games, challenges), no more seeking", said)
         self._removed = True
 
-    def _want_more(self) -> bool:
-        """Whether to begin another game (accept, challenge, seek)."""
-        return not self._stopping and (self.games is None or self.started < self.games)
+    def _want_more(self, pending: int = 0) -> bool:
+        """Whether to begin another game (accept, challenge, seek), ``pending`` more being on
+        their way already."""
+        return not self._stopping and (self.games is None or self.started + pending < self.games)
 
     def _done(self) -> bool:
         return self.games is not None and self.ended >= self.games and not self.running
@@ -559,6 +584,19 @@ class Client:
             self._timers.discard(handle)
             self._challenge_out = False
             self._spawn(self._maybe_challenge())
+
+        handle = asyncio.get_running_loop().call_later(delay, again)
+        self._timers.add(handle)
+
+    def _retry_seek(self, delay: float) -> None:
+        """Send the refused ``seek`` again after ``delay`` seconds, if it still stands."""
+        if not self._seek_unanswered or not self.ladder:
+            return
+
+        def again() -> None:
+            self._timers.discard(handle)
+            if self._seek_unanswered and self._want_more() and not self._removed:
+                self._spawn(self.seek())
 
         handle = asyncio.get_running_loop().call_later(delay, again)
         self._timers.add(handle)
