@@ -25,7 +25,7 @@ from arena_testkit import ADMIN, Harness, create_bot_at, exit_of, free_port, man
 from mandala import Move, View
 from mandala_client import Client, ClientError, ConnectionRejected, FinishedGame, cli
 from mandala_client.games import Chooser
-from protocol.messages import GameOver, GameStart, LadderStatus
+from protocol.messages import Decision, GameOver, GameStart, LadderStatus
 
 RULES_END = {"river", "deck", "no_moves", "turn_limit"}
 GAME_TIMEOUT = 60.0
@@ -225,6 +225,27 @@ class SlowAsyncBot:
                 self.cancelled += 1
                 raise
         return legal[0]
+
+
+class DecidingBot:
+    """A bot with ``decide(decision)`` alone, as offline play takes one: the whole message."""
+
+    def __init__(self) -> None:
+        self.decisions: list[Decision] = []
+
+    def decide(self, decision: Decision) -> Move:
+        self.decisions.append(decision)
+        return decision.legal[-1]
+
+
+async def test_a_bot_that_decides_from_the_whole_decision_plays_online_as_offline(make_arena: Any) -> None:
+    arena: Harness = await make_arena()
+    deciding = DecidingBot()
+    challenger, accepter, ((game_a,), _) = await challenge_games(
+        arena, 1, ("decider", deciding, {}), ("plain", PlainBot(1), {}))
+    await check_played(arena, [game_a], challenger, accepter)
+    assert game_a.fallbacks == 0 and len(deciding.decisions) == game_a.moves
+    assert {d.game_id for d in deciding.decisions} == {game_a.game_id}
 
 
 async def test_slow_or_failing_choose_answers_in_time_with_a_fallback(

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from mandala import Move, View
+from mandala import Move
 from protocol.messages import Decision, GameResult, GameStart
 
 log = logging.getLogger("mandala_client")
@@ -115,7 +115,9 @@ class FinishedGame:
 
 @dataclass
 class Chooser:
-    """Calls the bot's ``choose`` for one decision and keeps to its deadline.
+    """Calls the bot's ``choose`` for one decision and keeps to its deadline; a bot with
+    ``decide(decision)`` gets the whole ``decision`` message instead, as offline
+    (:mod:`mandala_client.offline`).
 
     A plain ``choose`` runs in a worker thread (``asyncio.to_thread``), so a slow one never
     stops the connection from reading frames, answering pings or playing other games; an
@@ -143,7 +145,7 @@ class Chooser:
         budget = self.budget_s(decision.deadline_ms) - (time.monotonic() - received)
         started = time.monotonic()
         try:
-            move = await asyncio.wait_for(self._call(decision.view, decision.legal), max(0.0, budget))
+            move = await asyncio.wait_for(self._call(decision), max(0.0, budget))
         except TimeoutError:
             took = 1000 * (time.monotonic() - started)
             return self._fallback(decision), f"choose() did not answer within {took:.0f} ms"
@@ -155,11 +157,12 @@ class Chooser:
             return self._fallback(decision), f"choose() returned {move!r}, which is not one of the legal moves"
         return legal, None
 
-    async def _call(self, view: View, legal: list[Move]) -> Any:
-        choose = self.bot.choose
-        if inspect.iscoroutinefunction(choose):
-            return await choose(view, legal)
-        result = await asyncio.to_thread(choose, view, legal)
+    async def _call(self, decision: Decision) -> Any:
+        decide = getattr(self.bot, "decide", None)
+        call, args = (decide, (decision,)) if decide is not None else (self.bot.choose, (decision.view, decision.legal))
+        if inspect.iscoroutinefunction(call):
+            return await call(*args)
+        result = await asyncio.to_thread(call, *args)
         if inspect.isawaitable(result):  # e.g. a callable object whose __call__ is async
             result = await result
         return result
