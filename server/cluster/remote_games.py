@@ -684,13 +684,19 @@ class RemoteGames:
     def _on_plies_told(self, sender: str, m: PliesTold) -> None:
         games = self.games
         replace = msgspec.structs.replace
+        told = 0
         for game_id, ply in m.plies.items():
             began = games.get(game_id)
-            if began is not None and began.host == sender and began.game.ply != ply:
-                games[game_id] = replace(began, game=replace(began.game, ply=ply))
+            if began is not None and began.host == sender:
+                told += 1
+                if began.game.ply != ply:
+                    games[game_id] = replace(began, game=replace(began.game, ply=ply))
         # A game the host no longer runs, whose end was not heard here (the host says what it
         # runs after all it published before): its announcement was lost with a batch Redis failed on.
-        for began in [g for g in games.values() if g.host == sender and g.game.game_id not in m.plies]:
+        # Looked for only when the host runs fewer of them than this node knows of.
+        known = self.hosted.get(sender, 0) - sum(1 for p in self.placing.values() if p.host == sender)
+        missing = [g for g in games.values() if g.host == sender and g.game.game_id not in m.plies] if told < known else []
+        for began in missing:
             game_id = began.game.game_id
             if game_id not in self._checking:
                 self._checking.add(game_id)
