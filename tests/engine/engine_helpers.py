@@ -67,6 +67,7 @@ def position(
     deck_exhausted: bool = False,
     reshuffles: Sequence[Sequence[str]] | None = None,
     seed: int | None = None,
+    lenient: bool = False,
 ) -> Game:
     """A hand-made position (``Game.from_position``) from the piles a test cares about.
 
@@ -118,6 +119,7 @@ def position(
         deck_exhausted=deck_exhausted,
         reshuffles=[list(r) for r in reshuffles] if reshuffles is not None else None,
         seed=seed,
+        lenient=lenient,
     )
 
 

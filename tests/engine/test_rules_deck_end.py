@@ -22,14 +22,16 @@ from engine_helpers import (
     deck_top_first,
     discard_pile,
     hand,
+    internal_state,
     mountain,
     named,
     play,
     position,
     river,
+    snapshot,
     total_cards,
 )
-from mandala import Claim, Discard, Field, Game, Mountain, Pass, RecordError, record_dict, replay, result, view
+from mandala import COLORS, Claim, Discard, Field, Game, Mountain, Pass, RecordError, record_dict, replay, result, view
 from mandala.moves import PASS_CODE
 
 # --------------------------------------------------------------------------- R16 exhaustion
@@ -95,17 +97,53 @@ def test_r16_reshuffle_happens_at_exhaustion_even_when_no_card_is_needed() -> No
     assert game.deck_exhausted and (game.phase, game.to_move, game.end_reason) == ("turn", 1, None)
 
 
-def test_r16_a_reshuffle_order_must_match_the_discard_pile() -> None:
-    game = position(
+def _deck_runs_out(reshuffles: list[list[str]] | None, seed: int | None = None, lenient: bool = False) -> Game:
+    """Seat 0's action A on mountain 1 draws the deck's last 3 cards: the discard pile (orange
+    2, purple 1) becomes the new deck then (R16)."""
+    return position(
         hands=({BLACK: 1, RED: 1}, {GREEN: 2}),
         discard={ORANGE: 2, PURPLE: 1},
         deck_top=[YELLOW, YELLOW, RED],
         rest="cup1",
-        reshuffles=[[PURPLE, ORANGE, BLACK]],
+        reshuffles=reshuffles,
+        seed=seed,
+        lenient=lenient,
     )
+
+
+@pytest.mark.parametrize("seed", [None, 5])
+def test_r16_a_reshuffle_order_must_match_the_discard_pile(seed: int | None) -> None:
+    game = _deck_runs_out([[PURPLE, ORANGE, BLACK]], seed=seed)
+    before = snapshot(game)
     with pytest.raises(RecordError) as info:
         game.push(Mountain(1, BLACK))
     assert info.value.rule == "R16"
+    assert snapshot(game) == before  # the card played and the cards drawn are all back
+    with pytest.raises(RecordError):  # the order is still there, and still does not fit
+        game.push_code(game.check(Mountain(1, BLACK)))
+    assert snapshot(game) == before
+
+
+def test_r23_a_record_out_of_reshuffle_orders_refuses_the_move_and_changes_nothing() -> None:
+    game = _deck_runs_out([])
+    before = snapshot(game)
+    with pytest.raises(RecordError) as info:
+        game.push(Mountain(1, BLACK))
+    assert info.value.rule == "R23"
+    assert snapshot(game) == before
+
+
+def test_r16_a_lenient_game_that_leaves_its_record_deals_on_from_its_seed() -> None:
+    fits = _deck_runs_out([[PURPLE, ORANGE, ORANGE], [RED]], lenient=True)
+    play(fits, Mountain(1, BLACK))
+    assert fits.reshuffles == [[COLORS.index(c) for c in (PURPLE, ORANGE, ORANGE)]]  # the record's order, while it fits
+    left = _deck_runs_out([[PURPLE, ORANGE, BLACK], [RED]], seed=5, lenient=True)
+    seeded = _deck_runs_out(None, seed=5)
+    play(left, Mountain(1, BLACK))
+    play(seeded, Mountain(1, BLACK))
+    assert left.reshuffles == seeded.reshuffles  # the seed's shuffle of orange 2, purple 1
+    assert internal_state(left)["_given"] is None  # the record's later order is dropped too
+    assert deck_top_first(left) == deck_top_first(seeded)
 
 
 def test_r16_seeded_reshuffle_holds_exactly_the_discard_pile() -> None:

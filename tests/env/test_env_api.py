@@ -177,6 +177,41 @@ def test_reset_options_give_the_deal_or_a_position() -> None:
         e.reset(options={"decks": deck})
 
 
+def _random_game(e: Any, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    for _agent in e.agent_iter():
+        obs, _r, terminated, _t, _i = e.last()
+        e.step(None if terminated else int(rng.choice(np.flatnonzero(obs["action_mask"]))))
+
+
+def test_a_given_deal_played_otherwise_than_its_record_goes_on_to_its_end() -> None:
+    """A lost game's deal, tried with other moves: a reshuffle whose recorded order does not
+    fit the discard pile any more, and every later one, come from the reset's seed."""
+    tried = left = 0
+    for seed in range(200):
+        first = env()
+        first.reset(seed=seed)
+        _random_game(first, seed)
+        played = first.game
+        assert played is not None
+        if not played.reshuffles:
+            continue  # ended before the deck ran out: nothing to leave
+        tried += 1
+        deal = {"deck": played.deck_order, "first_player": played.first_player, "reshuffles": played.reshuffles}
+        again = env()
+        again.reset(seed=seed, options=deal)
+        _random_game(again, seed)  # the same moves: the record's orders, every one
+        assert again.game is not None and again.game.reshuffles == played.reshuffles
+        other = env()
+        other.reset(seed=1, options=deal)
+        _random_game(other, 1000 + seed)  # other moves, to the end
+        assert other.game is not None and other.game.is_over
+        left += not other.game.reshuffles or other.game.reshuffles[0] != played.reshuffles[0]
+        if tried == 8:
+            break
+    assert tried == 8 and left >= 4  # most tries left the record before its first reshuffle
+
+
 # ------------------------------------------------------------------ rewards and the end
 
 
@@ -262,9 +297,10 @@ def test_forfeit_mode_ends_the_game_with_the_penalty() -> None:
     assert "cannot play action" in e.infos[agent]["illegal_action"]
     assert not e.observe(agent)["action_mask"].any()
     g = MandalaGymEnv(illegal="forfeit", illegal_penalty=3.0)
-    obs, _ = g.reset(seed=1)
+    obs, start = g.reset(seed=1)
     obs, reward, terminated, truncated, info = g.step(int(np.flatnonzero(obs["action_mask"] == 0)[0]))
     assert (reward, terminated, truncated, info["end_reason"]) == (-3.0, True, False, "forfeit")
+    assert info["seat"] == start["seat"]  # as at every other end
 
 
 def test_stepping_a_finished_game_or_before_reset_raises_pettingzoos_errors() -> None:

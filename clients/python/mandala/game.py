@@ -164,7 +164,7 @@ class Game:
         "fields", "field_masks", "field_sizes", "discard", "discard_size", "deck",
         "reshuffles", "deck_exhausted", "river_filled", "turns", "phase", "to_move",
         "current", "destroying", "completed_by", "first_picker", "end_reason",
-        "history", "_rng", "_given", "_legal", "_views",
+        "history", "_rng", "_given", "_lenient", "_rehearsing", "_legal", "_views",
     )
 
     def __init__(
@@ -174,16 +174,20 @@ class Game:
         *,
         seed: int | None = None,
         reshuffles: Iterable[Sequence[int | str]] | None = None,
+        lenient: bool = False,
     ) -> None:
         """Deal a game from ``deck`` (108 colors, names or indices, top first: R3).
 
         New draw decks (R16) take their order from ``reshuffles`` in turn when
         given, then from a generator seeded with ``seed``. With ``reshuffles``
         and no ``seed`` (replaying a record), running out of orders is an error.
+        An order that is not one of the discard pile raises :class:`RecordError`
+        too, and the move that needed it changes nothing; with ``lenient`` (trying
+        other moves on a recorded deal) the play has left the record there, so
+        that order and the later ones are dropped and the generator deals on.
         """
         self._deal(_check_deck(deck), first_player)
-        self._given = [list(order) for order in reshuffles] if reshuffles is not None else None
-        self._rng: random.Random | None = None if self._given is not None and seed is None else random.Random(seed)
+        self._given_orders(reshuffles, seed, lenient)
 
     @classmethod
     def new(cls, seed: int | None = None, first_player: int = 0) -> Game:
@@ -213,6 +217,7 @@ class Game:
         deck_exhausted: bool = False,
         seed: int | None = None,
         reshuffles: Iterable[Sequence[int | str]] | None = None,
+        lenient: bool = False,
     ) -> Game:
         """A game at an arbitrary turn, every pile given explicitly (counts per color).
 
@@ -235,8 +240,7 @@ class Game:
         g.deck = [_color_index(c) for c in deck][::-1]
         g.turns = turns
         g.deck_exhausted = deck_exhausted
-        g._given = [list(order) for order in reshuffles] if reshuffles is not None else None
-        g._rng = None if g._given is not None and seed is None else random.Random(seed)
+        g._given_orders(reshuffles, seed, lenient)
         g._derive()
         if to_move not in (0, 1):
             raise SetupError("R2", f"to_move is 0 or 1, not {to_move!r}")
@@ -265,8 +269,17 @@ class Game:
         self.discard_size = sum(self.discard)
         self.river_filled = any(len(r) == 6 for r in self.rivers)
 
+    def _given_orders(self, reshuffles: Iterable[Sequence[int | str]] | None, seed: int | None,
+                      lenient: bool) -> None:
+        """Where new draw decks take their order from (see :meth:`__init__`)."""
+        self._given = [list(order) for order in reshuffles] if reshuffles is not None else None
+        self._lenient = lenient
+        strict = self._given is not None and seed is None and not lenient
+        self._rng = None if strict else random.Random(seed)
+
     def _deal(self, cards: list[int], first_player: int) -> None:
         """R3: deal a checked deck order and set every pile up."""
+        self._lenient = self._rehearsing = False
         if first_player not in (0, 1) or type(first_player) is not int:
             raise SetupError("R4", f"first_player is 0 or 1, not {first_player!r}")
         self.deck_order: list[int] = cards
@@ -466,8 +479,11 @@ class Game:
         """Apply the move with this code, which must be one of :meth:`legal_codes`.
 
         This is the unchecked fast path for players that pick from the legal
-        list; anything else goes through :meth:`push`.
+        list; anything else goes through :meth:`push`. Like :meth:`push`, it
+        changes nothing when it raises (a given reshuffle order that does not fit).
         """
+        if self._given is not None and len(self.deck) <= HAND_LIMIT and not self._rehearsing:
+            self._rehearse(code)  # a reshuffle may come: one from a record may not fit
         self._legal = None  # inlined _forget_derived(): this is the search bots' hot path
         self._views = None
         kind, m, c, k = MOVE_PARTS[code]
@@ -537,29 +553,46 @@ class Game:
             hand[card] += 1
             self.hand_sizes[p] += 1
 
+    def _rehearse(self, code: int) -> None:
+        """Play ``code`` on a copy first, which raises if a reshuffle it needs has no order
+        or one that does not fit, so that this game is left as it was."""
+        probe = self.copy()
+        probe._rehearsing = True
+        probe.push_code(code)
+
     def _reshuffle(self) -> None:
         """Turn the whole discard pile into a new draw deck (R16) and record its order."""
         discard = self.discard
-        given = self._given
-        if given:
-            order = given.pop(0)
-            try:
-                cards = [_color_index(c) for c in order]
-            except SetupError as e:
-                raise RecordError("R16", f"reshuffle {len(self.reshuffles)}: {e.message}") from None
-            if _counts(cards) != discard:
-                raise RecordError(
-                    "R16",
-                    f"reshuffle {len(self.reshuffles)} must be an order of the discard pile {_describe(discard)}",
-                )
-        elif self._rng is None:
-            raise RecordError("R23", f"the record has no order for reshuffle {len(self.reshuffles)}")
-        else:
+        cards = self._given_order() if self._given else None
+        if cards is None:
+            if self._rng is None:
+                raise RecordError("R23", f"the record has no order for reshuffle {len(self.reshuffles)}")
             cards = shuffled(expand(discard), self._rng)
         self.reshuffles.append(cards)
         self.deck[:] = cards[::-1]
         self.discard = [0] * 6
         self.discard_size = 0
+
+    def _given_order(self) -> list[int] | None:
+        """The next given order, checked against the discard pile; ``None`` once a lenient
+        game has left its record (every later order is dropped)."""
+        given = self._given
+        assert given
+        order = given.pop(0)
+        if not given and self._rng is not None:
+            self._given = None  # the generator deals on: nothing is left to rehearse
+        try:
+            cards = [_color_index(c) for c in order]
+        except SetupError as e:
+            problem = f"reshuffle {len(self.reshuffles)}: {e.message}"
+        else:
+            if _counts(cards) == self.discard:
+                return cards
+            problem = f"reshuffle {len(self.reshuffles)} must be an order of the discard pile {_describe(self.discard)}"
+        if self._lenient:
+            self._given = None
+            return None
+        raise RecordError("R16", problem)
 
     # ------------------------------------------------------------------ destruction (R10–R15)
 
@@ -710,6 +743,8 @@ class Game:
             g._rng = random.Random()
             g._rng.setstate(self._rng.getstate())
         g._given = None if self._given is None else [o[:] for o in self._given]
+        g._lenient = self._lenient
+        g._rehearsing = False
         g._legal = self._legal
         g._views = self._views
         return g

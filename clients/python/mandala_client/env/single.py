@@ -111,6 +111,7 @@ class MandalaGymEnv(gymnasium.Env[Observation, np.int64]):
                 raise
             self._over = True
             info = end_info(game, me, str(e))
+            info["seat"] = me
             return self._observe(game), -self.illegal_penalty, True, False, info
         game.push_code(code)
         obs, info = self._advance(game, {})
