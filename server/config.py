@@ -25,8 +25,14 @@ LogFormat = Literal["text", "json"]
 MetricsAccess = Literal["admin", "public", "off"]
 
 HARD_FRAME_CAP = 1 << 20
-"""aiohttp's own ``max_msg_size``: a frame above 1 MiB is dropped by aiohttp itself (close 1009)
-before the server sees it; frames between ``max_frame_bytes`` and this get ``frame_too_large``."""
+"""The largest frame read: one above 1 MiB is refused by aiohttp itself (close 1009) before the
+server sees it; frames between ``max_frame_bytes`` and this get ``frame_too_large``."""
+
+
+def max_msg_size(largest_frame: int) -> int:
+    """aiohttp's ``max_msg_size`` that reads frames up to ``largest_frame`` bytes: it refuses a
+    frame of ``max_msg_size`` bytes itself."""
+    return largest_frame + 1
 
 
 class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):

@@ -298,8 +298,12 @@ class RemoteGames:
                           game_id=getattr(message, "game_id", None), request_id=getattr(message, "request_id", None))
         self.bus.post(host, FromBot(bot, message))
 
-    def awaits(self, bot: str, game_id: str, request_id: int) -> bool:
-        return self._awaited.get((bot, game_id)) == request_id
+    def paces(self, bot: str, game_id: str, request_id: int) -> bool:
+        key = (bot, game_id)
+        if self._awaited.get(key) != request_id:
+            return False
+        del self._awaited[key]  # one answer a decision goes uncharged
+        return True
 
     def running_count(self, bot: str) -> int:
         """The bot's games on other nodes, those asked of a node and not yet begun included."""

@@ -1,7 +1,8 @@
 """Challenges between connected bots: offer, accept, decline, expire.
 
-A challenge lives until it is answered, expires (one ``call_later`` timer each), or one of
-its bots leaves. It is kept on the challenger's node, where its game starts; in a cluster an
+A challenge lives until it is answered, expires (one ``call_later`` timer each), or its
+opponent leaves; one whose challenger left is void, and kept until it expires so that an
+answer hears why (``bot_offline``). It is kept on the challenger's node, where its game starts; in a cluster an
 opponent connected to another node answers it through that node (``forward``). Accepted challenges start an unrated game through ``GameManager.start_game``
 with a random seat assignment. While storage fails, challenges are refused and an accepted
 one is declined (``storage_unavailable``): no game starts that could not be recorded.
@@ -35,6 +36,8 @@ class PendingChallenge:
     timer: asyncio.TimerHandle
     created: float
     """Loop time when it was offered."""
+    withdrawn: bool = False
+    """The challenger left: kept until it expires, so that an answer hears why it is void."""
 
 
 class ChallengeBook:
@@ -91,7 +94,7 @@ class ChallengeBook:
 
     def _check_open_limit(self, challenger: str) -> None:
         """Refuse a challenge beyond ``max_open_challenges``; retry when the oldest expires."""
-        mine = [c.created for c in self.pending.values() if c.challenger == challenger]
+        mine = [c.created for c in self.pending.values() if c.challenger == challenger and not c.withdrawn]
         if len(mine) >= self.settings.max_open_challenges:
             expires = min(mine) + self.settings.challenge_expiry_s
             retry = max(0.0, expires - asyncio.get_running_loop().time())
@@ -122,8 +125,8 @@ class ChallengeBook:
         if self._elsewhere(bot, challenge_id, Accept(challenge_id)):
             return
         ch = self._take(bot, challenge_id)
-        if not self.presence.is_connected(ch.challenger):
-            raise Refusal("bot_offline", f"{ch.challenger} is not connected any more")
+        if ch.withdrawn or not self.presence.is_connected(ch.challenger):
+            raise Refusal("bot_offline", f"{ch.challenger} left after it challenged you: the challenge is void")
         seats = [ch.challenger, ch.opponent]
         random.shuffle(seats)
         try:
@@ -137,19 +140,25 @@ class ChallengeBook:
         if self._elsewhere(bot, challenge_id, Decline(challenge_id)):
             return
         ch = self._take(bot, challenge_id)
-        self._tell(ch.challenger, ChallengeDeclined(ch.id, "declined"))
+        if not ch.withdrawn:
+            self._tell(ch.challenger, ChallengeDeclined(ch.id, "declined"))
 
     def _expire(self, challenge_id: str) -> None:
         ch = self.pending.pop(challenge_id, None)
-        if ch is not None:
+        if ch is not None and not ch.withdrawn:
             self._tell(ch.challenger, ChallengeDeclined(ch.id, "expired"))
 
     def bot_left(self, bot: str) -> None:
-        """Drop the bot's challenges; challengers waiting on it hear it went offline."""
+        """Drop the challenges to the bot: their challengers hear it went offline. Those
+        the bot made are withdrawn: their opponents may still answer them until they
+        expire, and hear ``bot_offline`` (PROTOCOL.md §5.4)."""
         for ch in [c for c in self.pending.values() if bot in (c.challenger, c.opponent)]:
+            if ch.challenger == bot:
+                ch.withdrawn = True
+                continue
             del self.pending[ch.id]
             ch.timer.cancel()
-            if ch.opponent == bot:
+            if not ch.withdrawn:
                 self._tell(ch.challenger, ChallengeDeclined(ch.id, "offline"))
 
     def clear(self) -> None:

@@ -367,14 +367,18 @@ class GameManager:
 
     # ------------------------------------------------------------------ bot requests
 
-    def awaits(self, bot: str, game_id: str, request_id: int) -> bool:
-        """Whether ``bot`` owes the pending decision ``request_id`` of ``game_id``."""
+    def paces(self, bot: str, game_id: str, request_id: int) -> bool:
+        """Whether a move is the first answer of ``bot`` to the pending decision ``request_id``
+        of ``game_id``: the one answer a decision that the rate limit does not charge, the
+        server pacing those itself (PROTOCOL.md §15.1). True once a decision."""
         room = self.running.get(game_id)
-        if room is None and self.elsewhere is not None:
-            return self.elsewhere.awaits(bot, game_id, request_id)
-        if room is None or room.pending is None:
+        if room is None:
+            return self.elsewhere is not None and self.elsewhere.paces(bot, game_id, request_id)
+        p = room.pending
+        if p is None or p.paced or p.request_id != request_id or room.players[p.seat] != bot:
             return False
-        return room.pending.request_id == request_id and room.players[room.pending.seat] == bot
+        p.paced = True
+        return True
 
     def play(self, bot: str, game_id: str, request_id: int, move: Move) -> None:
         """Answer a decision; a game hosted by another node gets the move there."""

@@ -81,15 +81,17 @@ class Pending:
     """The decision the game waits for: whose it is, its request id, and when it was asked:
     ``sent_at`` on the loop's clock (for its timer) and ``asked`` on ``time.perf_counter``,
     which think times are measured by (uvloop's clock ticks in whole milliseconds, and a
-    think time is promised to a tenth of one)."""
+    think time is promised to a tenth of one). ``paced``: an answer to it has had the rate
+    limit's exemption, which is one answer a decision."""
 
-    __slots__ = ("seat", "request_id", "sent_at", "asked")
+    __slots__ = ("seat", "request_id", "sent_at", "asked", "paced")
 
     def __init__(self, seat: int, request_id: int, sent_at: float) -> None:
         self.seat = seat
         self.request_id = request_id
         self.sent_at = sent_at
         self.asked = perf_counter()
+        self.paced = False
 
     def thought(self) -> float:
         """Seconds since the decision was asked."""

@@ -58,7 +58,8 @@ class GamesElsewhere(Protocol):
 
     def forward(self, host: str, bot: str, message: ClientMessage) -> None: ...
 
-    def awaits(self, bot: str, game_id: str, request_id: int) -> bool: ...
+    def paces(self, bot: str, game_id: str, request_id: int) -> bool:
+        """``GameManager.paces`` for a game this node does not host."""
 
     def running_count(self, bot: str) -> int: ...
 

@@ -12,6 +12,7 @@ from protocol.messages import CLOSE_FLOOD
 
 from ..arena import ARENA
 from ..audience.live import RECENT
+from ..config import max_msg_size
 from ..connections.outbox import Outbox
 from ..connections.peers import client_address
 from ..connections.ratelimit import TokenBucket
@@ -35,7 +36,8 @@ async def live_handler(request: web.Request) -> web.WebSocketResponse:
     if games not in ("sample", "all"):
         raise ApiError(400, "invalid_request", f"games is sample (the default) or all, not {games!r}")
     with connection_slot(request):
-        ws = web.WebSocketResponse(heartbeat=settings.heartbeat_s, max_msg_size=LIVE_FRAME_MAX, compress=False)
+        ws = web.WebSocketResponse(heartbeat=settings.heartbeat_s, max_msg_size=max_msg_size(LIVE_FRAME_MAX),
+                                    compress=False)
         await ws.prepare(request)
         hub = arena.live
         if not hub.recent_loaded:

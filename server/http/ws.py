@@ -44,7 +44,7 @@ from protocol.messages import (
 from ..arena import ARENA, Arena
 from ..common.logs import about
 from ..common.refusal import Refusal
-from ..config import HARD_FRAME_CAP
+from ..config import HARD_FRAME_CAP, max_msg_size
 from ..connections.auth import hash_token
 from ..connections.connection import Connection
 from .api import connection_slot
@@ -113,9 +113,10 @@ class Session:
     async def on_frame(self, msg: WSMessage) -> None:
         """Handle one frame; every refusal or failure becomes one ``error`` frame.
 
-        Every frame is charged to the rate limit except a move that answers the bot's
-        pending decision: the server itself paces those, one per decision it sends, so
-        a bot that answers at once never loses a game to the rate limit.
+        Every frame is charged to the rate limit except a bot's first answer to each of its
+        pending decisions: the server itself paces those, one per decision it sends, so
+        a bot that answers at once never loses a game to the rate limit. A frame over the
+        limit is not processed at all: only its ``rate_limited`` is sent.
         """
         conn = self.conn
         if conn.closing:
@@ -123,14 +124,16 @@ class Session:
         try:
             message = self.read(msg)
         except Refusal as r:
-            self.refused(r, send=conn.admit())
+            if not conn.admit():
+                return
+            self.refused(r)
             if conn.bot is not None:
                 text = msg.data if isinstance(msg.data, str) else f"(a binary frame of {len(msg.data)} bytes)"
                 self.arena.manager.bad_frame(conn.bot, r, text)
             return
         if message is None:
             return
-        if not self.answers_pending(message) and not conn.admit():
+        if not self.paced(message) and not conn.admit():
             return
         try:
             if type(message) is PlayMove and conn.bot is not None:  # the hot path, straight to its game
@@ -143,11 +146,10 @@ class Session:
             log.exception("handling a frame from %r failed", conn, extra=about(bot=conn.bot))
             conn.error("internal_error", "the server failed on this message; the failure was logged")
 
-    def refused(self, r: Refusal, send: bool = True) -> None:
-        """Answer a refusal with its ``error`` (unless the rate limit holds it back), and tell
-        the ladder, where a refusal during qualification fails the bot."""
-        if send:
-            self.conn.send(r.to_error())
+    def refused(self, r: Refusal) -> None:
+        """Answer a refusal with its ``error``, and tell the ladder, where a refusal during
+        qualification fails the bot."""
+        self.conn.send(r.to_error())
         if self.conn.bot is not None:
             self.arena.ladder.refused(self.conn.bot, r)
             if self.arena.cluster is not None:
@@ -163,9 +165,10 @@ class Session:
             raise Refusal("binary_frame", "send JSON in text frames, not binary ones")
         return None
 
-    def answers_pending(self, m: ClientMessage) -> bool:
+    def paced(self, m: ClientMessage) -> bool:
+        """Whether ``m`` is the bot's first answer to a pending decision (not charged)."""
         bot = self.conn.bot
-        return isinstance(m, PlayMove) and bot is not None and self.arena.manager.awaits(bot, m.game_id, m.request_id)
+        return type(m) is PlayMove and bot is not None and self.arena.manager.paces(bot, m.game_id, m.request_id)
 
     async def dispatch(self, m: ClientMessage) -> None:
         conn, arena = self.conn, self.arena
@@ -294,7 +297,8 @@ async def websocket_handler(request: web.Request) -> web.WebSocketResponse:
     arena = request.app[ARENA]
     settings = arena.settings
     with connection_slot(request):
-        ws = web.WebSocketResponse(heartbeat=settings.heartbeat_s, max_msg_size=HARD_FRAME_CAP, compress=False)
+        ws = web.WebSocketResponse(heartbeat=settings.heartbeat_s, max_msg_size=max_msg_size(HARD_FRAME_CAP),
+                                    compress=False)
         await ws.prepare(request)
         return await _session(arena, ws, request)
 

@@ -329,7 +329,11 @@ async def test_a_live_viewer_that_sends_is_ignored_then_closed_for_flooding(make
     assert msg.type is WSMsgType.CLOSE and msg.data == 4008 and msg.extra == "flood"
     big = LiveStream(await arena.client.ws_connect("/live"))
     await big.batch()
-    await big.ws.send_str("x" * 5000)
+    await big.ws.send_str("x" * 4096)  # at most 4 KiB: read and dropped
+    await arena.bot("carol"), await arena.bot("dave")
+    next_id = await arena.start_game(["carol", "dave"])
+    assert (await big.next_of(LiveGameStarted)).game.game_id == next_id  # still served
+    await big.ws.send_str("x" * 4097)
     msg = await big.ws.receive(timeout=5)
     assert msg.type is WSMsgType.CLOSE and msg.data == 1009
 

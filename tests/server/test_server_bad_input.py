@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arena_testkit import Harness, WsClient
+from arena_testkit import Harness, WsClient, illegal_move
 from protocol.messages import (
     CLOSE_BAD_TOKEN,
     CLOSE_FLOOD,
@@ -221,6 +221,49 @@ async def test_flood_closes_4008(make_arena: Any) -> None:
     assert await c.closed() == CLOSE_FLOOD
     kinds = [f.code if isinstance(f, Error) else type(f).__name__ for f in c.frames[1:]]
     assert kinds == ["Pong", "Pong", "rate_limited", "rate_limited", "rate_limited", "flood"]
+
+
+async def test_refused_answers_to_a_pending_decision_are_charged_after_the_first(make_arena: Any) -> None:
+    """One answer a decision goes uncharged (§15.1); a bot that sends the same refused answer
+    again and again is limited, then closed, like any flood, and the game is not stalled."""
+    arena = await make_arena(messages_per_second=0.01, burst=3)  # the hello leaves 2 tokens
+    a = await arena.bot("alice")
+    b = await arena.bot("bob")
+    game_id = await arena.start_game(["alice", "bob"])
+    d = await a.until(Decision)
+    bad = {"type": "move", "game_id": game_id, "request_id": d.request_id, "move": illegal_move(d)}
+    for _ in range(8):
+        await a.send(bad)
+    assert await a.closed() == CLOSE_FLOOD
+    codes = [f.code for f in a.frames if isinstance(f, Error)]
+    assert codes == ["illegal_move"] * 3 + ["rate_limited"] * 3 + ["flood"]
+    assert arena.arena.manager.running[game_id].ply == 0  # nothing was played, the clock runs on
+    del b
+
+
+async def test_a_bad_frame_over_the_rate_limit_is_not_processed(make_arena: Any) -> None:
+    """It gets only its ``rate_limited``: no ``bad_json`` is noted in the game's incidents
+    (nor told to the ladder, where it would fail a qualifying bot)."""
+    arena = await make_arena(messages_per_second=0.01, burst=2)
+    a = await arena.bot("alice")  # the hello leaves 1 token
+    await arena.bot("bob")
+    game_id = await arena.start_game(["alice", "bob"])
+    await a.until(Decision)
+    await a.send("garbage")
+    assert (await a.expect(Error)).code == "bad_json"
+    await a.send("garbage")
+    err = await a.expect(Error)
+    assert (err.code, err.limit) == ("rate_limited", "messages")
+    incidents = arena.arena.manager.running[game_id].telemetry.incidents
+    assert [i["code"] for i in incidents] == ["bad_json"]  # the first one only
+
+
+async def test_frames_up_to_one_mib_are_read_and_larger_ones_close_1009(make_arena: Any) -> None:
+    arena = await make_arena()
+    a = await arena.bot("alice")
+    await refused(a, "x" * (1 << 20), "frame_too_large")  # §15.2: above max_frame_bytes
+    await a.send("x" * ((1 << 20) + 1))
+    assert await a.closed() == 1009
 
 
 async def test_an_unexpected_failure_becomes_an_error_and_the_connection_lives(table: Any, monkeypatch: Any) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from arena_testkit import Harness
+from arena_testkit import Harness, wait_until
 from protocol.messages import Challenged, ChallengeDeclined, ChallengeSent, Error, GameStart
 
 
@@ -112,3 +112,28 @@ async def test_open_challenges_are_capped_per_bot(make_arena) -> None:
     assert (err.code, err.limit) == ("rate_limited", "challenges")
     assert err.retry_after is not None and 0 < err.retry_after <= 5
     assert await b.ping() == []  # bob was not bothered a third time
+
+
+async def test_answering_a_challenge_whose_challenger_left_is_bot_offline(make_arena) -> None:
+    """PROTOCOL.md §5.4: the challenge is void, and its opponent hears why; it no longer
+    counts against the challenger's open challenges when it comes back."""
+    arena = await make_arena(max_open_challenges=1)
+    a = await arena.bot("alice")
+    b = await arena.bot("bob")
+    await a.send({"type": "challenge", "opponent": "bob"})
+    sent = await a.expect(ChallengeSent)
+    challenged = await b.expect(Challenged)
+    await a.close()
+    await wait_until(lambda: not arena.arena.presence.is_connected("alice"), 5, "alice gone")
+    a2 = await arena.connect(arena.tokens["alice"])
+    await a2.send({"type": "challenge", "opponent": "bob"})  # its one open challenge: the void one does not count
+    again = await a2.expect(ChallengeSent)
+    assert (await b.expect(Challenged)).challenge_id == again.challenge_id != sent.challenge_id
+    await b.send({"type": "accept", "challenge_id": challenged.challenge_id})
+    err = await b.expect(Error)
+    assert (err.code, err.message) == ("bot_offline", "alice left after it challenged you: the challenge is void")
+    assert await a2.ping() == []  # the new alice hears nothing of the old challenge
+    await b.send({"type": "accept", "challenge_id": challenged.challenge_id})
+    assert (await b.expect(Error)).code == "unknown_challenge"  # answered once: gone
+    await b.send({"type": "accept", "challenge_id": again.challenge_id})
+    assert (await b.until(GameStart)).players[0].name in ("alice", "bob")
