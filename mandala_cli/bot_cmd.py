@@ -3,7 +3,8 @@ and its token, through a running server's HTTP API.
 
 A new token is printed, or with ``--token-file FILE`` written to FILE (readable by its owner
 only) and printed nowhere. ``rotate`` proves who asks with the bot's current token
-(``$MANDALA_TOKEN``, ``--token-file``, ``--token``) or the admin token; with ``--token-file`` it
+(``--token``, ``--token-file``, ``$MANDALA_TOKEN``) or the admin token, which also serves when
+the bot's token is refused (a revoked token still in its file); with ``--token-file`` it
 reads the current token there and writes the new one in its place, where a running
 ``mandala-bot --token-file FILE`` finds it when the server closes its connection (4011).
 """
@@ -15,7 +16,13 @@ import json
 import os
 import sys
 
-from mandala_client.credentials import TOKEN_ENV, CredentialError, read_token_file, write_token_file
+from mandala_client.credentials import (
+    TOKEN_ENV,
+    CredentialError,
+    can_write_token_file,
+    read_token_file,
+    write_token_file,
+)
 
 from .http_client import ADMIN_TOKEN_ENV, Failure, add_server_option, as_json, call
 
@@ -38,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         help="the bot's token file: its token proves who asks (unless --admin-token is given), and "
                              "the new token replaces it there (instead of being printed)")
     rotate.add_argument("--token", metavar="TOKEN", help=f"the bot's current token (default ${TOKEN_ENV})")
-    _admin_option(rotate, f"instead of the bot's token (default ${ADMIN_TOKEN_ENV}, when no bot token is given)")
+    _admin_option(rotate, "instead of the bot's token, or when the bot's token is refused (revoked)")
     rotate.set_defaults(run=run_rotate)
 
     revoke = actions.add_parser("revoke", help="refuse the bot's token from now on (admin); rotate issues a new one")
@@ -72,8 +79,18 @@ def _hand_over(body: dict[str, str], token_file: str | None, what: str) -> None:
     print(f"{what} Its token is in {token_file} (readable by you only).")
 
 
+def _writable(token_file: str | None) -> None:
+    """Refuse, before anything is asked of the server, a token file that cannot be written."""
+    if token_file is not None:
+        try:
+            can_write_token_file(token_file)
+        except CredentialError as e:
+            raise Failure(f"error: {e}; nothing was asked of the server") from None
+
+
 def run_create(args: argparse.Namespace) -> int:
     try:
+        _writable(args.token_file)
         body = as_json(call(args, "POST", "/api/bots", json.dumps({"name": args.name}).encode(),
                             admin=bool(_admin(args))))
         _hand_over(body, args.token_file, f"bot {body['name']} created.")
@@ -86,11 +103,18 @@ def run_create(args: argparse.Namespace) -> int:
 def run_rotate(args: argparse.Namespace) -> int:
     try:
         token = None if args.admin_token else _bot_token(args)
+        _writable(args.token_file)
         admin = token is None
         if admin and not _admin(args):
             raise Failure(f"error: give the bot's current token (${TOKEN_ENV}, --token-file or --token) or the admin "
                           f"token (--admin-token or ${ADMIN_TOKEN_ENV})")
-        body = as_json(call(args, "POST", _path(args.name) + "/token", admin=admin, token=token))
+        try:
+            body = as_json(call(args, "POST", _path(args.name) + "/token", admin=admin, token=token))
+        except Failure as e:
+            if admin or e.code != "bad_token" or not _admin(args):
+                raise
+            # The bot's token is retired (revoked, or rotated since): the organizer's reissues it.
+            body = as_json(call(args, "POST", _path(args.name) + "/token", admin=True))
         _hand_over(body, args.token_file, f"bot {body['name']}: a new token; the old one is refused from now on.")
     except Failure as e:
         print(f"mandala bot rotate: {e}", file=sys.stderr)

@@ -33,7 +33,12 @@ CHUNK = 1 << 16
 
 
 class Failure(Exception):
-    """Ends the command with status 1; its text goes to stderr."""
+    """Ends the command with status 1; its text goes to stderr. ``code``: the server's error
+    code, when the server refused the request."""
+
+    def __init__(self, text: str, code: str | None = None) -> None:
+        super().__init__(text)
+        self.code = code
 
 
 def server_url(text: str) -> str:
@@ -86,22 +91,22 @@ def open_url(args: argparse.Namespace, method: str, path: str, body: bytes | Non
         resp: http.client.HTTPResponse = urllib.request.urlopen(req, timeout=TIMEOUT_S, context=context)
     except urllib.error.HTTPError as e:
         with e:
-            raise Failure(refusal(e, admin and not token)) from None
+            raise refusal(e, admin and not token) from None
     except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
         raise unreachable(args, e) from None
     return resp
 
 
-def refusal(e: urllib.error.HTTPError, tokenless: bool = False) -> str:
+def refusal(e: urllib.error.HTTPError, tokenless: bool = False) -> Failure:
     """``error: CODE: MESSAGE`` from the server's JSON error (the status and reason if it sent none)."""
     try:
         err = json.loads(e.read())["error"]
-        line = f"error: {err['code']}: {err['message']}"
+        line, code = f"error: {err['code']}: {err['message']}", str(err["code"])
     except (ValueError, KeyError, TypeError, OSError, http.client.HTTPException):
-        return f"error: http_{e.code}: {e.reason}"
+        return Failure(f"error: http_{e.code}: {e.reason}")
     if tokenless and e.code == 401:
         line += f"\n(give the organizer's token with --admin-token or ${ADMIN_TOKEN_ENV})"
-    return line
+    return Failure(line, code)
 
 
 def unreachable(args: argparse.Namespace, e: BaseException) -> Failure:

@@ -281,13 +281,21 @@ def render_status(view: dict[str, Any]) -> str:
         lines.append(f"{label:<9} {game['game_id']}  {' vs '.join(game['players'])}, ply {game['ply']}")
     if len(running) > RUNNING_SHOWN:
         lines.append(f"{'':<9} and {len(running) - RUNNING_SHOWN} more")
-    for i, away in enumerate(view["waiting"]):
-        label = "waiting" if i == 0 else ""
-        when = (f"forfeits in {away['forfeits_in_s']:g} s" if away["forfeits_in_s"] > 0
-                else "forfeits its games as they come due")
-        lines.append(f"{label:<9} {away['bot']}: away since {away['since']}, {when}")
+    for i, waiting in enumerate(view["waiting"]):
+        lines.append(f"{'waiting' if i == 0 else '':<9} {waiting_line(waiting)}")
     lines += ["", ranking_table(view["ranking"])]
     return "\n".join(lines)
+
+
+def waiting_line(waiting: dict[str, Any]) -> str:
+    """One bot the schedule waits for (PROTOCOL.md §21.11): away, with the time its games have
+    before they are forfeited, or busy with other games (never forfeited for that)."""
+    if waiting.get("reason") == "busy":
+        games = ", ".join(f"{g['kind']} {g['game_id']} against {g['opponent']}" for g in waiting.get("busy_with", []))
+        return f"{waiting['bot']}: busy since {waiting['since']}" + (f" with {games}" if games else "")
+    left = waiting.get("forfeits_in_s")
+    when = f"forfeits in {left:g} s" if left else "forfeits its games as they come due"
+    return f"{waiting['bot']}: away since {waiting['since']}, {when}"
 
 
 def render_results(results: dict[str, Any]) -> str:

@@ -121,3 +121,30 @@ def test_the_log_format_and_the_metrics_from_file_environment_and_flag(tmp_path:
         assert main(["serve", "--config", str(config), "--db", str(tmp_path / "x.db")]) == 2
         assert f"$.{name}" in capsys.readouterr().err
     assert not (tmp_path / "x.db").exists()
+
+
+async def test_the_organizers_token_commands_as_the_guide_gives_them(make_arena: Any, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch,
+                                                                     capsys: Any) -> None:
+    """docs/running-a-competition.md: create into a token file (its folder made), revoke, and
+    rotate with the revoked token still in the file: the admin token reissues it."""
+    arena = await make_arena(registration="admin")
+    url = str(arena.client.make_url("/")).rstrip("/")
+    monkeypatch.setenv("MANDALA_ADMIN_TOKEN", "admin-secret-token")
+    monkeypatch.delenv("MANDALA_TOKEN", raising=False)
+    file = tmp_path / "tokens" / "entrant-7.token"  # a folder that does not exist yet
+    assert await asyncio.to_thread(main, ["bot", "create", "entrant-7", "--server", url, "--token-file", str(file)]) == 0
+    first = file.read_text().strip()
+    assert oct(file.parent.stat().st_mode & 0o777) == "0o700" and oct(file.stat().st_mode & 0o777) == "0o600"
+    assert await asyncio.to_thread(main, ["bot", "revoke", "entrant-7", "--server", url]) == 0
+    assert await asyncio.to_thread(main, ["bot", "rotate", "entrant-7", "--server", url, "--token-file", str(file)]) == 0
+    second = file.read_text().strip()
+    assert second != first
+    capsys.readouterr()
+    await arena.connect(second)  # the reissued token works
+    # A token file that cannot be written is refused before the server is asked: no bot is made.
+    (tmp_path / "taken").mkdir()
+    code = await asyncio.to_thread(main, ["bot", "create", "entrant-8", "--server", url, "--token-file",
+                                          str(tmp_path / "taken")])
+    assert code == 1 and "nothing was asked of the server" in capsys.readouterr().err
+    assert [b["name"] for b in await arena.get_json("/api/bots")] == ["entrant-7"]

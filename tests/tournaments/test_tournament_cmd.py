@@ -300,7 +300,12 @@ def test_status_text() -> None:
              "status": "running", "started": "2030-01-01T10:05:00Z", "ended": None, "ply": 3, "result": None,
              "tournament_id": "T1"},
         ],
-        "waiting": [{"bot": "dot", "since": "2030-01-01T10:04:00Z", "forfeits_in_s": 12.5}],
+        "waiting": [  # as PROTOCOL.md §21.11 shows them: busy on the ladder (no forfeit for that), and away
+            {"bot": "benjamin", "reason": "busy", "since": "2030-01-01T10:04:30Z", "forfeits_in_s": None,
+             "busy_with": [{"game_id": "x1", "kind": "ladder", "opponent": "eve"}]},
+            {"bot": "dot", "reason": "away", "since": "2030-01-01T10:04:00Z", "forfeits_in_s": 12.5, "busy_with": []},
+            {"bot": "eve", "reason": "away", "since": "2030-01-01T10:03:00Z", "forfeits_in_s": 0, "busy_with": []},
+        ],
         "ranking": RANKING,
         "crosstable": CROSSTABLE,
     }
@@ -310,7 +315,9 @@ state     running, round 2 of 3 (created 2030-01-01T10:00:00Z, started 2030-01-0
 progress  [############..................]  5/12 games (41%), 2 running, 2 forfeits
 running   g1  ann vs cat, ply 14
           g2  cat vs ann, ply 3
-waiting   dot: away since 2030-01-01T10:04:00Z, forfeits in 12.5 s
+waiting   benjamin: busy since 2030-01-01T10:04:30Z with ladder x1 against eve
+          dot: away since 2030-01-01T10:04:00Z, forfeits in 12.5 s
+          eve: away since 2030-01-01T10:03:00Z, forfeits its games as they come due
 
 {TABLE}"""
 

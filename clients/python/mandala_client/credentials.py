@@ -70,12 +70,29 @@ def exposed(path: str | Path) -> str | None:
     return None
 
 
-def write_token_file(path: str | Path, token: str) -> None:
-    """Write ``token`` to ``path``, readable by its owner only, whole or not at all (a file
-    beside it renamed over it)."""
+def can_write_token_file(path: str | Path) -> None:
+    """Make sure a token can be written to ``path`` before asking a server for it (a token is
+    shown once): its folder is made (readable by its owner only) if missing, and a file is
+    tried beside it. Raises :class:`CredentialError` naming the problem."""
     p = Path(path)
     part = p.with_name(p.name + ".part")
     try:
+        p.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.close(os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
+        part.unlink()
+        if p.is_dir():
+            raise IsADirectoryError(21, "it is a folder")
+    except OSError as e:
+        raise CredentialError(f"cannot write {p}: {e.strerror or e}") from None
+
+
+def write_token_file(path: str | Path, token: str) -> None:
+    """Write ``token`` to ``path``, readable by its owner only, whole or not at all (a file
+    beside it renamed over it); its folder is made if missing."""
+    p = Path(path)
+    part = p.with_name(p.name + ".part")
+    try:
+        p.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(token + "\n")
