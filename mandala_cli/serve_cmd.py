@@ -113,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
     from server.config import ConfigError, load_settings
     from server.http.tls import tls_context
     from server.recording.spool import SpoolError
+    from server.storage.base import SchemaTooNew
 
     try:
         settings = load_settings(
@@ -163,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
             web.run_app(app, host=settings.host, port=settings.port, print=lambda _: print(text, flush=True), loop=loop)
         else:
             run_tls(app, context, text, loop)
-    except SpoolError as e:
+    except (SpoolError, SchemaTooNew) as e:
         print(f"mandala serve: {e}", file=sys.stderr)
         return 2
     except ClusterUnavailable as e:

@@ -73,8 +73,9 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     """Time a bot has for one decision, measured by the server from sending ``decision``."""
     registration: Registration = "open"
     """``open``: anyone may create a bot (rate-limited per IP); ``admin``: only with the admin token."""
-    admin_token: str | None = None
-    """Bearer token for admin API calls; generated at start (and printed) when not configured."""
+    admin_token: Annotated[str, Meta(pattern=r"^\S+$")] | None = None
+    """Bearer token for admin API calls; generated at start (and printed) when not configured.
+    One that is empty or holds a space is refused at start: no request could ever give it."""
     metrics: MetricsAccess = "admin"
     """Who may scrape ``GET /metrics``: ``admin`` (with the admin token, as a bearer token),
     ``public`` (anyone: for a port only the monitoring network reaches) or ``off`` (404)."""

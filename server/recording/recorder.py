@@ -43,7 +43,7 @@ from ..config import Settings
 from ..ratings import elo
 from ..ratings.elo import EloSettings
 from ..storage import GameRow, RatingChange, Standing, Storage
-from ..storage.base import GameWrite, MoveWrite, Rate, score_of_seat0
+from ..storage.base import GameWrite, MoveWrite, Rate, SchemaTooNew, score_of_seat0
 from .spool import Spool, SpoolError
 
 log = logging.getLogger(__name__)
@@ -248,7 +248,7 @@ class GameRecorder:
                     await asyncio.wait_for(self.store_final(rows[stored]), self.settings.storage_timeout_s)
                     stored += 1
                 break
-            except (SpoolError, RuntimeError, ValueError):
+            except (SpoolError, SchemaTooNew, RuntimeError, ValueError):
                 raise  # not a fault that waiting mends (a schema too new, a bad URL)
             except Exception as e:
                 self._fail("at start" if not opened else "storing the spooled games", e)

@@ -27,6 +27,11 @@ class NameTaken(Exception):
     """A bot with that name (compared case-insensitively) exists already."""
 
 
+class SchemaTooNew(Exception):
+    """The database was written by a newer server (a rollback, or an older node beside newer
+    ones): this one refuses to start on it rather than read what it does not know."""
+
+
 class BotRow(msgspec.Struct, frozen=True):
     name: str
     token_hash: str

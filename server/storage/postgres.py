@@ -36,6 +36,7 @@ from .base import (
     RatingConflict,
     RatingEntry,
     RunningGame,
+    SchemaTooNew,
     Standing,
     TournamentRow,
     Write,
@@ -194,7 +195,8 @@ class PostgresStorage(OneGameWrites):
             await conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
             current = await conn.fetchval("SELECT COALESCE(MAX(version), 0) FROM schema_version")
             if current > SCHEMA_VERSION:
-                raise RuntimeError(f"database has schema version {current}; this server knows up to {SCHEMA_VERSION}")
+                raise SchemaTooNew(f"the database has schema version {current}; this server knows up to "
+                                   f"{SCHEMA_VERSION}: it was written by a newer release")
             for version in range(current + 1, SCHEMA_VERSION + 1):
                 async with conn.transaction():  # a savepoint per migration
                     if current:  # an upgrade (a new database is created quietly)

@@ -40,6 +40,7 @@ from .base import (
     RatingConflict,
     RatingEntry,
     RunningGame,
+    SchemaTooNew,
     Standing,
     TournamentRow,
     Write,
@@ -214,7 +215,8 @@ class SqliteStorage(OneGameWrites):
         row = db.execute("SELECT MAX(version) FROM schema_version").fetchone()
         current = row[0] or 0
         if current > SCHEMA_VERSION:
-            raise RuntimeError(f"{self.path} has schema version {current}; this server knows up to {SCHEMA_VERSION}")
+            raise SchemaTooNew(f"{self.path} has schema version {current}; this server knows up to {SCHEMA_VERSION}: "
+                               "it was written by a newer release")
         for version in range(current + 1, SCHEMA_VERSION + 1):
             if current:  # an upgrade (a new database is created quietly)
                 log.info("migrating %s from schema %d to %d", self.path, version - 1, version)

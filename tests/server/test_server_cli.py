@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sqlite3
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from arena_testkit import BIN, free_port
 from mandala_cli.http_client import DEFAULT_SERVER
 from mandala_cli.main import build_parser, main
 from mandala_cli.serve_cmd import banner
@@ -23,6 +26,8 @@ def test_settings_precedence(tmp_path: Path) -> None:
     assert (s.port, s.decision_ms, s.registration, s.admin_token, s.db) == (9100, 2000, "admin", "from-file", "mandala.db")
     s = load_settings(config, {}, environ={"MANDALA_ADMIN_TOKEN": "from-env"})
     assert s.admin_token == "from-env"
+    with pytest.raises(ConfigError, match="admin_token"):  # the organizer would be locked out
+        load_settings(None, environ={"MANDALA_ADMIN_TOKEN": "  "})
     assert load_settings(None, {}, environ={}) == Settings()
     config.write_text("colour = 3\n")
     with pytest.raises(ConfigError, match="colour"):
@@ -35,8 +40,9 @@ def test_settings_precedence(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("line", ["pairing_spread = 0", "pairing_interval_s = -1", "pairing_wait_s = 1e9",
-                                  "pairing_max_lead = 0", "return_wait_s = -5", "qualification_pairs = 0"])
-def test_a_pairing_setting_out_of_range_stops_the_server_naming_it(tmp_path: Path, line: str,
+                                  "pairing_max_lead = 0", "return_wait_s = -5", "qualification_pairs = 0",
+                                  'admin_token = ""', 'admin_token = "  "', 'admin_token = "two words"'])
+def test_a_setting_out_of_range_stops_the_server_naming_it(tmp_path: Path, line: str,
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     config = tmp_path / "arena.toml"
     config.write_text(line + "\n")
@@ -148,3 +154,28 @@ async def test_the_organizers_token_commands_as_the_guide_gives_them(make_arena:
                                           str(tmp_path / "taken")])
     assert code == 1 and "nothing was asked of the server" in capsys.readouterr().err
     assert [b["name"] for b in await arena.get_json("/api/bots")] == ["entrant-7"]
+
+
+def test_a_database_of_a_newer_release_stops_the_server_with_one_line(tmp_path: Path) -> None:
+    """A rollback, or an older node beside newer ones: refused at start, naming both versions,
+    as a bad setting is (exit 2, no traceback), and the database is not migrated."""
+    db = tmp_path / "future.db"
+    assert subprocess.run([str(BIN / "mandala"), "history", "synth", "--db", str(db), "--games", "3"],
+                          capture_output=True, timeout=120).returncode == 0
+    with sqlite3.connect(db) as conn:
+        conn.execute("INSERT INTO schema_version VALUES (999)")
+    done = subprocess.run([str(BIN / "mandala"), "serve", "--port", str(free_port()), "--db", str(db)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.endswith("has schema version 999; this server knows up to "
+                                f"{_sqlite_schema()}: it was written by a newer release\n")
+    assert "Traceback" not in done.stderr and done.stderr.count("mandala serve: ") == 1
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT version FROM schema_version ORDER BY version").fetchall()[-2:] == [
+            (_sqlite_schema(),), (999,)]
+
+
+def _sqlite_schema() -> int:
+    from server.storage.sqlite_schema import SCHEMA_VERSION
+
+    return SCHEMA_VERSION
