@@ -1,12 +1,18 @@
 """``mandala replay FILE... [--trace]``: replay R23 records (JSON, or the compact form the
-server stores, ``mandala/compact.py``) and print each result."""
+server stores, ``mandala/compact.py``) and print each result. A file may also be an export's
+or a tournament's games (JSON Lines, each game's record in its ``record``, gzipped or not):
+each of its games is replayed."""
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import sys
+import zlib
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -18,7 +24,8 @@ from .summary import summary
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("replay", help="replay game records, validating every move, and print each result as JSON")
     p.add_argument("files", nargs="+", type=Path, metavar="FILE",
-                   help="R23 record files (JSON, or compact as the server stores them)")
+                   help="R23 record files (JSON, or compact as the server stores them), or the games of "
+                        "`mandala export` or `mandala tournament records` (JSON Lines, .gz or not)")
     p.add_argument("--trace", action="store_true", help="first print each decision's legal moves (one file only)")
     p.set_defaults(run=run)
 
@@ -41,21 +48,51 @@ def run(args: argparse.Namespace) -> int:
     for path in args.files:
         try:
             data = path.read_bytes()
-        except OSError as e:
-            print(f"mandala replay: {path}: {e.strerror}", file=sys.stderr)
+            if data.startswith(b"\x1f\x8b"):  # gzip's magic: an export kept compressed
+                data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as e:
+            print(f"mandala replay: {path}: {getattr(e, 'strerror', None) or e}", file=sys.stderr)
             return 2
+        where: dict[str, Any] = {}
         try:
-            if not data.lstrip().startswith(b"{"):  # not JSON: the compact form
-                try:
-                    data = msgspec.json.encode(compact.unpack(data))
-                except ValueError as e:
-                    raise RecordError("R23", f"neither a JSON nor a compact record ({e})") from None
-            game = replay(data, on_decision=trace if args.trace else None)
+            for where, record in _records(data):
+                game = replay(record, on_decision=trace if args.trace else None)
+                out.write(json.dumps({**where, **summary(game)}) + "\n")
+                where = {}
         except RecordError as e:
-            where = f"ply {e.ply}" if e.ply is not None else "record"
-            print(f"mandala replay: {path}: {where}: rule {e.rule}: {e.message}", file=sys.stderr)
+            at = f"ply {e.ply}" if e.ply is not None else "record"
+            named = f"game {where['game_id']}: " if where else ""
+            print(f"mandala replay: {path}: {named}{at}: rule {e.rule}: {e.message}", file=sys.stderr)
             out.flush()
             return 2
-        out.write(json.dumps(summary(game)) + "\n")
     out.flush()
     return 0
+
+
+def _records(data: bytes) -> Iterator[tuple[dict[str, Any], bytes | dict[str, Any]]]:
+    """The records a file holds, each with what names it in the output: one record (JSON or
+    compact), or the games of an export (JSON Lines: each line's ``record``, named by its
+    ``game_id``). Raises :class:`RecordError` for anything else."""
+    if not data.lstrip().startswith(b"{"):  # not JSON: the compact form
+        try:
+            yield {}, msgspec.json.encode(compact.unpack(data))
+        except ValueError as e:
+            raise RecordError("R23", f"neither a JSON record, a compact record nor an export ({e})") from None
+        return
+    lines = data.strip().split(b"\n")
+    try:
+        first = json.loads(lines[0])
+    except ValueError:
+        first = None  # one record over several lines
+    if not (isinstance(first, dict) and "record" in first and "game_id" in first):
+        yield {}, data
+        return
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            game = json.loads(line)
+            game_id, record = game["game_id"], game["record"]
+        except (ValueError, KeyError, TypeError):
+            raise RecordError("R23", f"line {n} is not a game of an export (an object with game_id and record)") from None
+        yield {"game_id": game_id}, record

@@ -94,7 +94,7 @@ def test_r23_replay_reads_the_compact_form_the_server_stores(finished: Game, tmp
     assert [json.loads(line) for line in out.stdout.splitlines()] == [expected_summary(finished)] * 2
     packed.write_bytes(packed.read_bytes()[:-3])
     out = run_cli("replay", packed)
-    assert out.returncode == 2 and "rule R23: neither a JSON nor a compact record" in out.stderr
+    assert out.returncode == 2 and "rule R23: neither a JSON record, a compact record nor an export" in out.stderr
 
 
 def test_r22_trace_prints_each_decisions_sorted_legal_moves(finished: Game, tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import server.http.export
-from arena_testkit import Harness, exit_of, gather, play_out, random_policy
+from arena_testkit import BIN, Harness, exit_of, gather, play_out, random_policy
 from server.common.clock import utc_now
 from test_server_http import api_error
 
@@ -204,3 +204,31 @@ async def test_mandala_export_writes_plain_or_gzip_files_whole(make_arena: Any, 
     assert not list(tmp_path.glob("none.jsonl*"))  # nothing half-written
     status, err = await mandala("export", "--server", "http://127.0.0.1:9", "-o", str(tmp_path / "none.jsonl"))
     assert status == 1 and "cannot reach the server" in err
+
+
+async def test_mandala_replay_replays_every_game_of_an_export_plain_or_gzip(make_arena: Any, tmp_path: Path) -> None:
+    """As the guides say: each record of an export replays with ``mandala replay``, to the
+    result the server announced, each line named by its game."""
+    arena: Harness = await make_arena()
+    ids = await played(arena, [("ann", "ben"), ("ben", "cat")], 40)
+    url = str(arena.client.make_url("/")).rstrip("/")
+    exported = lines(await (await arena.client.get("/api/games/export")).read())
+    for name in ("games.jsonl", "games.jsonl.gz"):
+        status, err = await mandala("export", "--server", url, "-o", str(tmp_path / name))
+        assert status == 0, err
+        proc = await asyncio.create_subprocess_exec(str(BIN / "mandala"), "replay", str(tmp_path / name),
+                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err_bytes = await proc.communicate()
+        assert proc.returncode == 0, err_bytes
+        replayed = [json.loads(line) for line in out.splitlines()]
+        assert [r["game_id"] for r in replayed] == ids
+        assert [(r["end_reason"], r["winner"], r["scores"], r["cup_sizes"]) for r in replayed] == [
+            (g["result"]["end_reason"], g["result"]["winner"], g["result"]["scores"], g["result"]["cup_sizes"])
+            for g in exported]
+    broken = exported[1] | {"record": exported[1]["record"] | {"first_player": 1 - exported[1]["record"]["first_player"]}}
+    (tmp_path / "broken.jsonl").write_text(json.dumps(exported[0]) + "\n" + json.dumps(broken) + "\n")
+    proc = await asyncio.create_subprocess_exec(str(BIN / "mandala"), "replay", str(tmp_path / "broken.jsonl"),
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err_bytes = await proc.communicate()
+    assert proc.returncode == 2 and len(out.splitlines()) == 1  # the first game, then the broken one stops it
+    assert err_bytes.decode().startswith(f"mandala replay: {tmp_path / 'broken.jsonl'}: game {ids[1]}: ply ")
