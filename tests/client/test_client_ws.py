@@ -438,6 +438,25 @@ async def test_mandala_bot_ladder_qualifies(served: str) -> None:
     assert "ladder: qualifying" in log and log.count("(qualification, unrated)") == 2 and "[2/2]" in log
 
 
+async def test_a_client_held_to_a_number_of_games_plays_the_return_game_of_its_last_pair(make_arena: Any,
+                                                                                         caplog: Any) -> None:
+    """Two listed-to-be bots with ``games=3``: two qualification games each, then one rated
+    duplicate pair between them, whose return game both play before they stop (a pair cut in
+    half would count a deal's luck)."""
+    arena: Harness = await make_arena(pairing_interval_s=0.05)
+    clients = [Client(PlainBot(), url=ws_url(arena), token=await arena.create_bot(name), ladder=True, games=3)
+               for name in ("pair-a", "pair-b")]
+    caplog.set_level(logging.INFO, logger="mandala_client")
+    await asyncio.wait_for(asyncio.gather(*(c.run() for c in clients)), 120)
+    for client in clients:
+        kinds = [g.kind for g in client.finished]
+        assert kinds == ["qualification", "qualification", "ladder", "ladder"], kinds
+        assert all(g.result is not None and g.result.end_reason in RULES_END for g in client.finished)
+    assert "waiting up to 15 s for the return game of pair" in caplog.text
+    rated = [g for g in await arena.get_json("/api/games?status=finished") if g["kind"] == "ladder"]
+    assert len(rated) == 2 and rated[0]["pair_id"] == rated[1]["pair_id"]
+
+
 async def test_mandala_bot_bad_token_and_ctrl_c(served: str) -> None:
     code, log = await exit_of(await mandala_bot(served, "no-such-token", "--bot", "random"), 20)
     assert code == 1 and "4001" in log and "not reconnecting" in log and log.count("connected to") == 0

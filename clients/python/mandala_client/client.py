@@ -104,6 +104,9 @@ RETRY_AFTER_S = 1.0
 """Pause before challenging again after a decline, an offline opponent or a rate limit."""
 MAX_RESEEKS = 3
 """Failed ladder qualifications in a row before the client gives up."""
+PAIR_WAIT_S = 15.0
+"""With ``games`` set: how long the client waits, its games done, for the return game of a
+duplicate pair whose first game it played (the pair's two games cancel the deal's luck)."""
 KEEP_FINISHED = 1000
 """Finished games kept in :attr:`Client.finished` (a bot may run for months)."""
 
@@ -235,6 +238,9 @@ class Client:
         self._reseeks = 0
         self._removed = False
         """Removed from the ladder by the organizer (as the server last said): no seeking."""
+        self._open_pairs: set[str] = set()
+        """Duplicate pairs whose first game started here and whose return game has not."""
+        self._pair_wait: asyncio.TimerHandle | None = None
         self._timers: set[asyncio.TimerHandle] = set()
         self._tasks: set[asyncio.Future[Any]] = set()
         self._send_lock = asyncio.Lock()
@@ -446,8 +452,7 @@ class Client:
             game = self.running.pop(game_id)
             game.cancel()
             self._record(FinishedGame.of(game, None))
-        if self._done():
-            self.stop()
+        if self._stop_if_done():
             return
         if self.ladder and self._want_more():
             # Even after a removal: a restore while this bot was away is told by no message,
@@ -464,6 +469,8 @@ class Client:
         game = GameState.of(msg)
         self.running[msg.game_id] = game
         self.started += 1
+        if msg.pair_id is not None and not msg.resumed:  # a pair's first game opens it, its return game closes it
+            self._open_pairs ^= {msg.pair_id}
         if msg.kind == "challenge" and self._accepting:
             self._accepting -= 1
         if game.opponent == self.challenge_opponent:
@@ -483,10 +490,10 @@ class Client:
             return
         game.cancel()
         self._record(FinishedGame.of(game, msg.result))
+        if msg.result.end_reason == "aborted" and game.pair_id is not None:
+            self._open_pairs.discard(game.pair_id)  # no return game follows an aborted one
         await call_hook(self.bot, "on_game_over", msg)
-        if self._done():
-            self.stop()
-        else:
+        if not self._stop_if_done():
             await self._maybe_challenge()
 
     def _record(self, finished: FinishedGame) -> None:
@@ -567,6 +574,27 @@ class Client:
 
     def _done(self) -> bool:
         return self.games is not None and self.ended >= self.games and not self.running
+
+    def _stop_if_done(self) -> bool:
+        """With ``games`` set and that many games over: stop, once the return game of every
+        pair whose first game was played here is over too (waited for up to
+        :data:`PAIR_WAIT_S`). Whether the games are done."""
+        if not self._done():
+            return False
+        if not self._open_pairs:
+            self.stop()
+        elif self._pair_wait is None:
+            self._log(logging.INFO, "waiting up to %g s for the return game of pair %s", PAIR_WAIT_S,
+                      ", ".join(sorted(self._open_pairs)))
+
+            def waited() -> None:
+                self._timers.discard(handle)
+                self._open_pairs.clear()
+                self._stop_if_done()
+
+            handle = self._pair_wait = asyncio.get_running_loop().call_later(PAIR_WAIT_S, waited)
+            self._timers.add(handle)
+        return True
 
     async def _maybe_challenge(self) -> None:
         """In challenge mode, keep one challenge open while there is room for another game."""

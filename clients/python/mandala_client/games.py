@@ -60,11 +60,13 @@ class GameState:
     request_id: int | None = None
     task: asyncio.Task[None] | None = None
     answer: Move | None = None
+    pair_id: str | None = None
+    """The duplicate pair (ladder) the game belongs to."""
 
     @classmethod
     def of(cls, start: GameStart) -> GameState:
         opponent = next((p.name for p in start.players if p.seat != start.seat), "?")
-        return cls(start.game_id, start.seat, opponent, start.kind, start.rated)
+        return cls(start.game_id, start.seat, opponent, start.kind, start.rated, pair_id=start.pair_id)
 
     def cancel(self) -> None:
         """Stop the ``choose`` in flight, if any (its thread, if it has one, runs on unheard)."""
