@@ -168,10 +168,13 @@ def run(args: argparse.Namespace) -> int:
                        {**os.environ, "MANDALA_ADMIN_TOKEN": admin})
         _wait_for(base, server)
         bots = dict(BOTS)
-        node = shutil.which("node") if JS_BOT.exists() and not args.no_javascript else None
-        js = node_command(node, JS_BOT) if node else None
+        node = shutil.which("node") if not args.no_javascript else None
+        js = node_command(node, JS_BOT) if node and JS_BOT.exists() else None
         if js is not None:
             bots["javascript"] = "node"
+        elif node and not JS_BOT.exists():
+            print("mandala demo: the Node.js bot (clients/javascript/mandala-bot.mjs) comes with a checkout, not with "
+                  "the installed package; it is left out", file=sys.stderr)
         elif node:
             print("mandala demo: the Node.js bot needs Node >= 20.10; it is left out", file=sys.stderr)
         for name, spec in bots.items():

@@ -78,7 +78,8 @@ def banner(url: str, admin_token: str, generated: bool, registration: str, prog:
         f"Mandala Arena listening on {url}  (WebSocket: {url.replace('http', 'ws', 1)}/ws)",
         "",
         "Create a bot (the token is shown once):",
-        f"  {prog} bot create my-bot --server {url}" + (" --admin-token $MANDALA_ADMIN_TOKEN" if registration == "admin" else ""),
+        f"  {prog} bot create my-bot --server {url}"
+        + ("    # with MANDALA_ADMIN_TOKEN set: it reads the token there" if registration == "admin" else ""),
         f"  curl -X POST {url}/api/bots -H 'Content-Type: application/json' -d '{{\"name\": \"my-bot\"}}'"
         + (" -H \"Authorization: Bearer $MANDALA_ADMIN_TOKEN\"" if registration == "admin" else ""),
         "Then connect to /ws and send {\"type\": \"hello\", \"protocol\": 1, \"token\": \"<token>\"}.",

@@ -6,11 +6,13 @@ games carry incidents), then reads what the API serves: the ladder, every games 
 next pages, each bot's games, profile and rating history (two pages), every game listed with
 its record and its replays (the spectator's and each seat's), and the export; it writes the
 responses (status, ``Link`` header, body) to a JSON file. ``diff`` compares two such files.
+``synth`` writes a season's history with a checkout's own ``mandala history synth`` (the
+installed ``mandala`` is the current release, whose database the previous one refuses).
 
 To check that a new release serves a database written by the previous one unchanged::
 
     git worktree add /tmp/previous v1.2            # the previous release
-    mandala history synth --db /tmp/up.db --games 3000     # (run from /tmp/previous)
+    python scripts/compare_reads.py synth --repo /tmp/previous --db /tmp/up.db --games 3000
     python scripts/compare_reads.py dump --repo /tmp/previous --db /tmp/up.db --play 15 -o /dev/null
     python scripts/compare_reads.py dump --repo /tmp/previous --db /tmp/up.db -o before.json
     python scripts/compare_reads.py dump --repo . --db /tmp/up.db -o after.json   # migrates it
@@ -121,9 +123,20 @@ async def read_everything(http: aiohttp.ClientSession, base: str) -> dict[str, A
     return got
 
 
+def checkout_env(repo: Path) -> dict[str, str]:
+    """The environment that runs ``repo``'s code (its two distributions) with this Python."""
+    return {**os.environ, "MANDALA_ADMIN_TOKEN": ADMIN, "PYTHONPATH": f"{repo}:{repo}/clients/python"}
+
+
+def synth(args: argparse.Namespace) -> int:
+    repo = args.repo.resolve()
+    return subprocess.run([sys.executable, "-c", SERVE, "history", "synth", "--db", args.db, "--games", str(args.games)],
+                          env=checkout_env(repo), cwd=repo).returncode
+
+
 async def dump(args: argparse.Namespace) -> None:
     repo = args.repo.resolve()
-    env = {**os.environ, "MANDALA_ADMIN_TOKEN": ADMIN, "PYTHONPATH": f"{repo}:{repo}/clients/python"}
+    env = checkout_env(repo)
     with tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / "reads.toml"
         config.write_text(CONFIG)
@@ -165,10 +178,16 @@ def main() -> int:
     c = sub.add_parser("diff", help="compare two dumps")
     c.add_argument("before", type=Path)
     c.add_argument("after", type=Path)
+    s = sub.add_parser("synth", help="write a season's history with a checkout's own code")
+    s.add_argument("--repo", type=Path, default=Path(__file__).resolve().parent.parent)
+    s.add_argument("--db", required=True, help="a SQLite file or a postgresql:// URL")
+    s.add_argument("--games", type=int, default=3000)
     args = parser.parse_args()
     if args.command == "dump":
         asyncio.run(dump(args))
         return 0
+    if args.command == "synth":
+        return synth(args)
     return diff(args)
 
 

@@ -95,6 +95,9 @@ def bot_factory(spec: str) -> Callable[..., Any]:
     cls: Any
     if name in SHORTCUTS:
         cls = SHORTCUTS[name]
+    elif name.startswith("house:"):
+        levels = [s for s in SHORTCUTS if s.startswith("house:")]
+        raise SpecError(f"unknown house level {name!r}: the levels are {levels[0]} to {levels[-1]}")
     elif ":" in name:
         module_name, _, attr = name.partition(":")
         try:
