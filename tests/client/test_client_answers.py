@@ -13,10 +13,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import msgspec
 from aiohttp import web
 
+import mandala
 from arena_testkit import wait_until
-from mandala import Move, View
+from mandala import Game, Move, View
 from mandala_client import Client
 
 WELCOME = {"type": "welcome", "protocol": 1, "bot": "cleo", "games": [],
@@ -111,3 +113,36 @@ async def test_its_own_challenge_of_a_bot_that_does_not_exist_does_not_stop_a_la
         await wait_until(lambda: any(e.code == "unknown_bot" for e in client.errors), 5, "the refusal never came")
         await client.seek()
         await wait_until(lambda: len(of_type(sent, "seek")) == 2, 5, "the client stopped after the refusal")
+
+
+async def test_an_error_code_a_newer_server_added_is_a_plain_refusal_tried_again() -> None:
+    """PROTOCOL.md §16: a client of this version reads an error code it does not know, and
+    treats it as a plain refusal: wait ``retry_after``, then try again."""
+    refusal = error("seeks_paused_for_maintenance", retry_after=0.05)
+    async with scripted({"seek": [refusal]}, ladder=True) as (client, sent):
+        await wait_until(lambda: len(of_type(sent, "seek")) >= 3, 5, "the seek refused with a new code was not sent again")
+    assert client.errors[0].code == "seeks_paused_for_maintenance"
+
+
+async def test_a_game_with_values_a_newer_server_added_is_played_to_its_end() -> None:
+    """A game kind, a ladder state and an end reason this client's types do not list (added
+    within the protocol's version, §16): the frames are read, the decision answered, the
+    game recorded as the server ended it."""
+    game = Game.new(seed=3)
+    view = msgspec.to_builtins(mandala.view(game, 0))
+    start = {"type": "game_start", "game_id": "g1", "seat": 0, "players": [{"name": "cleo", "seat": 0},
+             {"name": "opal", "seat": 1}], "first_player": 0, "decision_ms": 5000, "rated": False,
+             "resumed": False, "kind": "exhibition", "pair_id": None, "tournament_id": None, "venue": "hall 2"}
+    decision = {"type": "decision", "game_id": "g1", "request_id": 0, "seat": 0, "view": view,
+                "legal": [msgspec.to_builtins(m) for m in game.legal_moves], "deadline_ms": 5000}
+    ladder = {"type": "ladder", "state": "resting", "seeking": False, "paused": False, "qualification_left": 0,
+              "message": "resting (scripted)"}
+    over = {"type": "game_over", "game_id": "g1", "record": msgspec.to_builtins(mandala.record_of(game)),
+            "result": {"winner": 1, "end_reason": "adjudicated", "scores": [3, 5], "cup_sizes": [2, 2]}}
+    async with scripted({"hello": [start, ladder, decision], "move": [over]}) as (client, sent):
+        await wait_until(lambda: len(client.finished) == 1, 5, "the game was never recorded as over")
+    (move,) = of_type(sent, "move")
+    assert (move["game_id"], move["request_id"], move["move"]) == ("g1", 0, decision["legal"][0])
+    (finished,) = client.finished
+    assert (finished.game_id, finished.kind, finished.result.end_reason) == ("g1", "exhibition", "adjudicated")
+    assert client.ladder_status is not None and client.ladder_status.state == "resting"

@@ -45,7 +45,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from importlib import metadata
-from typing import Any
+from typing import Any, get_args
 
 import aiohttp
 import msgspec
@@ -66,6 +66,7 @@ from protocol.messages import (
     Decision,
     Decline,
     Error,
+    ErrorCode,
     GameOver,
     GameStart,
     Hello,
@@ -84,6 +85,7 @@ from protocol.messages import (
 from .credentials import CredentialError, read_token_file
 from .games import Chooser, Fallback, FinishedGame, GameState, call_hook
 from .tls import client_context, explain
+from .tolerant import relaxed, strict_type
 
 log = logging.getLogger("mandala_client")
 
@@ -111,6 +113,9 @@ KEEP_FINISHED = 1000
 """Finished games kept in :attr:`Client.finished` (a bot may run for months)."""
 
 _decoder = msgspec.json.Decoder(ServerMessage)  # type: ignore[arg-type]
+_tolerant: msgspec.json.Decoder[Any] | None = None
+"""Reads a frame that names a value a newer server added (PROTOCOL.md §16); made when needed."""
+KNOWN_ERRORS = frozenset(get_args(ErrorCode))
 _encoder = msgspec.json.Encoder()
 
 
@@ -401,8 +406,18 @@ class Client:
                 pass
 
     async def _on_frame(self, data: str, received: float) -> None:
+        global _tolerant
         try:
             msg = _decoder.decode(data)
+        except msgspec.ValidationError as e:
+            if _tolerant is None:
+                _tolerant = msgspec.json.Decoder(relaxed(ServerMessage))
+            try:
+                msg = _tolerant.decode(data)
+            except msgspec.DecodeError:
+                self._log(logging.WARNING, "ignored a frame the protocol does not define (%s): %.200s", e, data)
+                return
+            self._log(logging.INFO, "read a frame with a value this client does not know (%s): a newer server", e)
         except msgspec.DecodeError as e:
             self._log(logging.WARNING, "ignored a frame the protocol does not define (%s): %.200s", e, data)
             return
@@ -416,7 +431,7 @@ class Client:
         if isinstance(msg, Decision):
             self._on_decision(msg, received)
             return
-        handler = self._handlers.get(type(msg))
+        handler = self._handlers.get(strict_type(msg))
         if handler is not None:  # move_accepted, challenge_sent, pong: nothing to do
             await handler(msg)
 
@@ -536,6 +551,9 @@ class Client:
             self._retry_seek(delay)
         if msg.code in ("bot_offline", "storage_unavailable", "cluster_unavailable") or (
                 msg.code == "rate_limited" and msg.limit != "seeks"):
+            self._retry_challenge(delay)
+        if msg.code not in KNOWN_ERRORS:  # added by a newer server: a plain refusal (§16), tried again
+            self._retry_seek(delay)
             self._retry_challenge(delay)
 
     async def _on_ladder(self, msg: LadderStatus) -> None:
