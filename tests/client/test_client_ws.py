@@ -317,16 +317,20 @@ async def test_bad_token_stops_without_retrying(make_arena: Any) -> None:
     assert [e.code for e in client.errors] == ["bad_token"]
 
 
-async def test_unknown_opponent_and_unreachable_server_end_with_client_error(make_arena: Any) -> None:
+async def test_unknown_opponent_and_unreachable_server_end_with_client_error(make_arena: Any, caplog: Any) -> None:
     arena: Harness = await make_arena()
     client = Client(PlainBot(), url=ws_url(arena), token=await arena.create_bot("lonely"), challenge="nobody")
     with pytest.raises(ClientError, match="cannot challenge 'nobody'"):
         await asyncio.wait_for(client.run(), 10)
-    nowhere = Client(PlainBot(), url=f"ws://127.0.0.1:{free_port()}/ws", token="t", reconnect_delay_s=0.01,
+    port = free_port()
+    nowhere = Client(PlainBot(), url=f"ws://127.0.0.1:{port}/ws", token="t", reconnect_delay_s=0.01,
                      max_failures=3)
-    with pytest.raises(ClientError, match="gave up after 3 attempts"):
+    with pytest.raises(ClientError, match=rf"\(cannot reach 127\.0\.0\.1:{port}: .*\); gave up after 3 attempts"):
         await asyncio.wait_for(nowhere.run(), 10)
     assert nowhere.attempts == 3
+    # a connection that never opened is not "lost", and no SSL object is named on a ws:// address
+    assert "could not connect (cannot reach" in caplog.text and "connection lost" not in caplog.text
+    assert "SSLContext" not in caplog.text
 
 
 class LadderBot(PlainBot):

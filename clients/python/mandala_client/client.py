@@ -284,7 +284,8 @@ class Client:
                     raise ClientError(f"cannot connect to {self.url} ({why}); gave up after {failures} attempts")
                 delay = min(self.max_reconnect_delay_s, self.reconnect_delay_s * 2 ** max(0, failures - 1))
                 delay *= 0.75 + 0.5 * self._rng.random()
-                self._log(logging.WARNING, "connection lost (%s); reconnecting in %.1f s", why, delay)
+                self._log(logging.WARNING, "%s (%s); reconnecting in %.1f s",
+                          "connection lost" if failures == 0 else "could not connect", why, delay)
                 try:
                     await asyncio.wait_for(self._stopped.wait(), delay)
                 except TimeoutError:
@@ -360,6 +361,8 @@ class Client:
             tls = explain(self.url, e)
             if tls is not None:  # retrying would meet the same certificate
                 self._fatal = ClientError(tls)
+            if isinstance(e, aiohttp.ClientConnectorError) and tls is None:
+                return f"cannot reach {e.host}:{e.port}: {e.os_error.strerror or e.os_error}"
             return f"{e.__class__.__name__}: {e}"
         finally:
             self._ws = None
