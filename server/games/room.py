@@ -71,6 +71,12 @@ that never changed node, and after each takeover (a new epoch) an id no decision
 had before, greater than all of them (a game never reaches a million plies)."""
 
 
+CATCH_UP_S = 0.001
+"""How long after its deadline rings a decision is judged, at the least: a timer due later
+than the loop's present, so that the loop reads its sockets before (uvloop's timers run
+before its reads within a pass). A busy loop stretches it to however long it is behind."""
+
+
 class Journal(Protocol):
     """Where a cluster's games store each move before it takes effect (the recorder)."""
 
@@ -157,7 +163,7 @@ class GameRoom:
         self._t0 = self._loop.time() - (seconds_since(self.started) if started is not None else 0.0)
         self.telemetry = Telemetry(decision_ms)
         self._away_since: dict[int, float] = {}
-        self._clock: asyncio.TimerHandle | None = None
+        self._clock: asyncio.Handle | None = None
         self._record: Record | None = None
         self._encoded_at = -1
         self._encoded: list[msgspec.Raw | None] = [None, None, None]
@@ -326,10 +332,15 @@ class GameRoom:
         self._encoded = [None, None, None]
         self.game.forget_views()
 
-    def _clock_rang(self) -> None:
+    def _clock_rang(self, caught_up: bool = False) -> None:
         """The game's one timer. Deadlines only grow (each decision is asked after the last),
         so instead of a timer per decision there is one, set for the oldest deadline; when it
-        rings for a decision already answered it is set again for the pending one."""
+        rings for a decision already answered it is set again for the pending one.
+
+        A deadline that has passed is judged only once the loop has caught up
+        (:meth:`_catch_up`): a move that reached the server before then is applied first, so
+        a busy loop, which runs a due timer before it reads its sockets, never loses a game
+        on time for a move that was waiting to be read."""
         self._clock = None
         p = self.pending
         if p is None or self.over:
@@ -337,8 +348,15 @@ class GameRoom:
         deadline = p.sent_at + self.decision_ms / 1000
         if self._loop.time() < deadline:
             self._clock = self._loop.call_at(deadline, self._clock_rang)
-            return
-        self._on_timeout(p.request_id)
+        elif not caught_up:
+            self._clock = self._loop.call_later(CATCH_UP_S, self._catch_up)
+        else:
+            self._on_timeout(p.request_id)
+
+    def _catch_up(self) -> None:
+        """A pass of the loop after the deadline rang: the loop has read its sockets since, and
+        the connection tasks woken by what it read run before the judgment this queues."""
+        self._clock = self._loop.call_soon(self._clock_rang, True)
 
     def _on_timeout(self, request_id: int) -> None:
         try:
@@ -423,10 +441,8 @@ class GameRoom:
             raise self._refuse("stale_request", f"the pending decision is request_id {p.request_id}", request_id)
         received = perf_counter()
         elapsed = received - p.asked
-        if elapsed * 1000 > self.decision_ms:
-            self._note("late", seat, request_id=request_id, after_ms=ms(elapsed), sent=msgspec.to_builtins(move))
-            self._on_timeout(p.request_id)
-            raise self._refuse("game_over", "your time for this decision ran out", request_id)
+        if elapsed * 1000 > self.decision_ms:  # read after its deadline, before it was judged: applied
+            self._note("late", seat, request_id=request_id, after_ms=ms(elapsed))
         if len(self.game.reshuffles) < self._explicit_reshuffles and not self._probe(move):
             return
         try:

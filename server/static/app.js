@@ -704,7 +704,7 @@
     const into = i.after_ms !== undefined ? ` ${fmtMs(i.after_ms)} into its decision` : "";
     switch (i.kind) {
       case "refused": return `refused: ${i.code || "answer"}${i.rule ? ` (${i.rule})` : ""}${after}`;
-      case "late": return `answered late${after}, when the clock had run out`;
+      case "late": return `answered${after}, past its deadline: read late by a busy server, and applied`;
       case "timeout": return `timed out${after}${i.away ? " while disconnected" : ""}`;
       case "disconnect": return `disconnected${into}`;
       case "reconnect": return `reconnected${i.away_ms !== undefined ? ` after ${fmtMs(i.away_ms)}` : ""}`;

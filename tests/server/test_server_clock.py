@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
 
+import aiohttp
 import msgspec
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
 
-from arena_testkit import Harness, gather, play_out, random_policy
+from arena_testkit import Harness, gather, play_out, random_policy, settings_for, wait_until
 from mandala import compact
 from protocol.messages import (
+    PROTOCOL_VERSION,
     Decision,
     Error,
     GameOver,
@@ -20,6 +29,7 @@ from protocol.messages import (
     Update,
     Welcome,
 )
+from server.app import create_app
 from server.storage.packing import unpack_result
 
 
@@ -158,3 +168,71 @@ async def test_a_client_that_does_not_read_is_dropped_and_counts_as_away(make_ar
     assert await a.closed() not in (None, 1000)
     away = await b.until(OpponentAway)
     assert (away.game_id, away.seat) == (game_id, 0) and away.grace_ms is not None
+
+
+class ThreadBot:
+    """A bot on a thread and an event loop of its own, so that it sends while the server's
+    loop is held: it answers its first decision with its first legal move once told to."""
+
+    def __init__(self, url: str, token: str) -> None:
+        self.url, self.token = url, token
+        self.decided = threading.Event()
+        self.go = threading.Event()
+        self.frames: list[dict[str, Any]] = []
+        self.thread = threading.Thread(target=lambda: asyncio.run(self._run()), daemon=True)
+
+    async def _run(self) -> None:
+        async with aiohttp.ClientSession() as http, http.ws_connect(self.url) as ws:
+            await ws.send_json({"type": "hello", "protocol": PROTOCOL_VERSION, "token": self.token})
+            async for frame in ws:
+                msg = json.loads(frame.data)
+                self.frames.append(msg)
+                if msg["type"] == "decision":
+                    self.decided.set()
+                    await asyncio.to_thread(self.go.wait, 30)
+                    await asyncio.sleep(0.05)  # sent while the server's loop is held, before the deadline
+                    await ws.send_json({"type": "move", "game_id": msg["game_id"], "request_id": msg["request_id"],
+                                        "move": msg["legal"][0]})
+                if msg["type"] in ("move_accepted", "game_over"):
+                    return
+
+
+async def a_move_sent_while_the_loop_is_held(arena: Harness) -> None:
+    """§11: the server's clock judges a deadline once it has read what reached it before:
+    a move that arrived in time but waited for a held loop is applied, not lost on time."""
+    alice = ThreadBot(str(arena.client.make_url("/ws")), await arena.create_bot("alice"))
+    alice.thread.start()
+    b = await arena.bot("bob")
+    await wait_until(lambda: arena.arena.presence.is_connected("alice"), 10, "alice connected")
+    game_id = await arena.start_game(["alice", "bob"], first_player=0)
+    assert await asyncio.to_thread(alice.decided.wait, 10)
+    alice.go.set()
+    time.sleep(1.5)  # the server's loop held past the deadline; alice's move arrives meanwhile
+    await asyncio.to_thread(alice.thread.join, 10)
+    accepted = alice.frames[-1]
+    assert accepted["type"] == "move_accepted" and accepted["elapsed_ms"] > 1000, alice.frames[-1]
+    update = await b.until(Update)
+    while update.ply < 1:
+        update = await b.until(Update)
+    room = arena.arena.manager.running[game_id]
+    assert room.ply == 1 and not room.over
+    (late,) = [i for i in room.telemetry.incidents if i["kind"] == "late"]  # noted: it answered close to its deadline
+    assert (late["kind"], late["seat"], late["request_id"]) == ("late", 0, 0) and late["after_ms"] > 1000
+
+
+async def test_a_move_sent_in_time_is_not_lost_because_the_server_was_behind(make_arena) -> None:
+    await a_move_sent_while_the_loop_is_held(await make_arena(decision_ms=1000))
+
+
+def test_a_move_sent_in_time_is_not_lost_because_the_server_was_behind_on_uvloop(tmp_path: Path) -> None:
+    """The same on the loop ``mandala serve`` runs on, whose timers run before its reads."""
+    uvloop = pytest.importorskip("uvloop")
+
+    async def run() -> None:
+        assert type(asyncio.get_running_loop()).__module__.startswith("uvloop")
+        app = create_app(settings_for(tmp_path / "arena.db", decision_ms=1000))
+        async with TestClient(TestServer(app)) as client:
+            await a_move_sent_while_the_loop_is_held(Harness(client))
+
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        runner.run(run())
