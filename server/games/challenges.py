@@ -2,8 +2,9 @@
 
 A challenge lives until it is answered, expires (one ``call_later`` timer each), or its
 opponent leaves; one whose challenger left is void, and kept until it expires so that an
-answer hears why (``bot_offline``). It is kept on the challenger's node, where its game starts; in a cluster an
-opponent connected to another node answers it through that node (``forward``). Accepted challenges start an unrated game through ``GameManager.start_game``
+answer hears why (``bot_offline``). It is kept on the challenger's node, where its game
+starts; in a cluster an opponent connected to another node answers it through that node
+(``forward``). Accepted challenges start an unrated game through ``GameManager.start_game``
 with a random seat assignment. While storage fails, challenges are refused and an accepted
 one is declined (``storage_unavailable``): no game starts that could not be recorded.
 """
