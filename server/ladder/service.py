@@ -54,6 +54,7 @@ from ..config import Settings
 from ..connections.presence import Presence
 from ..connections.ratelimit import WindowLimiter
 from ..games.deals import Deal
+from ..games.forfeits import forfeit_row
 from ..games.house import HouseBot
 from ..games.manager import GameManager
 from ..games.room import GameRoom
@@ -557,6 +558,22 @@ class Ladder:
         """Whether the pair's other bot is here (only then is ``bot``'s slot kept for it)."""
         return all(self.manager.can_play(b) for b in pair.players if b != bot)
 
+    def _return_missed(self, pair: Pair) -> None:
+        """A bot of a ladder pair stayed away past ``return_wait_s``: it loses the return game
+        by forfeit (rated), so that leaving after a first game won keeps nothing of the deal's
+        luck. Both away, or a qualification pair: the return game is dropped."""
+        away = [b for b in pair.players if not self.manager.can_play(b)]
+        wait = f"{self.settings.return_wait_s:g} s"
+        if pair.kind != "ladder" or len(away) != 1:
+            self._drop_return(pair, f"{' and '.join(away) or 'a bot'} away for {wait}")
+            return
+        row = forfeit_row(pair.return_players, pair.deal, away, kind="ladder", rated=True, pair_id=pair.id)
+        log.info("pair %s: %s, away for %s, forfeits the return game %s", pair.id, away[0], wait, row.game_id)
+        self.returns.remove(pair)
+        pair.games.append(row.game_id)
+        self._end_pair(pair)
+        self.manager.recorder.finish(row, durable=self.changed)
+
     def _drop_return(self, pair: Pair, why: str) -> None:
         """Give up a pair's return game: the first game stays rated and counts as any other."""
         log.info("pair %s: return game dropped (%s)", pair.id, why)
@@ -601,7 +618,7 @@ class Ladder:
                     if not self._may_start():
                         return
             elif now - pair.first_ended > self.settings.return_wait_s:
-                self._drop_return(pair, f"a bot was away for {self.settings.return_wait_s:g} s")
+                self._return_missed(pair)
         if self.paused:
             return
         for bot, q in list(self.qualification.due(self.seeking)):

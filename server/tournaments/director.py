@@ -38,14 +38,13 @@ from typing import Any
 
 import msgspec
 
-import mandala
-from protocol.messages import GameResult, GameSummary
+from protocol.messages import GameSummary
 from protocol.tournaments import BusyGame, LiveTournament, TournamentDefinition, Waiting
 
 from ..common.clock import utc_now
-from ..common.ids import new_id
 from ..common.refusal import Refusal
-from ..games.deals import Deal, build_game
+from ..games.deals import Deal
+from ..games.forfeits import forfeit_row
 from ..games.manager import GameManager
 from ..games.room import GameRoom
 from ..storage import GameRow, Storage, TournamentRow
@@ -347,16 +346,7 @@ class Director:
         """Store the slot's game as forfeited by the bots in ``away`` (a draw if both are)."""
         self.manager.recorder.check()
         _, a, b, deal = run.row.schedule[slot]
-        game = build_game(run.deals[deal])
-        winner = None if len(away) == 2 else (0 if away[0] == b else 1)
-        now = utc_now()
-        row = GameRow(
-            game_id=new_id(6), players=[a, b], status="finished", rated=False,
-            first_player=game.first_player, ply=0, started=now, kind="tournament", tournament_id=run.id, slot=slot,
-            ended=now, end_reason="forfeit",
-            result=msgspec.to_builtins(GameResult(winner, "forfeit", list(game.scores()), list(game.cup_sizes()))),  # type: ignore[arg-type]
-            record=msgspec.to_builtins(mandala.record_of(game)),
-        )
+        row = forfeit_row((a, b), run.deals[deal], away, kind="tournament", rated=False, tournament=(run.id, slot))
         log.info("tournament %s: %s forfeit(s) slot %d", run.id, " and ".join(away), slot)
         run.forfeiting.add(slot)
 

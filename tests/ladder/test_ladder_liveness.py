@@ -81,7 +81,8 @@ async def first_game(client: WsClient) -> GameStart:
 
 async def test_a_bot_that_leaves_mid_pair_leaves_nobody_waiting(make_arena: Any) -> None:
     """ann leaves during the first game of a pair: once that game ends (ann's clock runs out),
-    her opponent plays the third bot at once; the return game is dropped when ann stays away."""
+    her opponent plays the third bot at once; when ann stays away past ``return_wait_s``, she
+    loses the return game by forfeit, rated (§18.3: leaving keeps nothing of a deal's luck)."""
     arena: Harness = await make_arena(pairing_interval_s=0.05, return_wait_s=1.0, **IDLE_BOTS)
     ann, ben, cid = await listed_trio(arena)
     ladder = arena.arena.ladder
@@ -109,11 +110,24 @@ async def test_a_bot_that_leaves_mid_pair_leaves_nobody_waiting(make_arena: Any)
 
     met_a, met_b = await gather(play_until_they_meet(opponent, 4), play_until_they_meet(third, 5), timeout=15)
     assert met_a.game_id == met_b.game_id
-    # ann's first game ended on her clock; its return game waited return_wait_s and was dropped.
+    # ann's first game ended on her clock; its return game waited return_wait_s: she forfeits it.
     over = await arena.arena.storage.get_game(start.game_id)
     assert over is not None and over.status == "finished" and over.end_reason == "timeout"
-    await wait_until(lambda: start.pair_id not in ladder.pairs, 10, "the return game was never dropped")
+    await wait_until(lambda: start.pair_id not in ladder.pairs, 10, "the return game was never given up")
     assert not [p for p in ladder.returns if "ann" in p.players]
+
+    async def pair_games() -> list[dict[str, Any]]:
+        return [g for g in await arena.get_json("/api/games?bot=ann&status=finished") if g["pair_id"] == start.pair_id]
+
+    async with asyncio.timeout(10):  # the forfeit is stored as the recorder gets to it
+        while len(games := await pair_games()) < 2:
+            await asyncio.sleep(0.05)
+    forfeit = next(g for g in games if g["game_id"] != start.game_id)
+    assert forfeit["players"] == names[::-1] and forfeit["rated"] and forfeit["kind"] == "ladder"
+    result = forfeit["result"]
+    assert (result["end_reason"], result["winner"], forfeit["ply"]) == ("forfeit", forfeit["players"].index(opp_name), 0)
+    history = (await arena.get_json("/api/bots/ann/history"))["history"]
+    assert {h["game_id"] for h in history} >= {start.game_id, forfeit["game_id"]}  # both rated
 
 
 async def test_a_bot_back_in_time_plays_its_return_game(make_arena: Any) -> None:
