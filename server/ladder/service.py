@@ -399,9 +399,11 @@ class Ladder:
         self.wake()
 
     async def restore(self, bot: str) -> None:
-        """Back from removal as a new bot: it qualifies again at its next ``seek``."""
+        """Back from removal as a new bot: it qualifies again at its next ``seek`` (a failed
+        qualification before its removal is forgotten)."""
         await self.storage.set_ladder(bot, "new")
         self.places[bot] = "new"
+        self.qualification.failed.discard(bot)
         self._tell(bot)
         self.changed()
 

@@ -111,11 +111,12 @@ class Standings:
         self._ranks = None
 
     def position(self, bot: str) -> int | None:
-        """The bot's row in the table (0 for the first), ``None`` if it is not listed; the
-        index is built once per table, so finding a bot in ten thousand costs a look-up."""
+        """The bot's row in the table (0 for the first), ``None`` if it is not listed; its name
+        compares case-insensitively, as bot names do everywhere. The index is built once per
+        table, so finding a bot in ten thousand costs a look-up."""
         if self._ranks is None:
-            self._ranks = {s.bot: i for i, s in enumerate(self._table.standings)}
-        return self._ranks.get(bot)
+            self._ranks = {s.bot.lower(): i for i, s in enumerate(self._table.standings)}
+        return self._ranks.get(bot.lower())
 
     def rows(self, offset: int, limit: int) -> LiveStandings:
         """The rows ``offset`` to ``offset + limit`` of the table (fewer at its end)."""

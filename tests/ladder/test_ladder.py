@@ -138,6 +138,13 @@ async def test_a_protocol_break_in_qualification_fails_it(make_arena: Any) -> No
     assert err.code == "stale_request"
     status = await bad.until(LadderStatus)
     assert (status.state, status.seeking) == ("failed", False) and "stale_request" in status.message
+    # Removed, then restored (§18.6): it is a new bot again, to qualify afresh, not still failed.
+    assert (await arena.client.delete("/api/ladder/bots/bad", headers=AUTH)).status == 200
+    assert (await bad.until(LadderStatus)).state == "removed"
+    resp = await arena.client.post("/api/ladder/bots/bad/restore", headers=AUTH)
+    assert await resp.json() == {"bot": "bad", "state": "qualifying"}
+    status = await bad.until(LadderStatus)
+    assert (status.state, status.qualification_left) == ("qualifying", 2)
 
 
 async def test_organizer_pauses_resumes_removes_and_resets(make_arena: Any) -> None:

@@ -67,6 +67,7 @@ async def test_a_bot_is_found_with_the_page_around_it(make_arena: Any) -> None:
     assert ranks(around) == list(range(4312, 4333)) and around["offset"] == 4311 and around["total"] == BIG
     assert around["standings"][10] == {**around["standings"][10], "bot": "bot-04321", "rank": 4322}
     assert links == {"prev": "/api/ladder?limit=21&offset=4290", "next": "/api/ladder?limit=21&offset=4332"}
+    assert await page(arena, "?bot=BOT-04321&limit=21") == (around, links)  # names ignore case, as everywhere
 
     # At either end of the table the page is full, the bot off centre.
     top, links = await page(arena, "?bot=bot-00003&limit=21")
