@@ -24,6 +24,7 @@ from protocol.messages import LiveStandings, Standing
 from ..config import Settings
 from ..connections.presence import Presence
 from ..ratings import elo
+from ..ratings.bradley_terry import rank_key
 from ..recording.recorder import GameRecorder
 from ..storage import Storage
 from ..storage.base import LadderStanding
@@ -170,7 +171,7 @@ class Standings:
         on_loop = time.thread_time()  # from here to the end, this thread's alone: no await
         wdl, met = tally.per_bot()
         now = asyncio.get_running_loop().time()
-        listed.sort(key=lambda r: (-fits[r.bot].rating, r.bot))
+        listed.sort(key=lambda r: rank_key(fits[r.bot].rating, r.bot))
         table = [
             Standing(
                 rank=i + 1,

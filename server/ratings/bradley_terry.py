@@ -149,6 +149,13 @@ class Fit:
     games: int
 
 
+def rank_key(rating: float, bot: str) -> tuple[float, str]:
+    """How a table ranks bots: by rating, highest first, equal ratings by name. Equal to a
+    millionth of a point: two bots whose results are alike get ratings that differ only by the
+    fit's rounding (1e-13), which must not order them."""
+    return -round(rating, 6), bot
+
+
 @dataclass(frozen=True, eq=False)
 class Model:
     """A whole fit: each bot's :class:`Fit`, and how sure the fit is that one bot is stronger

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from protocol.tournaments import CrossCell, Ranked
 
 from ..ratings import bradley_terry
+from ..ratings.bradley_terry import rank_key
 from ..storage import GameRow
 from ..storage.base import score_of_seat0
 
@@ -54,7 +55,7 @@ def ranking(participants: Sequence[str], games: Sequence[GameRow],
             for seat, bot in enumerate(g.players):
                 if winner != seat:
                     forfeits[bot] = forfeits.get(bot, 0) + 1
-    order = sorted(participants, key=lambda b: (-model.fits[b].rating, b))
+    order = sorted(participants, key=lambda b: rank_key(model.fits[b].rating, b))
     lines = []
     for i, bot in enumerate(order):
         cells = table[bot].values()

@@ -10,6 +10,8 @@ from tournament_kit import create, crosstable_of, finished, play, post, records
 
 from arena_testkit import Harness
 from mandala_client.bots import RandomBot
+from server.storage import GameRow
+from server.tournaments import results
 
 FAST = {"pairing_interval_s": 0.05}
 
@@ -65,3 +67,18 @@ async def test_round_robin_every_pairing_plays_the_same_deals_seats_swapped(make
     rows = (await resp.text()).splitlines()
     assert rows[0].split(",")[:3] == ["rank", "bot", "rating"]
     assert [row.split(",")[1] for row in rows[1:]] == [r["bot"] for r in ranking]
+
+
+def test_bots_with_equal_ratings_rank_by_name() -> None:
+    """§21.12: equal ratings by name. dan and ben have alike results (each beat two and lost
+    to one), which the fit rates equal up to its rounding (a few 1e-13): that noise must not
+    decide their places (the ladder's standings rank by the same key)."""
+    wins = [("ben", "ann"), ("ben", "cat"), ("cat", "ann"), ("ann", "dan"), ("dan", "ben"), ("dan", "cat")]
+    games = [GameRow(game_id=f"g{i}{k}", players=[w, lost] if k == 0 else [lost, w], status="finished", rated=False,
+                     first_player=0, ply=10, started="2030-01-01T10:00:00Z", kind="tournament",
+                     result={"winner": 0 if k == 0 else 1, "end_reason": "river", "scores": [1, 0], "cup_sizes": [0, 0]})
+             for i, (w, lost) in enumerate(wins) for k in (0, 1)]
+    participants = ["ann", "ben", "cat", "dan"]
+    ranked = results.ranking(participants, games, results.crosstable(participants, games))
+    assert [(r.bot, r.score) for r in ranked] == [("ben", 4.0), ("dan", 4.0), ("ann", 2.0), ("cat", 2.0)]
+    assert ranked[0].rating == ranked[1].rating and ranked[2].rating == ranked[3].rating
