@@ -408,8 +408,17 @@ class Ladder:
         self.changed()
 
     async def reset_ratings(self) -> None:
+        """Every bot back to no rated game. A pair whose first game is over no longer counts
+        that game, so its return game must not count alone (one game on a deal, the deal's
+        luck in it): one still to start is dropped, one running here is played unrated."""
         async with self.manager.recorder.rating_lock:
             await self.storage.reset_ratings(self.settings.elo_initial)
+            for pair in [p for p in self.returns if p.kind == "ladder"]:
+                self._drop_return(pair, "ratings reset")
+            for pair in [p for p in self.pairs.values() if p.kind == "ladder" and len(p.games) == 2]:
+                room = self.manager.running.get(pair.games[1])
+                if room is not None:
+                    room.rated = False
             self.tally = Tally(await self.storage.pair_tallies())
             for _ in self._count_meetings():  # the totals were just reset: a few at most
                 pass

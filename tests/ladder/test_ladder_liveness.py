@@ -148,6 +148,24 @@ async def test_a_bot_back_in_time_plays_its_return_game(make_arena: Any) -> None
     await gather(ben.close(), cid.close(), back.close())
 
 
+async def test_a_ratings_reset_drops_the_return_game_of_a_pair_it_cut(make_arena: Any) -> None:
+    """§18.6: after a reset no game before it counts; a return game played after it would count
+    alone, its deal's luck in it. The pending one is dropped: ann, back, plays no return game."""
+    arena: Harness = await make_arena(pairing_interval_s=0.05, return_wait_s=30.0, **IDLE_BOTS)
+    ladder = arena.arena.ladder
+    ann, ben, cid = await listed_trio(arena)
+    start = await first_game(ann)
+    await ann.close()
+    await wait_until(lambda: any(p.id == start.pair_id for p in ladder.returns), 10, "the first game did not end")
+    assert (await arena.client.post("/api/ladder/reset", headers=AUTH)).status == 200
+    assert start.pair_id not in ladder.pairs and not any(p.id == start.pair_id for p in ladder.returns)
+    back = await reconnect(arena, "ann")
+    await seek(back)
+    nxt = await back.until(GameStart, timeout=20)  # a new pair, not the cut one's return game
+    assert nxt.pair_id != start.pair_id
+    await gather(ben.close(), cid.close(), back.close())
+
+
 async def reconnect(arena: Harness, name: str) -> WsClient:
     """A new connection for ``name`` (tests keep tokens on the harness)."""
     return await arena.connect(arena.tokens[name])
