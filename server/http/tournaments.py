@@ -107,7 +107,8 @@ def control(op: str) -> Callable[[web.Request], Awaitable[web.Response]]:
         arena.tournaments.wake(stored=True)
         row = await _tournament(arena, row.tournament_id)  # with a round the director paired meanwhile
         games, running = await _games_and_running(arena, row.tournament_id)
-        return json_response(tournament_info(row, games, len(running)))
+        # Cancelled: its running games are being aborted (the director does it as it wakes).
+        return json_response(tournament_info(row, games, 0 if target == "cancelled" else len(running)))
 
     return handler
 

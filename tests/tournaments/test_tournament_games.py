@@ -66,7 +66,8 @@ async def test_the_list_follows_a_tournament_from_a_running_game_to_its_cancella
     await ben.until(GameStart)
 
     # The second game, cancelled with the tournament: listed as aborted, after the first.
-    await post(arena, f"/api/tournaments/{tid}/cancel")
+    cancelled = await post(arena, f"/api/tournaments/{tid}/cancel")
+    assert cancelled["state"] == "cancelled" and cancelled["progress"]["running"] == 0  # its games are being aborted
     aborted = await ann.until(GameOver)
     assert (aborted.game_id, aborted.result.end_reason) == (second.game_id, "aborted")
     await wait_until(lambda: not arena.arena.manager.running, 5, "the cancelled tournament's game still runs")
