@@ -487,7 +487,9 @@ class Client:
         game = GameState.of(msg)
         self.running[msg.game_id] = game
         self.started += 1
-        if msg.pair_id is not None and not msg.resumed:  # a pair's first game opens it, its return game closes it
+        if msg.pair_id is not None and not msg.resumed and self.games is not None:
+            # A pair's first game opens it, its return game closes it; kept only to stop after
+            # ``games``, so a pair whose return game the server dropped is not kept for months.
             self._open_pairs ^= {msg.pair_id}
         if msg.kind == "challenge" and self._accepting:
             self._accepting -= 1
