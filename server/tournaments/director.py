@@ -454,9 +454,10 @@ class Director:
         if run is None or run.row.state != "running":
             return []
         now = asyncio.get_running_loop().time()
+        due = {p for slot in run.due() for p in run.row.schedule[slot][1:3]}
         away = [Waiting(bot=bot, reason="away", since=iso, busy_with=[],
                         forfeits_in_s=round(max(0.0, run.definition.grace_s - (now - t)), 1))
-                for bot, (t, iso) in run.away.items()]
+                for bot, (t, iso) in run.away.items() if bot in due]  # one with no game left is waited for no more
         busy = [Waiting(bot=bot, reason="busy", since=since, forfeits_in_s=None, busy_with=list(run.busy_with.get(bot, ())))
                 for bot, since in run.busy_since.items()]
         return sorted(away + busy, key=lambda w: w.bot)

@@ -138,3 +138,19 @@ async def test_pages_hold_whole_slots_and_bad_queries_are_refused(make_arena: An
     resp = await arena.client.get("/api/tournaments/nope/games")
     assert (resp.status, (await resp.json())["error"]["code"]) == (404, "unknown_tournament")
     assert [g["game_id"] for g in await games(arena, tid)] == [r.game_id for r in rows]  # nothing changed
+
+
+async def test_a_bot_away_with_no_game_left_is_no_longer_listed_as_waited_for(make_arena: Any) -> None:
+    """§21.11: ``waiting`` is the bots a due game waits for. dan never comes: once his games are
+    forfeited, the tournament waits for him no more while ann and ben play on."""
+    arena: Harness = await make_arena(decision_ms=60_000)
+    ann, ben = await arena.bot("ann"), await arena.bot("ben")
+    await arena.create_bot("dan")  # never connected
+    tid = (await create(arena, participants=["ann", "ben", "dan"], grace_s=0.2))["tournament_id"]
+    await post(arena, f"/api/tournaments/{tid}/start")
+    await ann.until(GameStart)  # ann and ben's game runs (neither answers: a 60 s clock)
+    await ben.until(GameStart)
+    async with asyncio.timeout(10):
+        while (view := await arena.get_json(f"/api/tournaments/{tid}"))["progress"]["forfeits"] < 4:
+            await asyncio.sleep(0.05)
+    assert view["progress"]["running"] == 1 and view["waiting"] == []
