@@ -16,7 +16,11 @@ open now):
 2. **No pair runs ahead.** A bot is never paired with ``b`` if it has already played ``b``
    ``lead`` games (two pairs) more than its least-met active opponent: then it waits for that
    one however long it takes. So every two active bots meet, whatever their speeds, before
-   either has played ``(lead/2 + 1)·(k − 1)`` pairs.
+   either has played ``(lead/2 + 1)·(k − 1)`` pairs. The opponents it waits for are those that
+   have played about as many ladder games as it has (no more than ``lead·(k − 1)`` fewer, which
+   is as far behind as this rule lets a slow bot fall): a newcomer, or a bot back after a long
+   absence, has met nobody, and waiting for it to catch up would hold every pair still for
+   hundreds of games. Rule 3 has everyone meet it first meanwhile.
 3. **Met least first.** Within that, a free bot accepts an opponent it has met no more than
    its least-met active opponent (free or busy). If that one is busy, the bot waits for it, up
    to ``wait_s``; after that it takes any free opponent rules 1 and 2 allow. So fast bots do
@@ -115,13 +119,16 @@ def pair_round(free: Sequence[Seeker], busy: Collection[str], meetings: Meetings
     active = {s.name for s in free} | set(busy)
     others = len(active) > 2  # within_cap's "another active opponent", for a and b both active
     rows = {a.name: meetings.of(a.name) for a in free}
-    total = {a.name: meetings.total(a.name) for a in free}
+    totals = {c: meetings.total(c) for c in active}
+    total = {a.name: totals[a.name] for a in free}
+    behind = lead * (len(active) - 1)  # rule 2 waits for no opponent further behind in games
     least: dict[str, int] = {}
-    floor: dict[str, int] = {}
+    floor: dict[str, float] = {}
     for a in free:
         row, t = rows[a.name], total[a.name]
         counts = [row.get(c, 0) for c in active if c != a.name]
-        floor[a.name] = min(counts, default=0)
+        floor[a.name] = min((row.get(c, 0) for c in active if c != a.name and totals[c] >= t - behind),
+                            default=math.inf)
         least[a.name] = min((m for m in counts if not others or m <= t - m), default=0)  # rule 1's opponents
     candidates = []
     for i, a in enumerate(free):

@@ -161,3 +161,21 @@ def test_no_same_opponent_twice_in_a_row_when_another_as_little_met_is_free() ->
         seekers = [Seeker("a", 1500, "b"), Seeker("b", 1500, "a"), Seeker("c", 1500, "d"), Seeker("d", 1500, "c")]
         pairs = {frozenset(p) for p in pair_round(seekers, [], meetings, rng)}
         assert pairs == {frozenset("ad"), frozenset("bc")}
+
+
+def test_a_newcomer_does_not_hold_a_ladder_with_a_history_still() -> None:
+    """Rule 2 waits for opponents about as far along as the bot: a newcomer to bots that have
+    met 20 times each is met first by everyone (rule 3), while the others keep playing each
+    other instead of waiting for it to catch up for hundreds of games."""
+    meetings = Meetings()
+    for a, b in itertools.combinations("ABC", 2):
+        meetings.add(a, b, 20)
+    free = [Seeker(n, 1500, None, 999.0) for n in "ABC"]
+    assert pair_round(free, ["D"], meetings, random.Random(1), wait_s=5.0) != []
+    # Over time, on a simulated ladder where the newcomer is thirty times slower than the rest.
+    ladder = Ladder({"A": 0.2, "B": 0.2, "C": 0.2, "D": 6.0}, 5.0, random.Random(2), meetings=meetings)
+    while ladder.now < 300:
+        ladder.step()
+    among = sum(1 for _, a, b in ladder.pairings if "D" not in (a, b))
+    assert among >= 40  # the others played on, after waiting for the newcomer (rule 3) each time
+    assert all(ladder.meetings.met("D", o) >= 6 for o in "ABC")  # and everyone met the newcomer
