@@ -5,9 +5,9 @@
 //                        [--games N] [--max-games K] [--ca-file FILE]
 //
 // Node >= 22 has `WebSocket` built in; on Node 20.10+ run `node --experimental-websocket`.
-// It speaks protocol version 1 (protocol/PROTOCOL.md): says hello, accepts every challenge,
-// answers every decision with one of its legal moves, plays several games at once, and
-// reconnects after a dropped connection. One line per game start and end goes to stderr.
+// It speaks protocol version 1 (protocol/PROTOCOL.md): says hello, accepts the challenges it has room
+// for, answers every decision with one of its legal moves, plays several games at once, and
+// reconnects after a dropped (or silently dead) connection. One line per game start and end goes to stderr.
 
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -25,6 +25,14 @@ const USAGE = `usage: node mandala-bot.mjs --url ws[s]://HOST:PORT/ws [--ladder 
   --ca-file FILE    for wss://: the private CA that signed the server's certificate (or MANDALA_CA_FILE)`;
 const NO_RECONNECT = { 4001: 'bad token', 4002: 'unsupported version', 4009: 'replaced', 4011: 'token retired', 4012: 'TLS required' };
 const PAIR_WAIT_MS = 15000; // with --games on the ladder: how long to wait for a pair's return game
+const HEARTBEAT_MS = 30000; // as the Python client (aiohttp's heartbeat): nothing received this long: send a ping
+const DEAD_MS = 45000; // nothing received this long: the server or the network is gone, drop the connection
+const CLOSE_WAIT_MS = 2000; // on stop: how long to wait for the server to answer the close
+// Protocol version 1's error codes (§14); any other is a newer server's plain refusal (§16).
+const KNOWN_ERRORS = new Set(('bad_json not_object unknown_type invalid_message binary_frame frame_too_large'
+  + ' unsupported_version not_authenticated already_authenticated bad_token tls_required spectator unknown_game'
+  + ' not_your_game not_your_turn stale_request illegal_move game_over unknown_bot bot_offline challenge_self'
+  + ' unknown_challenge rate_limited removed storage_unavailable cluster_unavailable flood internal_error').split(' '));
 const log = (text) => process.stderr.write(`${new Date().toISOString()} ${text}\n`);
 
 // ------------------------------------------------------------------ choosing a move
@@ -50,32 +58,64 @@ class Bot {
   constructor(opts) {
     Object.assign(this, opts, { started: 0, finished: 0, failures: 0, removed: false });
     this.games = new Map(); // game_id -> {seat, opponent, pairId, moves, refused}
-    this.openPairs = new Set(); // duplicate pairs whose return game has not started yet
+    this.openPairs = new Set(); // with --games: duplicate pairs whose return game has not started yet
+    this.timers = new Set(); // the connection's (retries, heartbeat, pair wait), then the reconnect's: its end and stop() cancel them
     this.done = new Promise((resolve) => { this.resolve = resolve; });
   }
 
+  later(fn, ms) {
+    const timer = setTimeout(() => { this.timers.delete(timer); fn(); }, ms);
+    this.timers.add(timer);
+  }
+
+  cancelTimers() { for (const timer of this.timers) clearTimeout(timer); this.timers.clear(); }
+
   connect() {
-    if (this.tokenFile) this.token = readToken(this.tokenFile); // a rotation may have written a new one
+    this.rereadToken();
     log(`connecting to ${this.url}`);
-    Object.assign(this, { welcomed: false, challengeOut: false, unseekSent: false, waiting: false });
+    Object.assign(this, { welcomed: false, challengeOut: false, seekOut: false, unseekSent: false, waiting: false, accepting: 0 });
     const ws = (this.ws = new WebSocket(this.url));
     ws.onopen = () => this.send({ type: 'hello', protocol: 1, token: this.token, max_games: this.maxGames, client: 'mandala-bot.mjs/2.0' });
-    ws.onmessage = (e) => { try { this.handle(JSON.parse(e.data)); } catch (err) { log(`failed on a frame: ${err.stack || err}`); } };
+    ws.onmessage = (e) => {
+      this.heard = Date.now();
+      try { this.handle(JSON.parse(e.data)); } catch (err) { log(`failed on a frame: ${err.stack || err}`); }
+    };
     let ended = false; // Node 20 fires no close after a failed connection: its error ends it then
-    const end = (code, reason) => { if (!ended && (ended = true)) this.closed(code, reason); };
+    const end = (code, reason) => {
+      if (ended) return;
+      ended = true;
+      ws.onmessage = null; // the frames of a dropped connection are no longer this bot's
+      this.closed(code, reason);
+    };
     ws.onclose = (event) => end(event.code, event.reason);
     ws.onerror = () => setTimeout(() => end(1006, ''), 50);
+    this.heard = Date.now();
+    this.heartbeat((why) => { end(1006, why); ws.close(); });
+  }
+
+  /** A WHATWG WebSocket sends no ping frames: after HEARTBEAT_MS without a frame it sends the protocol's
+   *  `ping` (§5.10), whose `pong` shows the server is there; after DEAD_MS without one it drops the connection. */
+  heartbeat(drop) {
+    const quiet = Date.now() - this.heard;
+    if (quiet >= DEAD_MS) return drop(`nothing received for ${DEAD_MS / 1000} s`);
+    if (quiet >= HEARTBEAT_MS) this.send({ type: 'ping' });
+    return this.later(() => this.heartbeat(drop), (quiet < HEARTBEAT_MS ? HEARTBEAT_MS : DEAD_MS) - quiet);
   }
 
   send(msg) { if (this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(msg)); }
 
+  /** Exits with `code` whatever the connection's state: no timer fires again (nor a reconnect); an open
+   *  connection is closed first, waiting at most CLOSE_WAIT_MS for the server's answer. */
   stop(code) {
     this.exitCode = code;
-    if (this.ws.readyState === WebSocket.OPEN || this.ws.readyState === WebSocket.CONNECTING) this.ws.close(1000, 'done');
-    else this.resolve(code);
+    this.cancelTimers();
+    if (this.ws.readyState !== WebSocket.OPEN) return this.resolve(code);
+    this.ws.close(1000, 'done');
+    return setTimeout(() => this.resolve(code), CLOSE_WAIT_MS);
   }
 
   async closed(code, reason) {
+    this.cancelTimers();
     if (this.exitCode !== undefined) return this.resolve(this.exitCode);
     if (code === 4011 && this.tokenFile && await this.rotated()) return this.connect();
     if (!this.welcomed && this.url.startsWith('wss:') && await tlsFailure(this.url)) return this.resolve(1);
@@ -89,7 +129,13 @@ class Bot {
     }
     const delay = Math.round(Math.min(30000, 500 * 2 ** this.failures) * (0.75 + Math.random() * 0.5));
     log(`connection closed (${code}${reason ? ` ${reason}` : ''}); reconnecting in ${delay} ms`);
-    return setTimeout(() => this.connect(), delay);
+    return this.later(() => this.connect(), delay);
+  }
+
+  /** A token file is read at each connection (a rotation may have written a new one); unreadable, the token read before serves. */
+  rereadToken() {
+    if (!this.tokenFile) return;
+    try { this.token = readToken(this.tokenFile); } catch (err) { log(`${err.message}; trying the token read before`); }
   }
 
   /** After 4011: wait up to 10 s for the token file to hold a new token (mandala bot rotate writes it there). */
@@ -102,7 +148,8 @@ class Bot {
     return false;
   }
 
-  wantMore() { return this.gamesWanted === undefined || this.started < this.gamesWanted; }
+  /** Whether to begin another game, `pending` more (accepted, not started) being on their way already. */
+  wantMore(pending = 0) { return this.gamesWanted === undefined || this.started + pending < this.gamesWanted; }
   progress() { return this.gamesWanted === undefined ? '' : ` [${this.finished}/${this.gamesWanted}]`; }
 
   /** With --games N: once N games are over, stop; but first wait for the return game of a
@@ -113,16 +160,28 @@ class Bot {
     else if (!this.waiting) {
       this.waiting = true;
       log(`waiting up to ${PAIR_WAIT_MS / 1000} s for the return game of pair ${[...this.openPairs].join(', ')}`);
-      setTimeout(() => { this.openPairs.clear(); this.stopIfDone(); }, PAIR_WAIT_MS);
+      this.later(() => { this.openPairs.clear(); this.stopIfDone(); }, PAIR_WAIT_MS);
     }
     return true;
   }
 
-  challengeAgain(afterMs = 0) {
-    if (afterMs) return setTimeout(() => { this.challengeOut = false; this.challengeAgain(); }, afterMs);
+  challengeAgain() {
     if (!this.opponent || this.challengeOut || !this.wantMore() || this.games.size >= this.maxGames) return undefined;
     this.challengeOut = true;
     return this.send({ type: 'challenge', opponent: this.opponent });
+  }
+
+  retryChallenge(ms) {
+    if (this.challengeOut) this.later(() => { this.challengeOut = false; this.challengeAgain(); }, ms);
+  }
+
+  seek() {
+    this.seekOut = true; // until a `ladder` answers it
+    this.send({ type: 'seek' });
+  }
+
+  retrySeek(ms) {
+    if (this.seekOut) this.later(() => { if (this.seekOut && this.wantMore() && !this.removed) this.seek(); }, ms);
   }
 
   handle(msg) {
@@ -136,17 +195,14 @@ class Bot {
           log(`game ${id} ended while disconnected${this.progress()}`);
         }
         if (this.stopIfDone()) return;
-        if (this.ladder && this.wantMore()) this.send({ type: 'seek' });
+        if (this.ladder && this.wantMore()) this.seek();
         this.challengeAgain();
         return;
       }
-      case 'challenged':
-        if (!this.wantMore()) return this.send({ type: 'decline', challenge_id: msg.challenge_id });
-        log(`accepting the challenge of ${msg.challenger}`);
-        return this.send({ type: 'accept', challenge_id: msg.challenge_id });
+      case 'challenged': return this.challenged(msg);
       case 'challenge_declined':
         log(`challenge to ${this.opponent} declined (${msg.reason}); trying again in 1000 ms`);
-        return this.challengeAgain(1000);
+        return this.retryChallenge(1000);
       case 'game_start': return this.gameStart(msg);
       case 'decision':
         return this.send({ type: 'move', game_id: msg.game_id, request_id: msg.request_id, move: chooseMove(msg.view, msg.legal) });
@@ -166,8 +222,10 @@ class Bot {
     const pairId = msg.pair_id ?? null;
     if (!msg.resumed) {
       this.started += 1;
-      if (pairId !== null && !this.openPairs.delete(pairId)) this.openPairs.add(pairId);
+      // a pair's first game opens it, its return game closes it; only --games waits for one
+      if (pairId !== null && this.gamesWanted !== undefined && !this.openPairs.delete(pairId)) this.openPairs.add(pairId);
     }
+    if (msg.kind === 'challenge' && this.accepting) this.accepting -= 1;
     this.games.set(msg.game_id, { seat: msg.seat, opponent, pairId, moves: 0, refused: 0 });
     this.challengeOut = false;
     log(`game ${msg.game_id} ${msg.resumed ? 'resumed' : 'started'}: seat ${msg.seat} against ${opponent} (${msg.kind}, ${msg.rated ? 'rated' : 'unrated'})`);
@@ -187,6 +245,18 @@ class Bot {
     if (!this.stopIfDone()) this.challengeAgain();
   }
 
+  /** The server starts every accepted game, whatever this bot plays already (§5.4): the room is
+   *  counted here, running games and accepts whose game has not started yet. */
+  challenged(msg) {
+    if (this.games.size + this.accepting >= this.maxGames || !this.wantMore(this.accepting)) {
+      log(`declining the challenge of ${msg.challenger}: no room for another game`);
+      return this.send({ type: 'decline', challenge_id: msg.challenge_id });
+    }
+    this.accepting += 1;
+    log(`accepting the challenge of ${msg.challenger}`);
+    return this.send({ type: 'accept', challenge_id: msg.challenge_id });
+  }
+
   error(msg) {
     if (msg.code === 'removed') return this.removedNow(msg.message);
     log(`error ${msg.code}${msg.rule ? ` [${msg.rule}]` : ''}: ${msg.message}${msg.game_id ? ` (game ${msg.game_id})` : ''}`);
@@ -195,21 +265,34 @@ class Bot {
       log(`cannot challenge ${this.opponent}; stopping`);
       return this.stop(1);
     }
-    const retry = this.challengeOut && ['bot_offline', 'rate_limited', 'storage_unavailable'].includes(msg.code);
-    return retry ? this.challengeAgain(1000 * (msg.retry_after || 1)) : undefined;
+    if (['bot_offline', 'unknown_challenge', 'storage_unavailable', 'cluster_unavailable'].includes(msg.code)
+      && this.accepting && !msg.game_id) this.accepting -= 1; // an accept that starts no game
+    return this.retry(msg);
+  }
+
+  /** "Try again later" (§5.3, §5.11, §20.1), and a code this bot does not know (§16): the refused
+   *  seek or challenge is sent again after `retry_after` seconds, or 1 s. */
+  retry(msg) {
+    const ms = 1000 * (msg.retry_after || 1);
+    const unknown = !KNOWN_ERRORS.has(msg.code);
+    const seeks = msg.code === 'rate_limited' && msg.limit === 'seeks';
+    if (unknown || seeks || msg.code === 'cluster_unavailable') this.retrySeek(ms);
+    if (unknown || (msg.code === 'rate_limited' && !seeks)
+      || ['bot_offline', 'storage_unavailable', 'cluster_unavailable'].includes(msg.code)) this.retryChallenge(ms);
   }
 
   ladderNews(msg) {
+    this.seekOut = false;
     log(`ladder: ${msg.message}`);
     if (msg.state === 'removed') return this.removedNow(msg.message);
     if (this.removed && (msg.state === 'qualifying' || msg.state === 'listed')) {
       this.removed = false;
       if (this.ladder && this.wantMore() && !msg.seeking) {
         log('restored to the ladder by the organizer: seeking again');
-        this.send({ type: 'seek' });
+        this.seek();
       }
     }
-    if (msg.state === 'failed' && this.wantMore()) this.send({ type: 'seek' });
+    if (msg.state === 'failed' && this.wantMore()) this.seek();
     return undefined;
   }
 
@@ -246,6 +329,16 @@ function tlsFailure(url) {
 
 // ------------------------------------------------------------------ command line
 
+/** What `new WebSocket` would refuse (with a stack trace, once connecting): refused here, with the usage. */
+function wsUrl(text) {
+  let url = null;
+  try { url = new URL(text); } catch { /* not a URL: refused below */ }
+  if (!['ws:', 'wss:'].includes(url?.protocol) || url.href.includes('#')) {
+    throw new Error(`--url must be a ws:// or wss:// URL such as ws://127.0.0.1:8080/ws (no #), not ${text}`);
+  }
+  return text;
+}
+
 const VALUED = ['--url', '--token', '--token-file', '--ca-file', '--challenge', '--games', '--max-games'];
 
 function options(argv, env) {
@@ -265,7 +358,7 @@ function options(argv, env) {
   if (!token) throw new Error('no token: set MANDALA_TOKEN, or pass --token-file FILE or --token TOKEN');
   if (values.ladder && values.challenge) throw new Error('--ladder and --challenge exclude each other');
   if (values['ca-file']) readFileSync(values['ca-file']); // unreadable: say so now
-  return { url: values.url, token, tokenFile, caFile: values['ca-file'], opponent: values.challenge, ladder: Boolean(values.ladder),
+  return { url: wsUrl(values.url), token, tokenFile, caFile: values['ca-file'], opponent: values.challenge, ladder: Boolean(values.ladder),
     gamesWanted: values.games === undefined ? undefined : positive(values.games, '--games'),
     maxGames: Math.min(64, positive(values['max-games'], '--max-games')) };
 }

@@ -1,6 +1,9 @@
 """The JavaScript bot, ``clients/javascript/mandala-bot.mjs``, run by Node against a real server:
-challenges, several games at once, reconnecting, the ladder, refusals and its command line.
-The bot uses Node's built-in WebSocket client (``--experimental-websocket`` before Node 22).
+challenges, several games at once, reconnecting, the ladder, refusals and its command line; and
+against a scripted server, for the answers a real one gives only in rare moments (a refusal "for
+now", two challenges at once, a close that is never answered). Nothing sleeps and hopes: each
+test waits for what the bot logs or sends. The bot uses Node's built-in WebSocket client
+(``--experimental-websocket`` before Node 22).
 
 Without Node >= 20.10 on PATH these tests are skipped with a loud reason; with ``CI=true`` they
 fail instead, since CI must run them.
@@ -9,27 +12,32 @@ fail instead, since CI must run them.
 from __future__ import annotations
 
 import asyncio
+import itertools
+import json
 import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
+from aiohttp import web
 
 import mandala
 from arena_testkit import ADMIN, Harness, WsClient, exit_of, random_policy, wait_until
 from mandala_cli import demo_cmd
-from protocol.messages import Challenged, Decision, Error, GameOver, Update
+from protocol.messages import Challenged, Decision, Error, ErrorCode, GameOver, Update
 from server.connections.connection import Connection
 
 ROOT = Path(__file__).resolve().parents[2]
 BOT_JS = ROOT / "clients" / "javascript" / "mandala-bot.mjs"
 NODE_MIN = (20, 10)
-LINES_MAX = 300
+LINES_MAX = 400
 RULES_END = {"river", "deck", "no_moves", "turn_limit"}
 GAME_TIMEOUT = 60.0
 
@@ -68,10 +76,13 @@ def ws_url(arena: Harness) -> str:
     return str(arena.client.make_url("/ws")).replace("http://", "ws://", 1)
 
 
-async def start_js(node: str, arena: Harness, token: str, *args: str) -> asyncio.subprocess.Process:
+async def run_js(node: str, *args: str) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
-        *node_command(node), "--url", ws_url(arena), "--token", token, *args,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        *node_command(node), *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+
+
+async def start_js(node: str, arena: Harness, token: str, *args: str) -> asyncio.subprocess.Process:
+    return await run_js(node, "--url", ws_url(arena), "--token", token, *args)
 
 
 async def opponent(client: WsClient, games: int, seed: int,
@@ -277,12 +288,202 @@ async def test_js_bot_does_not_reconnect_after_bad_token_or_replacement(make_are
     assert "connecting to " not in log  # no second attempt
 
 
+async def test_js_bot_keeps_its_token_when_the_token_file_cannot_be_read_at_a_reconnect(
+        make_arena: Any, node: str, tmp_path: Path) -> None:
+    arena: Harness = await make_arena()
+    token_file = tmp_path / "js-bot.token"
+    token_file.write_text(await arena.create_bot("js-bot") + "\n")
+    proc = await run_js(node, "--url", ws_url(arena), "--token-file", str(token_file))
+    await connected(proc)
+    token_file.unlink()
+    conn = arena.arena.presence.get("js-bot")
+    assert conn is not None
+    conn.outbox.cut()
+    log = await said(proc, "connected as js-bot")  # again, with the token it had
+    assert f"no such file or directory, open '{token_file}'; trying the token read before" in log, log
+    proc.send_signal(signal.SIGINT)
+    code, rest = await exit_of(proc)
+    assert code == 130, log + rest
+
+
 def test_js_bot_refuses_a_bad_command_line(node: str) -> None:
     env = {k: v for k, v in os.environ.items() if k != "MANDALA_TOKEN"}
     for args, says in [([], "no token"), (["--token", "t", "--ladder", "--challenge", "x"], "exclude"),
-                       (["--token", "t", "--games", "0"], "--games must be a positive integer")]:
+                       (["--token", "t", "--games", "0"], "--games must be a positive integer"),
+                       (["--token", "t", "--url", "127.0.0.1:8080/ws"], "--url must be a ws:// or wss:// URL"),
+                       (["--token", "t", "--url", "localhost:8080/ws"], "--url must be a ws:// or wss:// URL"),
+                       (["--token", "t", "--url", "ws://127.0.0.1:8080/ws#x"], "(no #)")]:
         done = subprocess.run([*node_command(node), *args], capture_output=True, text=True, timeout=30, env=env)
         assert done.returncode == 2 and says in done.stderr, done.stderr
+
+
+# ------------------------------------------------------------------ against a scripted server
+
+WELCOME = {"type": "welcome", "protocol": 1, "bot": "js-bot", "games": [],
+           "limits": {"decision_ms": 5000, "max_frame_bytes": 16384, "messages_per_second": 20.0, "burst": 40,
+                      "max_games": 64, "heartbeat_s": 20.0}}
+CLOSE: dict[str, Any] = {"close": 1011}
+"""In a scripted answer: close the connection, with a code after which the bot reconnects."""
+Answer = Callable[[int, dict[str, Any]], list[dict[str, Any]]]
+Received = list[tuple[float, dict[str, Any]]]
+
+
+def error(code: str, **fields: Any) -> dict[str, Any]:
+    return {"type": "error", "code": code, "message": f"{code} (scripted)", "game_id": None, "request_id": None,
+            "rule": None, "limit": None, "retry_after": None, **fields}
+
+
+def challenged(challenge_id: str, challenger: str) -> dict[str, Any]:
+    return {"type": "challenged", "challenge_id": challenge_id, "challenger": challenger, "expires_ms": 30000}
+
+
+class Scripted:
+    """A WebSocket server on a real socket that answers ``welcome`` to each ``hello`` and, to
+    each frame, the frames ``answer(connection, frame)`` returns (:data:`CLOSE` closes the
+    connection). ``received[n]`` holds what connection ``n`` sent, each frame with the loop time
+    it came. With ``answer_close`` false it never answers the bot's close frame."""
+
+    def __init__(self, answer: Answer, answer_close: bool) -> None:
+        self.answer = answer
+        self.answer_close = answer_close
+        self.received: list[Received] = []
+        self.released = asyncio.Event()
+        """Set at the end: the connections whose close was not answered end then."""
+
+    async def ws(self, request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse(autoclose=self.answer_close)
+        await ws.prepare(request)
+        connection, received = len(self.received), []
+        self.received.append(received)
+        async for frame in ws:
+            message = json.loads(frame.data)
+            received.append((asyncio.get_running_loop().time(), message))
+            for reply in ([WELCOME] if message["type"] == "hello" else []) + self.answer(connection, message):
+                if reply is CLOSE:
+                    await ws.close(code=CLOSE["close"], message=b"scripted")
+                    return ws
+                await ws.send_json(reply)
+        if not self.answer_close:
+            await self.released.wait()
+        return ws
+
+    def sent(self, kind: str, connection: int = 0) -> Received:
+        """The frames of type ``kind`` the bot sent on ``connection``, with the time each came."""
+        frames = self.received[connection] if connection < len(self.received) else []
+        return [(at, m) for at, m in frames if m["type"] == kind]
+
+
+@asynccontextmanager
+async def scripted(node: str, answer: Answer, *args: str,
+                   answer_close: bool = True) -> AsyncIterator[tuple[Scripted, asyncio.subprocess.Process]]:
+    """A scripted server and the JavaScript bot started against it with ``args``; at the end the
+    bot is killed if it still runs, and its log printed (pytest shows it for a failed test)."""
+    server = Scripted(answer, answer_close)
+    app = web.Application()
+    app.router.add_get("/ws", server.ws)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    url = f"ws://127.0.0.1:{runner.addresses[0][1]}/ws"
+    proc = await run_js(node, "--url", url, "--token", "mdl_scripted", *args)
+    try:
+        yield server, proc
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+        print((await proc.communicate())[1].decode())
+        server.released.set()
+        await runner.cleanup()
+
+
+async def until(proc: asyncio.subprocess.Process, check: Callable[[], Any], what: str) -> Any:
+    """Wait for ``check()`` to be true while the bot runs."""
+    def running_and() -> Any:
+        assert proc.returncode is None, f"the JavaScript bot stopped (status {proc.returncode}): {what}"
+        return check()
+
+    return await wait_until(running_and, 20, what)
+
+
+async def frames(server: Scripted, proc: asyncio.subprocess.Process, kind: str, count: int,
+                 connection: int = 0) -> Received:
+    """Wait until the bot sent ``count`` frames of type ``kind`` on ``connection``; those frames."""
+    await until(proc, lambda: len(server.sent(kind, connection)) >= count,
+                f"the bot did not send {count} {kind} on connection {connection}")
+    return server.sent(kind, connection)[:count]
+
+
+REFUSED_FOR_NOW = [
+    (("--ladder",), "seek", error("cluster_unavailable")),
+    (("--ladder",), "seek", error("rate_limited", limit="seeks", retry_after=0.05)),
+    (("--ladder",), "seek", error("ladder_resting", retry_after=0.05)),  # a code a newer server may add
+    (("--challenge", "bob"), "challenge", error("cluster_unavailable")),
+    (("--challenge", "bob"), "challenge", error("rate_limited", limit="challenges", retry_after=0.05)),
+    (("--challenge", "bob"), "challenge", error("bot_offline")),
+    (("--challenge", "bob"), "challenge", error("storage_unavailable", retry_after=0.05)),
+    (("--challenge", "bob"), "challenge", error("opponent_resting")),
+]
+
+
+@pytest.mark.parametrize(("args", "kind", "refusal"), REFUSED_FOR_NOW,
+                         ids=[f"{kind}-{refusal['code']}" for _, kind, refusal in REFUSED_FOR_NOW])
+async def test_js_bot_sends_a_seek_or_challenge_refused_for_now_again(
+        node: str, args: tuple[str, ...], kind: str, refusal: dict[str, Any]) -> None:
+    """PROTOCOL.md §5.3, §5.11, §20.1 and §16: a refusal "for now", and one whose code the bot
+    does not know, are tried again after ``retry_after`` seconds, or 1 s without one."""
+    async with scripted(node, lambda _, m: [refusal] if m["type"] == kind else [], *args) as (server, proc):
+        times = [at for at, _ in await frames(server, proc, kind, 3)]
+    wait = refusal["retry_after"] or 1.0
+    assert all(later - sooner >= wait - 0.01 for sooner, later in itertools.pairwise(times)), times
+    assert len(server.received) == 1
+
+
+async def test_js_bot_forgets_the_retries_of_a_connection_that_ended(node: str) -> None:
+    """A challenge refused for now on a connection that then ends is not retried on the next
+    one, which challenges anew: one challenge stays out, not one more per connection."""
+    first_wait, wait = 1.5, 3.0  # the first connection's retry would come during the second's wait
+
+    def answer(connection: int, message: dict[str, Any]) -> list[dict[str, Any]]:
+        if message["type"] != "challenge":
+            return []
+        return [error("bot_offline", retry_after=first_wait), CLOSE] if connection == 0 else [
+            error("bot_offline", retry_after=wait)]
+
+    async with scripted(node, answer, "--challenge", "bob") as (server, proc):
+        (first, _), (second, _) = await frames(server, proc, "challenge", 2, connection=1)
+    assert second - first >= wait - 0.01, second - first
+
+
+@pytest.mark.parametrize("args", [("--max-games", "1"), ("--games", "1", "--max-games", "2")])
+async def test_js_bot_accepts_only_the_challenges_it_has_room_for(node: str, args: tuple[str, ...]) -> None:
+    """PROTOCOL.md §5.4: the server starts every accepted game, whatever the bot plays already,
+    so the bot counts its room itself, accepts whose game has not started yet included."""
+    two = [challenged("c1", "ann"), challenged("c2", "ben")]
+    async with scripted(node, lambda _, m: two if m["type"] == "hello" else [], *args) as (server, proc):
+        await until(proc, lambda: len(server.sent("accept") + server.sent("decline")) == 2, "not both answered")
+    assert [m["challenge_id"] for _, m in server.sent("accept")] == ["c1"]
+    assert [m["challenge_id"] for _, m in server.sent("decline")] == ["c2"]
+
+
+async def test_js_bot_interrupted_while_waiting_to_reconnect_exits_at_once(node: str) -> None:
+    """SIGTERM between two connection attempts (on Node 20 a failed one leaves its socket
+    CONNECTING): the bot exits 130 and connects no more."""
+    with socket.socket() as refusing:
+        refusing.bind(("127.0.0.1", 0))  # bound but not listening: every connection is refused
+        proc = await run_js(node, "--url", f"ws://127.0.0.1:{refusing.getsockname()[1]}/ws", "--token", "mdl_t")
+        log = await said(proc, "reconnecting in")
+        proc.send_signal(signal.SIGTERM)
+        code, rest = await exit_of(proc, 10)
+    assert code == 130 and "interrupted; closing" in rest, log + rest
+    assert (log + rest).count("connecting to ") == 1, log + rest
+
+
+async def test_js_bot_stops_even_when_the_server_never_answers_its_close(node: str) -> None:
+    async with scripted(node, lambda _, __: [], answer_close=False) as (_, proc):
+        log = await said(proc, "connected as js-bot")
+        proc.send_signal(signal.SIGTERM)
+        code, rest = await exit_of(proc, 10)
+    assert code == 130 and "interrupted; closing" in rest, log + rest
 
 
 def test_the_bot_is_one_small_file_on_the_built_in_websocket() -> None:
@@ -292,6 +493,16 @@ def test_the_bot_is_one_small_file_on_the_built_in_websocket() -> None:
     assert imports and all(re.fullmatch(r"import \{ [\w ,]+ \} from 'node:\w+';", line) for line in imports)
     assert "import" not in text.replace("\n".join(imports), "")  # Node's own modules: nothing to install
     assert "new WebSocket(" in text
+
+
+def test_the_bot_knows_the_error_codes_of_its_protocol_version() -> None:
+    """The codes it treats as known are exactly version 1's (§14): any other is a newer server's
+    plain refusal (§16), which it tries again."""
+    text = BOT_JS.read_text(encoding="utf-8")
+    listed = re.search(r"const KNOWN_ERRORS = new Set\(\((.*?)\)\.split", text, re.S)
+    assert listed is not None
+    codes = "".join(re.findall(r"'([^']*)'", listed.group(1))).split(" ")
+    assert sorted(codes) == sorted(get_args(ErrorCode))
 
 
 def test_the_bot_says_how_to_get_a_websocket_on_a_node_without_one(node: str) -> None:
