@@ -222,10 +222,12 @@ start() {
         say "$name on 127.0.0.1:$port…"
         # Each node has a spool of its own (finished games waiting while PostgreSQL fails):
         # a spool is never shared between nodes. setsid: a Ctrl-C meant for this script (or
-        # make) does not reach the nodes; nohup: nor does closing the terminal.
+        # make) does not reach the nodes; nohup: nor does closing the terminal. The log is
+        # appended to: what a node that died wrote stays there after it is started again.
+        echo "---- $(date -u +%Y-%m-%dT%H:%M:%SZ) $name started by cluster.sh" >>"$log"
         MANDALA_ADMIN_TOKEN=$token setsid nohup "$MANDALA" serve --db "$db" --redis "$redis_u" --node "$name" \
             --host 127.0.0.1 --port "$port" --spool "$STATE/$name.spool" --trust-forwarded-for "${secure[@]}" \
-            </dev/null >"$log" 2>&1 &
+            </dev/null >>"$log" 2>&1 &
         echo $! >"$STATE/$name.pid"
     done
     for i in "${!NODES[@]}"; do
@@ -250,7 +252,8 @@ start() {
         # does not listen on our ports, so it is left alone.
         "$haproxy" -c -q -f "$HAPROXY_CFG" >&2 || die "$HAPROXY_CFG is not valid (haproxy -c said why above)"
         say "HAProxy on $HOST:$PORT…"
-        setsid nohup "$haproxy" -db -f "$HAPROXY_CFG" </dev/null >"$STATE/haproxy.log" 2>&1 &
+        echo "---- $(date -u +%Y-%m-%dT%H:%M:%SZ) HAProxy started by cluster.sh" >>"$STATE/haproxy.log"
+        setsid nohup "$haproxy" -db -f "$HAPROXY_CFG" </dev/null >>"$STATE/haproxy.log" 2>&1 &
         echo $! >"$STATE/haproxy.pid"
         echo "$mode" >"$STATE/haproxy.mode"
     fi

@@ -44,11 +44,14 @@ start() {
         echo "postgresql://mandala@127.0.0.1:$PORT/mandala"
         return 0
     fi
-    if [ -f "$DIR/data/PG_VERSION" ] && [ -f "$DIR/created" ] && pg_start "$bin"; then
-        echo "postgresql://mandala@127.0.0.1:$PORT/mandala"  # halted earlier: back with its data
+    if [ -f "$DIR/data/PG_VERSION" ] && [ -f "$DIR/created" ]; then
+        # Halted earlier: back with its data. A start that fails here (its port taken, a long
+        # recovery) leaves the data as it is: it holds a cluster's whole history.
+        pg_start "$bin" || { echo "postgres did not start on its data in $DIR/data (kept): $(tail -n 5 "$DIR/server.log")" >&2; exit 1; }
+        echo "postgresql://mandala@127.0.0.1:$PORT/mandala"
         return 0
     fi
-    rm -rf "$DIR"
+    rm -rf "$DIR"  # nothing, or an initialisation cut short: made afresh
     mkdir -p "$DIR"
     chown "$RUN_AS" "$DIR" 2>/dev/null || true
     as_owner "$bin/initdb" -D "$DIR/data" -U mandala --auth=trust -E UTF8 >"$DIR/initdb.log" 2>&1 \
