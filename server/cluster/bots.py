@@ -170,11 +170,20 @@ class ClusterBots:
             log.warning("node %s: bot %s is known here only: %s", self.node, bot, e, extra=about(bot=bot))
             return None
 
+    async def _detach(self, bot: str, place: Place) -> None:
+        """Forget the bot's connection everywhere. Without Redis that cannot be said now: the
+        node forgets it when Redis is back (``forget_own``), so one line says so, no traceback."""
+        try:
+            await self.presence.detach(bot, place)
+        except ClusterUnavailable as e:
+            log.info("node %s: bot %s left while Redis was lost (%s); forgotten when it is back", self.node, bot, e,
+                     extra=about(bot=bot))
+
     def detached(self, bot: str, place: Place | None) -> bool:
         """A bot's connection here closed. Whether the bot is still connected (elsewhere)."""
         self._unseek(bot)
         if place is not None:
-            self._spawn(self.presence.detach(bot, place), f"detaching bot {bot}")
+            self._spawn(self._detach(bot, place), f"detaching bot {bot}")
         now = self.presence.place(bot)
         return now is not None and now.node != self.node
 

@@ -264,12 +264,19 @@ class ClusterBus(Generic[M]):
         self._alive_set = True
 
     async def _keep_alive(self) -> None:
+        """Refresh this node's liveness key; a failure is logged once until a refresh works
+        again (the loss of Redis itself is logged by the listener)."""
+        failing = False
         while True:
             await asyncio.sleep(self.alive_s / 3)
             try:
                 await self._refresh()
+                failing = False
             except (RedisError, OSError) as e:
-                log.warning("node %s could not refresh its liveness on Redis: %s", self.node, e)
+                if not failing:
+                    log.warning("node %s could not refresh its liveness on Redis: %s (logged once until it can)",
+                                self.node, e)
+                failing = True
 
     # ------------------------------------------------------------------ receiving
 

@@ -82,6 +82,11 @@ most a tenth of the loop's time, however often it is woken."""
 GATHER = 512
 """Bots looked at between two yields of a pass."""
 
+HOLD_S = 1.0
+"""After a game is refused for a reason of the cluster's or the database's (a node that cannot
+be reached, storage failing), no game starts for this long: the refusal would come again at
+once, pair after pair, each logged."""
+
 
 async def run_in_slices(steps: Iterable[object], budget_s: float) -> float:
     """Run ``steps`` (a generator that yields after each bounded piece of work), letting the
@@ -145,6 +150,8 @@ class Ladder:
         self.free_since: dict[str, float] = {}
         """Loop time each free, seeking, listed bot became free (how long it has waited)."""
         self._wait_timer: asyncio.TimerHandle | None = None
+        self._held_until = 0.0
+        """Loop time before which no game starts (:data:`HOLD_S`)."""
         self.tally = Tally()
         """Wins, draws and losses of each pair of bots since the last ratings reset (from
         storage at the start, then each rated game as it is stored)."""
@@ -597,7 +604,8 @@ class Ladder:
             pass
 
     def _may_start(self) -> bool:
-        return self.manager.recorder.failing is None and self.leading and self.may_act()
+        return (self.manager.recorder.failing is None and self.leading and self.may_act()
+                and asyncio.get_running_loop().time() >= self._held_until)
 
     def _pass(self) -> Iterator[None]:
         """Start what can start: return games first, then (unless paused) qualification
@@ -748,10 +756,10 @@ class Ladder:
         self.free_since.pop(a, None)
         self.free_since.pop(b, None)
         self.meetings.add(a, b, games=2)
-        self.recent.add(a, now, 2)
-        self.recent.add(b, now, 2)
         pair = self._new_pair((a, b), "ladder")
-        self._start(pair, pair.players)
+        if self._start(pair, pair.players):
+            self.recent.add(a, now, 2)
+            self.recent.add(b, now, 2)
 
     def _wait_for(self, left: float | None) -> None:
         """Pair again when the first waiting bot's wait runs out (``left`` seconds from now)."""
@@ -771,21 +779,32 @@ class Ladder:
         self.pairings[kind] += 1
         return pair
 
-    def _start(self, pair: Pair, players: tuple[str, str]) -> None:
+    def _start(self, pair: Pair, players: tuple[str, str]) -> bool:
         """Start the pair's next game where it is to run (in a cluster, on a node of its seats:
         its end comes back here as any game's, aborted if it never started there). A game
-        that cannot start ends the pair, as an aborted one would."""
+        that cannot start ends the pair, as an aborted one would; one refused by the cluster or
+        the database holds every start for :data:`HOLD_S`. Whether it started."""
         try:
             game_id = self.manager.place_game(players, pair.deal, rated=pair.kind == "ladder", kind=pair.kind,
                                               pair_id=pair.id)
         except Refusal as r:
-            log.info("pair %s: game not started (%s)", pair.id, r.message)
             self._end_pair(pair)
-            return
+            if r.code in ("cluster_unavailable", "storage_unavailable"):
+                held = self._held_until > 0.0
+                self._held_until = asyncio.get_running_loop().time() + HOLD_S
+                self._wait_for(HOLD_S)
+                if held:
+                    return False  # logged when the hold began
+                log.info("pair %s: game not started (%s); no game starts for %g s", pair.id, r.message, HOLD_S)
+            else:
+                log.info("pair %s: game not started (%s)", pair.id, r.message)
+            return False
+        self._held_until = 0.0
         pair.games.append(game_id)
         q = self.qualification.of(pair)
         if q is not None:
             q.games.add(game_id)
+        return True
 
     # ------------------------------------------------------------------ standings
 

@@ -9,11 +9,12 @@ waiting for a timer, and it reads standings after ``manager.flush()`` and
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import msgspec
 
-from arena_testkit import ADMIN, Harness, LiveStream, WsClient, gather, play_out, random_policy
+from arena_testkit import ADMIN, Harness, LiveStream, WsClient, gather, play_out, random_policy, wait_until
 from protocol.messages import (
     CLOSE_REPLACED,
     Decision,
@@ -26,6 +27,7 @@ from protocol.messages import (
     LiveGameStarted,
     LiveStandings,
 )
+from server.common.refusal import Refusal
 
 FAST = {"pairing_interval_s": 0.05}
 AUTH = {"Authorization": f"Bearer {ADMIN}"}
@@ -257,3 +259,30 @@ async def test_the_ladder_survives_a_restart(make_arena: Any) -> None:
     assert again.arena.ladder.paused
     assert again.arena.ladder.state("alice") == "listed"
     assert (await again.get_json("/api/bots/alice"))["state"] == "listed"
+
+
+async def test_games_refused_by_the_cluster_hold_the_pairing_a_moment_not_a_storm(make_arena: Any,
+                                                                                   monkeypatch: Any) -> None:
+    """A node that cannot reach the others refuses the games its ladder pairs (``cluster_unavailable``:
+    here, the manager made to refuse as such a node's does). The pairing holds every start for
+    ``HOLD_S`` after each refusal instead of pairing the same bots again at once, pass after
+    pass; a refused pair costs no bot its games-per-hour allowance."""
+    arena: Harness = await make_arena(**FAST)
+    ladder = arena.arena.ladder
+    asked: list[float] = []
+    loop = asyncio.get_running_loop()
+    place = arena.arena.manager.place_game
+
+    def refuse(*args: Any, **kwargs: Any) -> str:
+        if kwargs.get("kind") != "ladder":
+            return place(*args, **kwargs)  # qualification games play
+        asked.append(loop.time())
+        raise Refusal("cluster_unavailable", "bob is connected to another node, which cannot be reached now")
+
+    monkeypatch.setattr(arena.arena.manager, "place_game", refuse)
+    alice, bob = await gather(qualify(arena, "alice", 5), qualify(arena, "bob", 6))
+    await wait_until(lambda: asked, 5, "no pairing was tried")
+    await asyncio.sleep(2.5)  # a window of two and a half holds: at most one try a hold
+    assert 2 <= len(asked) <= 4, len(asked)
+    assert ladder.recent.count("alice", loop.time()) == ladder.recent.count("bob", loop.time()) == 0
+    del alice, bob
