@@ -33,6 +33,8 @@ from arena_testkit import ADMIN, Harness, WsClient, exit_of, random_policy, wait
 from mandala_cli import demo_cmd
 from protocol.messages import Challenged, Decision, Error, ErrorCode, GameOver, Update
 from server.connections.connection import Connection
+from test_client_answers import WELCOME as CLIENT_WELCOME
+from test_client_answers import challenged, error
 
 ROOT = Path(__file__).resolve().parents[2]
 BOT_JS = ROOT / "clients" / "javascript" / "mandala-bot.mjs"
@@ -319,22 +321,11 @@ def test_js_bot_refuses_a_bad_command_line(node: str) -> None:
 
 # ------------------------------------------------------------------ against a scripted server
 
-WELCOME = {"type": "welcome", "protocol": 1, "bot": "js-bot", "games": [],
-           "limits": {"decision_ms": 5000, "max_frame_bytes": 16384, "messages_per_second": 20.0, "burst": 40,
-                      "max_games": 64, "heartbeat_s": 20.0}}
+WELCOME = {**CLIENT_WELCOME, "bot": "js-bot"}
 CLOSE: dict[str, Any] = {"close": 1011}
 """In a scripted answer: close the connection, with a code after which the bot reconnects."""
 Answer = Callable[[int, dict[str, Any]], list[dict[str, Any]]]
 Received = list[tuple[float, dict[str, Any]]]
-
-
-def error(code: str, **fields: Any) -> dict[str, Any]:
-    return {"type": "error", "code": code, "message": f"{code} (scripted)", "game_id": None, "request_id": None,
-            "rule": None, "limit": None, "retry_after": None, **fields}
-
-
-def challenged(challenge_id: str, challenger: str) -> dict[str, Any]:
-    return {"type": "challenged", "challenge_id": challenge_id, "challenger": challenger, "expires_ms": 30000}
 
 
 class Scripted:
