@@ -10,13 +10,23 @@ from aiohttp import web
 from ..config import Settings
 
 
+def _last(request: web.Request, header: str) -> str | None:
+    """The last value of ``header`` across all its lines and commas: the one the proxy added.
+    A proxy appends its own line after whatever the client sent (HAProxy's ``option
+    forwardfor`` does), so any earlier value may be the client's own invention."""
+    lines = request.headers.getall(header, [])
+    if not lines:
+        return None
+    return lines[-1].rsplit(",", 1)[-1].strip() or None
+
+
 def client_address(request: web.Request, settings: Settings) -> str:
     """The client's address. With ``trust_forwarded_for`` it is the last address of
     ``X-Forwarded-For`` (the one the proxy itself added), else the socket's peer."""
     if settings.trust_forwarded_for:
-        forwarded = request.headers.get("X-Forwarded-For")
+        forwarded = _last(request, "X-Forwarded-For")
         if forwarded:
-            return forwarded.rsplit(",", 1)[-1].strip()
+            return forwarded
     return request.remote or "?"
 
 
@@ -27,9 +37,9 @@ def arrived_by_tls(request: web.Request, settings: Settings) -> bool:
     if request.secure:
         return True
     if settings.trust_forwarded_for:
-        proto = request.headers.get("X-Forwarded-Proto")
+        proto = _last(request, "X-Forwarded-Proto")
         if proto:
-            return proto.rsplit(",", 1)[-1].strip().lower() == "https"
+            return proto.lower() == "https"
     return False
 
 

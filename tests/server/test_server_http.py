@@ -10,6 +10,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from multidict import CIMultiDict
 
 import mandala
 from arena_testkit import ADMIN, Harness, first_legal, gather, play_out
@@ -78,6 +79,24 @@ async def test_behind_a_trusted_proxy_each_forwarded_client_has_its_own_registra
     assert (await client.post("/api/bots", json={"name": "bob"}, headers=via("198.51.100.2"))).status == 201
     await api_error(await client.post("/api/bots", json={"name": "carol"}, headers=via("198.51.100.1")), 429,
                     "rate_limited")
+
+
+async def test_behind_a_proxy_only_the_line_it_added_counts_not_the_clients_own(make_arena: Any) -> None:
+    """HAProxy's ``option forwardfor`` appends its own ``X-Forwarded-For`` line after any the
+    client sent (likewise a proto header): the client's own lines, first, must not name it."""
+    arena: Harness = await make_arena(registrations_per_hour=1, trust_forwarded_for=True, require_tls=True)
+    client = arena.client
+
+    def via(spoofed: str, address: str, proto: str = "https") -> CIMultiDict[str]:
+        return CIMultiDict([("X-Forwarded-For", spoofed), ("X-Forwarded-Proto", "https"),
+                            ("X-Forwarded-For", address), ("X-Forwarded-Proto", proto)])
+
+    assert (await client.post("/api/bots", json={"name": "alice"}, headers=via("10.9.9.1", "198.51.100.1"))).status == 201
+    await api_error(await client.post("/api/bots", json={"name": "bob"}, headers=via("10.9.9.2", "198.51.100.1")),
+                    429, "rate_limited")  # the same client, whatever it claims
+    await api_error(await client.post("/api/bots", json={"name": "carol"},
+                                      headers=via("127.0.0.1", "198.51.100.3", proto="http")),
+                    403, "tls_required")  # came to the proxy in plain HTTP, however it dresses up
 
 
 async def test_without_trust_a_forwarded_address_is_ignored(make_arena: Any) -> None:
