@@ -10,6 +10,8 @@ import asyncio
 import os
 import secrets
 import stat
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -17,10 +19,10 @@ from typing import Any
 import aiohttp
 import pytest
 
-from arena_testkit import ADMIN, BIN, WsClient, exit_of, first_legal, play_out, wait_until
+from arena_testkit import ADMIN, BIN, SERVE, WsClient, exit_of, first_legal, free_port, play_out, read_until, wait_until
 from mandala import Move, View
 from mandala_cli.main import SECRET_OPTIONS, build_parser
-from mandala_client import Client, ClientError, cli
+from mandala_client import Client, ClientError, ConnectionRejected, cli
 from mandala_client.credentials import join_values
 from protocol.messages import PROTOCOL_VERSION, Challenged, GameStart, Welcome
 from server.connections.auth import hash_token
@@ -322,3 +324,42 @@ async def test_the_js_bot_takes_an_old_token_beginning_with_a_dash(node: str, ma
     await accept_and_play(bob)
     code, log = await exit_of(proc)
     assert code == 0 and "connected as legacy-js" in log and "[1/1]" in log, log
+
+
+async def test_over_wss_the_client_hears_the_servers_close_code_and_does_not_reconnect(ca: Ca, tmp_path: Path) -> None:
+    """§15.3: no reconnecting after 4001 (a bad token) or 4009 (replaced). Over TLS, ``mandala
+    serve`` (uvloop) ends the connection right after its close frame, before the client's answer
+    to it is written, which aiohttp reports as 1006: the client goes by the frame's code."""
+    issued = ca.issue("server")
+    port = free_port()
+    env = {**os.environ, "MANDALA_TLS_CERT": str(issued.cert), "MANDALA_TLS_KEY": str(issued.key),
+           "MANDALA_ADMIN_TOKEN": ADMIN}
+    with open(tmp_path / "server.log", "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-c", SERVE, "serve", "--port", str(port), "--db",
+                                 str(tmp_path / "x.db")], env=env, stdout=subprocess.PIPE, stderr=log)
+    url = f"wss://127.0.0.1:{port}/ws"
+    try:
+        await asyncio.to_thread(read_until, proc.stdout, b"listening on", 30)
+        bad = Client(PlainBot(), url=url, token="mdl_not-a-token", ca_file=str(ca.file), reconnect_delay_s=0.01)
+        with pytest.raises(ConnectionRejected) as rejected:
+            await asyncio.wait_for(bad.run(), 30)
+        assert rejected.value.code == 4001 and bad.attempts == 1
+        async with aiohttp.ClientSession() as http, \
+                http.post(f"https://127.0.0.1:{port}/api/bots", json={"name": "twice"}, headers=AUTH,
+                          ssl=ca.client_context()) as resp:
+            token = str((await resp.json())["token"])
+        first = Client(PlainBot(), url=url, token=token, ca_file=str(ca.file), reconnect_delay_s=0.01)
+        running = asyncio.create_task(first.run())
+        await asyncio.wait_for(first.connected.wait(), 30)
+        second = Client(PlainBot(), url=url, token=token, ca_file=str(ca.file))
+        other = asyncio.create_task(second.run())
+        with pytest.raises(ConnectionRejected) as replaced:
+            await asyncio.wait_for(running, 30)
+        assert replaced.value.code == 4009 and first.attempts == 1  # it did not come back to fight for the bot
+        second.stop()
+        await asyncio.wait_for(other, 30)
+    finally:
+        proc.terminate()
+        await asyncio.to_thread(proc.wait, 30)
+        assert proc.stdout is not None
+        proc.stdout.close()

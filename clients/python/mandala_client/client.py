@@ -349,14 +349,23 @@ class Client:
                 if self._stopping:
                     return "stopped"
                 await self.send(Hello(PROTOCOL_VERSION, self.token, self.max_games, self.client_name))
-                async for frame in ws:
+                heard: int | None = None
+                while True:
+                    frame = await ws.receive()
                     if frame.type is aiohttp.WSMsgType.TEXT:
                         await self._on_frame(frame.data, time.monotonic())
                     elif frame.type is aiohttp.WSMsgType.BINARY:
                         self._log(logging.WARNING, "ignored a binary frame")
                     elif frame.type is aiohttp.WSMsgType.ERROR:
                         return f"error: {ws.exception()}"
-                code = ws.close_code
+                    elif frame.type is aiohttp.WSMsgType.CLOSE:
+                        heard = frame.data  # the server's code, even if the answer to it fails (TLS)
+                        break
+                    elif frame.type in (aiohttp.WSMsgType.CLOSING, aiohttp.WSMsgType.CLOSED):
+                        break
+                # The close frame's code: over TLS the server may end the connection before this
+                # client's answer to it is written, which aiohttp then reports as 1006.
+                code = heard if heard is not None else ws.close_code
         except (TimeoutError, aiohttp.ClientError, OSError) as e:
             tls = explain(self.url, e)
             if tls is not None:  # retrying would meet the same certificate
