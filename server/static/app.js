@@ -142,9 +142,16 @@
     for (const node of old.values()) node.remove();
   }
 
-  /** ``{status, body, next, prev}``: the paths of the pages a ``Link`` header names. */
+  /** ``{status, body, next, prev}``: the paths of the pages a ``Link`` header names. A server
+   *  that cannot be reached (restarting, say) is status 0 with an error to show, never a throw:
+   *  a view that waits on an answer gets one, and can be asked again. */
   async function getJson(path) {
-    const resp = await fetch(path, { headers: { Accept: "application/json" } });
+    let resp;
+    try {
+      resp = await fetch(path, { headers: { Accept: "application/json" } });
+    } catch {
+      return { status: 0, body: { error: { message: "the server cannot be reached" } }, next: null, prev: null };
+    }
     const body = await resp.json().catch(() => null);
     const links = resp.headers.get("Link") || "";
     const link = (rel) => {
@@ -759,6 +766,11 @@
     async load() {
       const { status, body } = await getJson(`/api/games/${enc(this.id)}`);
       if (!this.alive) return;
+      if (status === 0) { // not reachable (restarting): ask again, as a watch that lost its socket does
+        if (this.toMove) this.toMove.textContent = "The server cannot be reached; trying again…";
+        setTimeout(() => this.alive && this.load(), 2000);
+        return;
+      }
       if (status !== 200) {
         this.root.replaceChildren(h("p.empty", { text: status === 404 ? `There is no game ${this.id}.` : `The game could not be loaded (${status}).` }),
           h("a.back", { href: "#/", text: "← Ladder" }));
@@ -1769,11 +1781,20 @@
 
   let current = null;
 
+  /** A part of the address, decoded; as it is when it is no escape (a link cut off mid-``%``). */
+  function decoded(part) {
+    try {
+      return decodeURIComponent(part);
+    } catch {
+      return part;
+    }
+  }
+
   function route() {
     const hash = location.hash || "#/";
     const game = hash.match(/^#\/games?\/([^/?#]+)/);
     // Another position or other eyes in the game on show: no need to load it again.
-    if (game && current instanceof GameView && current.id === decodeURIComponent(game[1])) {
+    if (game && current instanceof GameView && current.id === decoded(game[1])) {
       current.navigate(gameQuery(hash));
       return;
     }
@@ -1783,19 +1804,19 @@
     let m;
     let nav = null;
     if (game) {
-      const id = decodeURIComponent(game[1]);
+      const id = decoded(game[1]);
       document.title = `Game ${id} · Mandala Arena`;
       $("#game").hidden = false;
       current = new GameView($("#game"), id, gameQuery(hash));
     } else if ((m = hash.match(/^#\/bot\/([^/?#]+)/))) {
-      const name = decodeURIComponent(m[1]);
+      const name = decoded(m[1]);
       document.title = `${name} · Mandala Arena`;
       $("#bot").hidden = false;
       const view = { alive: true, destroy() { this.alive = false; } };
       current = view;
       showBot($("#bot"), name, view);
     } else if ((m = hash.match(/^#\/tournaments\/([^/?#]+)/))) {
-      const id = decodeURIComponent(m[1]);
+      const id = decoded(m[1]);
       document.title = `Tournament ${id} · Mandala Arena`;
       $("#tournament").hidden = false;
       current = new TournamentPage($("#tournament"), id);

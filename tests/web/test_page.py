@@ -1066,3 +1066,35 @@ async def test_storage_banner_follows_a_full_disk(aiohttp_client: Any, browser: 
         if arena is not None:
             await arena.client.close()  # the database is closed before its disk goes away
         unmount(disk)
+
+
+async def test_a_link_cut_off_mid_escape_and_a_server_out_of_reach_leave_the_page_working(
+        make_arena: Any, browser: Any) -> None:
+    """A game's address with a broken ``%`` escape shows that there is no such game, and the
+    live stream still opens; a game page whose request fails (the server restarting) says so
+    and asks again until it is answered, instead of waiting for good."""
+    from playwright.async_api import expect
+
+    arena: Harness = await make_arena(decision_ms=60_000)
+    await arena.bot("alice"), await arena.bot("bob")
+    game_id = await arena.start_game(["alice", "bob"])
+    page = await browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    base = str(arena.client.make_url("/"))
+    await page.goto(base + "#/game/%ZZ")
+    await expect(page.get_by_test_id("live-status")).to_have_attribute("data-state", "open", timeout=WAIT_MS)
+    await expect(page.locator("#game")).to_contain_text("There is no game %ZZ.", timeout=WAIT_MS)
+
+    refused: list[str] = []
+
+    async def unreachable(route: Any) -> None:
+        refused.append(route.request.url)
+        await route.abort()
+
+    await page.route(f"**/api/games/{game_id}", unreachable)
+    await page.goto(base + f"#/game/{game_id}")
+    await wait_until(lambda: len(refused) >= 2, 10, "the page did not ask again after a failed request")
+    await page.unroute(f"**/api/games/{game_id}", unreachable)
+    await expect(page.get_by_test_id("board")).to_be_visible(timeout=WAIT_MS)  # asked again, and answered
+    assert errors == []
