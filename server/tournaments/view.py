@@ -85,9 +85,13 @@ def tournament_results(row: TournamentRow, games: Sequence[GameRow]) -> Tourname
 def tournament_view(row: TournamentRow, games: Sequence[GameRow], running: Sequence[GameSummary],
                     waiting: Sequence[Waiting]) -> TournamentView:
     done = _finished(games)
+    definition = msgspec.convert(row.definition, TournamentDefinition)
+    if row.state not in ("finished", "cancelled"):
+        # The seed fixes every deal: shown, it would tell each game's hidden cards before it is played.
+        definition = msgspec.structs.replace(definition, seed=None)
     return TournamentView(
         tournament_id=row.tournament_id, name=row.name, format=row.definition["format"], state=row.state,  # type: ignore[arg-type]
-        definition=msgspec.convert(row.definition, TournamentDefinition),
+        definition=definition,
         created=row.created, started=row.started, ended=row.ended,
         progress=progress(row, games, len(running)),
         rounds=max((e[0] for e in row.schedule), default=0),

@@ -69,7 +69,9 @@ async def test_controls_follow_the_states_and_refuse_the_rest_with_409(make_aren
     arena: Harness = await make_arena()
     for name in ("ann", "ben"):
         await arena.create_bot(name)  # never connected: nothing is played, nothing forfeited yet
-    tid = (await create(arena, participants=["ann", "ben"], grace_s=3600))["tournament_id"]
+    tid = (await create(arena, participants=["ann", "ben"], grace_s=3600, seed=41))["tournament_id"]
+    # The seed fixes every deal: hidden until the tournament is over (§21.3).
+    assert (await arena.get_json(f"/api/tournaments/{tid}"))["definition"]["seed"] is None
     for op in ("pause", "resume"):
         assert (await post(arena, f"/api/tournaments/{tid}/{op}", status=409))["error"]["code"] == "wrong_state"
     assert (await post(arena, f"/api/tournaments/{tid}/start"))["state"] == "running"
@@ -82,7 +84,7 @@ async def test_controls_follow_the_states_and_refuse_the_rest_with_409(make_aren
     for op in ("start", "pause", "resume", "cancel"):
         assert (await post(arena, f"/api/tournaments/{tid}/{op}", status=409))["error"]["code"] == "wrong_state"
     view = await arena.get_json(f"/api/tournaments/{tid}")
-    assert view["state"] == "cancelled" and view["progress"]["played"] == 0
+    assert view["state"] == "cancelled" and view["progress"]["played"] == 0 and view["definition"]["seed"] == 41
     assert (await post(arena, "/api/tournaments/nope/start", status=404))["error"]["code"] == "unknown_tournament"
     for path in ("/api/tournaments/nope", "/api/tournaments/nope/results", "/api/tournaments/nope/records"):
         resp = await arena.client.get(path)
