@@ -68,7 +68,6 @@ class Run:
 
     row: TournamentRow
     definition: TournamentDefinition
-    deals: list[Deal]
     games: dict[int, GameRow] = field(default_factory=dict)
     """Each slot's finished game (summary rows, without records)."""
     running: dict[int, str] = field(default_factory=dict)
@@ -90,6 +89,10 @@ class Run:
     @property
     def id(self) -> str:
         return self.row.tournament_id
+
+    def deal(self, slot: int) -> Deal:
+        """The deal of a slot (``schedule.deal_of``)."""
+        return plan.deal_of(self.definition.seed or 0, self.row.schedule[slot])
 
     def due(self) -> list[int]:
         taken = self.games.keys() | self.running.keys() | self.elsewhere.keys() | self.forfeiting
@@ -159,7 +162,7 @@ class Director:
 
     async def _load(self, row: TournamentRow) -> Run:
         definition = msgspec.convert(row.definition, TournamentDefinition)
-        run = Run(row, definition, plan.deals(definition.seed or 0, definition.games_per_pairing // 2))
+        run = Run(row, definition)
         for game in await self.storage.tournament_games(row.tournament_id):
             if game.slot is None:
                 continue
@@ -297,7 +300,7 @@ class Director:
         for slot in due:
             if len(run.running) >= d.max_concurrent:
                 break
-            _, a, b, deal = run.row.schedule[slot]
+            _, a, b, _ = run.row.schedule[slot]
             away = [p for p in (a, b) if not self.manager.can_play(p)]
             if away:
                 for p in away:
@@ -310,7 +313,7 @@ class Director:
             if any(run.busy(p) >= d.max_games_per_bot or self.manager.open_slots(p) < 1 for p in (a, b)):
                 continue
             try:
-                game_id = self.manager.place_game((a, b), run.deals[deal], kind="tournament",
+                game_id = self.manager.place_game((a, b), run.deal(slot), kind="tournament",
                                                   decision_ms=d.decision_ms, tournament=(run.id, slot))
             except Refusal as r:
                 log.info("tournament %s: game not started (%s)", run.id, r.message)
@@ -345,8 +348,8 @@ class Director:
     def _forfeit(self, run: Run, slot: int, away: list[str]) -> None:
         """Store the slot's game as forfeited by the bots in ``away`` (a draw if both are)."""
         self.manager.recorder.check()
-        _, a, b, deal = run.row.schedule[slot]
-        row = forfeit_row((a, b), run.deals[deal], away, kind="tournament", rated=False, tournament=(run.id, slot))
+        _, a, b, _ = run.row.schedule[slot]
+        row = forfeit_row((a, b), run.deal(slot), away, kind="tournament", rated=False, tournament=(run.id, slot))
         log.info("tournament %s: %s forfeit(s) slot %d", run.id, " and ".join(away), slot)
         run.forfeiting.add(slot)
 

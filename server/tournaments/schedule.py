@@ -61,11 +61,15 @@ def planned_games(d: TournamentDefinition) -> int:
     return pairings * d.games_per_pairing
 
 
-def deals(seed: int, count: int) -> list[Deal]:
-    """The tournament's deals: the same for every pairing (deck order from the seed, first
-    player, reshuffle seed)."""
-    rng = random.Random(seed)
-    return [Deal(first_player=rng.choice((0, 1)), reshuffle_seed=rng.getrandbits(63)) for _ in range(count)]
+def deal_of(seed: int, entry: Sequence[Any]) -> Deal:
+    """The deal of a slot (``[round, seat 0, seat 1, deal number]``): its pairing's own, the
+    same for both seat orders, drawn from the tournament's seed, the pairing and the number.
+    No two pairings share a deal: a bot is told a game's whole deal in its ``game_over``
+    record, and would know the hidden cards of the same deal against its next opponent."""
+    _, a, b, number = entry
+    first, second = sorted((str(a).lower(), str(b).lower()))
+    rng = random.Random(f"{seed}:{first}:{second}:{number}")  # a string seeds the same in every process
+    return Deal(first_player=rng.choice((0, 1)), reshuffle_seed=rng.getrandbits(63))
 
 
 def _games(round_no: int, pairings: Sequence[tuple[str, str]], deal_count: int) -> list[Entry]:

@@ -1,4 +1,4 @@
-"""The schedule's promises, over random fields: duplicate deals for every pairing, every bot
+"""The schedule's promises, over random fields: each pairing's own duplicate deals, every bot
 meeting the right opponents, Swiss rounds without rematches while one can be avoided."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocol.tournaments import TournamentDefinition
-from server.tournaments.schedule import deals, initial_schedule, next_swiss_round, planned_games, round_robin
+from server.tournaments.schedule import deal_of, initial_schedule, next_swiss_round, planned_games, round_robin
 
 names = st.integers(min_value=2, max_value=12).map(lambda n: [f"b{i}" for i in range(n)])
 halves = st.integers(min_value=1, max_value=3)
@@ -59,6 +59,11 @@ def test_swiss_rounds_avoid_rematches_and_bye_each_bot_at_most_once(bots: list[s
     assert all(n <= 1 for n in byes.values())
 
 
-def test_the_deals_depend_on_the_seed_only() -> None:
-    assert deals(5, 3) == deals(5, 3) and deals(5, 3) != deals(6, 3)
-    assert len({d.reshuffle_seed for d in deals(5, 10)}) == 10
+def test_each_pairing_has_deals_of_its_own_fixed_by_the_seed() -> None:
+    """A pair's two games share their deal, seats swapped; no two pairings share one (a bot is
+    told a game's deal in its record, and would know it against its next opponent)."""
+    assert deal_of(5, [1, "ann", "ben", 0]) == deal_of(5, [3, "ben", "ANN", 0])  # both seat orders, any round
+    assert deal_of(5, [1, "ann", "ben", 0]) != deal_of(6, [1, "ann", "ben", 0])
+    field = ["ann", "ben", "cat", "dan", "eve"]
+    dealt = [deal_of(5, [1, a, b, n]) for i, a in enumerate(field) for b in field[i + 1:] for n in range(4)]
+    assert len({d.reshuffle_seed for d in dealt}) == len(dealt) == 40
