@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
+
+import pytest
 
 from mandala import Game, record_dict, replay
 from mandala_client.bots import RandomBot
 from mandala_client.external import ExternalBot
-from mandala_client.offline import load_bot, play_game
+from mandala_client.offline import SpecError, load_bot, play_game
 
 BOT = str(Path(__file__).with_name("first_legal_bot.py"))
 
@@ -57,3 +60,46 @@ def test_silent_program_times_out() -> None:
 def test_cmd_spec_loads_an_external_bot() -> None:
     bot = load_bot(f"cmd:{sys.executable} {BOT}")
     assert isinstance(bot, ExternalBot) and bot.argv == [sys.executable, BOT]
+
+
+def test_a_program_behind_a_wrapper_script_is_stopped_with_it(tmp_path: Path) -> None:
+    """``cmd:./my-bot`` is often a shell script that starts the real bot: when the driver
+    stops the script (here the bot hangs and times out), the bot it started stops too."""
+    pid_file = tmp_path / "bot.pid"
+    hang = f"import os, sys, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); sys.stdin.readline(); time.sleep(600)"
+    wrapper = tmp_path / "wrap.sh"
+    wrapper.write_text(f'#!/bin/sh\n{sys.executable} -c "{hang}"\n')
+    wrapper.chmod(0o755)
+    bot = ExternalBot([str(wrapper)])
+    outcome = play_game([bot, RandomBot(seed=0)], Game.new(seed=2, first_player=0), decision_ms=200)
+    assert outcome.forfeit == 0 and "deadline" in (outcome.error or "")
+    bot.close()
+    pid = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while running(pid):  # killed, it is gone as soon as the kernel has delivered the signal
+        assert time.monotonic() < deadline, f"the wrapped bot {pid} runs on"
+        time.sleep(0.05)
+
+
+def running(pid: int) -> bool:
+    """Whether the process is alive (not gone, not a zombie)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_a_bot_whose_choice_raises_forfeits_its_game_not_the_match() -> None:
+    class Broken:
+        def choose(self, view: object, legal: list[object]) -> object:
+            raise RuntimeError("out of ideas")
+
+    outcome = play_game([Broken(), RandomBot(seed=0)], Game.new(seed=2, first_player=0))
+    assert (outcome.forfeit, outcome.winner, outcome.end_reason) == (0, 1, "forfeit")
+    assert outcome.error == "its choice failed: RuntimeError: out of ideas"
+
+
+def test_a_cmd_spec_naming_no_program_is_refused_before_any_game() -> None:
+    with pytest.raises(SpecError, match="no such program"):
+        load_bot("cmd:./no-such-bot --offline")

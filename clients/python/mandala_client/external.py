@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import selectors
+import signal
 import subprocess
 import time
 from collections.abc import Sequence
@@ -62,8 +63,11 @@ class ExternalBot:
     def _start(self) -> subprocess.Popen[bytes]:
         if self._proc is None:
             try:
+                # A session of its own: stopping it stops what it started too (a wrapper
+                # script's bot), which would otherwise run on after the match.
                 self._proc = subprocess.Popen(
                     self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0, cwd=self.cwd,
+                    start_new_session=True,
                 )
             except OSError as e:
                 raise BotError(f"cannot start {self.argv[0]!r}: {e}") from None
@@ -113,8 +117,12 @@ class ExternalBot:
         try:
             proc.wait(timeout=0 if self._dead is not None else 2)
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            pass
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # the program and whatever it started, ended or not
+        except (ProcessLookupError, PermissionError):
+            pass
+        proc.wait()
         proc.stdout.close()  # type: ignore[union-attr]
 
     # ------------------------------------------------------------------ bot interface

@@ -34,6 +34,7 @@ import json
 import logging
 import os
 import shlex
+import shutil
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -87,6 +88,8 @@ def bot_factory(spec: str) -> Callable[..., Any]:
         argv = shlex.split(spec[4:])
         if not argv:
             raise SpecError("cmd: needs a command")
+        if shutil.which(argv[0]) is None:  # a typo would play a whole match of forfeits
+            raise SpecError(f"cmd: cannot run {argv[0]!r}: no such program, or it is not executable")
         return lambda seed=None, budget=None: ExternalBot(argv, budget=budget)
     name, *opts = spec.split(",")
     options = dict(_option(o) for o in opts)
@@ -271,11 +274,16 @@ def play_game(
             seat = game.to_move
             legal = game.legal_moves
             decide = getattr(bots[seat], "decide", None)
-            if decide is not None:
-                ply = len(game.history)
-                move = _resolve(decide(Decision(game_id, ply, seat, view(game, seat), legal, decision_ms)))  # type: ignore[arg-type]
-            else:
-                move = _resolve(bots[seat].choose(view(game, seat), legal))
+            try:
+                if decide is not None:
+                    ply = len(game.history)
+                    move = _resolve(decide(Decision(game_id, ply, seat, view(game, seat), legal, decision_ms)))  # type: ignore[arg-type]
+                else:
+                    move = _resolve(bots[seat].choose(view(game, seat), legal))
+            except BotError:
+                raise
+            except Exception as e:  # the bot's own failure loses its game, not the whole match
+                raise BotError(f"its choice failed: {e.__class__.__name__}: {e}") from None
             try:
                 game.push(move)
             except IllegalMove as e:
