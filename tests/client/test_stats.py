@@ -70,7 +70,14 @@ def test_llr_matches_the_gsprt_formula() -> None:
     var = sum((x - mean) ** 2 for x in units) / n
     s0, s1 = score_of(0), score_of(20)
     assert llr(units, 0, 20) == pytest.approx(n * (s1 - s0) * (2 * mean - s0 - s1) / (2 * var))
-    assert llr([0.5, 0.5], 0, 20) == 0.0  # no spread: no evidence
+    # No spread: a prior of one lost and one won unit (draws only: a little for H0, not nothing).
+    assert llr([0.5, 0.5], 0, 20) == llr([0.5, 0.5, 0.0, 1.0], 0, 20) < 0.0
+
+
+def test_a_clean_sweep_and_a_match_of_forfeits_are_decided() -> None:
+    """Units without spread decide the test too, where the normal approximation alone said nothing."""
+    assert sprt(pair_units([1.0] * 60), elo0=0, elo1=10).verdict == "H1 accepted"
+    assert sprt(pair_units([0.0] * 40), elo0=0, elo1=10).verdict == "H0 accepted"
 
 
 Z = 1.959963984540054  # the two-sided 95 % normal quantile, written out independently of the module

@@ -136,11 +136,16 @@ def sprt_bounds(alpha: float = 0.05, beta: float = 0.05) -> tuple[float, float]:
 
 
 def llr(units: Sequence[float], elo0: float, elo1: float) -> float:
-    """The GSPRT log-likelihood ratio of H1 (``elo1``) against H0 (``elo0``)."""
-    n = len(units)
+    """The GSPRT log-likelihood ratio of H1 (``elo1``) against H0 (``elo0``). Units without any
+    spread (a clean sweep, every game forfeited) get a prior of one lost and one won unit: the
+    normal approximation would take them as no evidence at all, and the test would never end."""
+    if not units:
+        return 0.0
     mean, var = mean_var(units)
-    if n == 0 or var <= 0.0:
-        return 0.0  # no spread yet: the approximation says nothing (fishtest does the same)
+    if var <= 0.0:
+        units = [*units, 0.0, 1.0]
+        mean, var = mean_var(units)
+    n = len(units)
     s0, s1 = score_of(elo0), score_of(elo1)
     return n * (s1 - s0) * (2.0 * mean - s0 - s1) / (2.0 * var)
 
