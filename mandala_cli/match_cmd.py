@@ -19,6 +19,7 @@ import json
 import math
 import os
 import random
+import signal
 import sys
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -186,42 +187,60 @@ def run(args: argparse.Namespace) -> int:
     results: list[dict[str, Any] | None] = [None] * games
     progress = Progress(games, f"{args.a} vs {args.b}")
     start = time.perf_counter()
-    stopped = False
+    stopped = interrupted = False
+    done: list[float] = []
 
     def record(result: dict[str, Any]) -> bool:
         """Store one finished game; True when the SPRT has decided and the match may stop."""
         results[result["index"]] = result
         if result["forfeit"]:
             progress.stream.write(f"\rgame {result['index']}: {result['forfeit']} forfeits: {result['error']}\n")
-        done = [r["a_score"] for r in results if r is not None]
+        done.append(result["a_score"])
         progress.show(len(done), done)
         if args.sprt is None:
             return False
         units = pair_units(_decided_prefix(results))
         return len(units) >= MIN_SPRT_DEALS and sprt(units, *args.sprt).verdict != "continue"
 
-    if args.jobs == 1:
-        for task in tasks:
-            if record(play_task(task)):
-                stopped = True
-                break
-    else:
-        with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-            pending: set[Future[dict[str, Any]]] = {pool.submit(play_task, t) for t in tasks}
-            while pending and not stopped:
-                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    stopped = record(future.result()) or stopped
-            if stopped:
-                for future in pending:
-                    future.cancel()
-    done_scores = [r["a_score"] for r in results if r is not None]
-    progress.show(len(done_scores), done_scores, force=True)
+    try:
+        if args.jobs == 1:
+            for task in tasks:
+                if record(play_task(task)):
+                    stopped = True
+                    break
+        else:
+            # The workers let Ctrl-C to the driver; a few games at a time are handed out, so
+            # memory and the wait over what is pending do not grow with the match.
+            with ProcessPoolExecutor(max_workers=args.jobs, initializer=_ignore_ctrl_c) as pool:
+                queue = iter(tasks)
+                pending: set[Future[dict[str, Any]]] = set()
+                try:
+                    while not stopped:
+                        while len(pending) < 2 * args.jobs and (later := next(queue, None)) is not None:
+                            pending.add(pool.submit(play_task, later))
+                        if not pending:
+                            break
+                        finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                        for future in finished:
+                            stopped = record(future.result()) or stopped
+                finally:
+                    for future in pending:
+                        future.cancel()  # what is under way ends; nothing more starts
+    except KeyboardInterrupt:
+        interrupted = True
+    progress.show(len(done), done, force=True)
     progress.finish()
-    scores = _decided_prefix(results) if stopped else [r["a_score"] for r in results if r is not None]
+    scores = _decided_prefix(results) if stopped or interrupted else [r["a_score"] for r in results if r is not None]
     counted = results[: len(scores)]
+    if interrupted:
+        sys.stderr.write(f"mandala match: interrupted; the {len(scores)} games of the deals played out:\n")
     report(args, games, scores, counted, time.perf_counter() - start, stopped)  # type: ignore[arg-type]
-    return 0
+    return 130 if interrupted else 0
+
+
+def _ignore_ctrl_c() -> None:
+    """A worker's start: Ctrl-C reaches the whole process group; the driver alone answers it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def report(args: argparse.Namespace, planned: int, scores: list[float], results: list[dict[str, Any]],

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from mandala import replay
@@ -88,3 +91,26 @@ def test_the_text_and_the_json_give_the_same_figures() -> None:
     line = f"Elo difference A - B: {figures['elo']:+.1f} (95% interval {figures['elo_low']:+.1f} to {figures['elo_high']:+.1f})"
     assert line in done.stdout
     assert figures["elo_low"] < figures["elo"] < figures["elo_high"]
+
+
+def test_ctrl_c_ends_a_parallel_match_at_once_with_the_deals_played_out(tmp_path: Path) -> None:
+    """Ctrl-C reaches the match's whole process group, as a terminal sends it: the games under
+    way end, none more starts, and the deals played out are reported (exit 130)."""
+    proc = subprocess.Popen([sys.executable, "-m", "mandala_cli.main", "match", "greedy", "random", "--games",
+                             "4000", "--jobs", "2", "--records", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while len(list(tmp_path.glob("game-*.json"))) < 10:  # under way
+            assert time.monotonic() < deadline and proc.poll() is None, "the match never got going"
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err
+    figures = json.loads(out.strip().splitlines()[-1])
+    assert 10 <= figures["games"] < 200 and figures["games"] % 2 == 0  # whole deals only, and far from 4000
+    assert "interrupted" in err and "Traceback" not in err
+    assert len(list(tmp_path.glob("game-*.json"))) < 200  # nothing went on being played
