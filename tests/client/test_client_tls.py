@@ -10,8 +10,6 @@ import asyncio
 import os
 import secrets
 import stat
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +17,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from arena_testkit import ADMIN, BIN, SERVE, WsClient, exit_of, first_legal, free_port, play_out, read_until, wait_until
+from arena_testkit import ADMIN, BIN, WsClient, exit_of, first_legal, play_out, read_until, wait_until
 from mandala import Move, View
 from mandala_cli.main import SECRET_OPTIONS, build_parser
 from mandala_client import Client, ClientError, ConnectionRejected, cli
@@ -28,7 +26,7 @@ from protocol.messages import PROTOCOL_VERSION, Challenged, GameStart, Welcome
 from server.connections.auth import hash_token
 from test_client_ws import PlainBot, finish, start
 from test_javascript_bot import node, node_command  # noqa: F401 - the fixture
-from tls_kit import Ca, TlsArena, tls_arena
+from tls_kit import Ca, TlsArena, serve_tls, tls_arena
 
 AUTH = {"Authorization": f"Bearer {ADMIN}"}
 
@@ -330,13 +328,7 @@ async def test_over_wss_the_client_hears_the_servers_close_code_and_does_not_rec
     """§15.3: no reconnecting after 4001 (a bad token) or 4009 (replaced). Over TLS, ``mandala
     serve`` (uvloop) ends the connection right after its close frame, before the client's answer
     to it is written, which aiohttp reports as 1006: the client goes by the frame's code."""
-    issued = ca.issue("server")
-    port = free_port()
-    env = {**os.environ, "MANDALA_TLS_CERT": str(issued.cert), "MANDALA_TLS_KEY": str(issued.key),
-           "MANDALA_ADMIN_TOKEN": ADMIN}
-    with open(tmp_path / "server.log", "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-c", SERVE, "serve", "--port", str(port), "--db",
-                                 str(tmp_path / "x.db")], env=env, stdout=subprocess.PIPE, stderr=log)
+    proc, port = serve_tls(ca, tmp_path)
     url = f"wss://127.0.0.1:{port}/ws"
     try:
         await asyncio.to_thread(read_until, proc.stdout, b"listening on", 30)

@@ -8,11 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import signal
 import ssl
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -20,21 +17,11 @@ from typing import Any
 import aiohttp
 import pytest
 
-from arena_testkit import (
-    ADMIN,
-    RECV_TIMEOUT,
-    SERVE,
-    WsClient,
-    free_port,
-    play_out,
-    random_policy,
-    read_until,
-    wait_until,
-)
+from arena_testkit import ADMIN, RECV_TIMEOUT, WsClient, play_out, random_policy, read_until, wait_until
 from mandala_cli.main import main
 from protocol.messages import PROTOCOL_VERSION, Error, Welcome
 from server.config import load_settings
-from tls_kit import Ca, Tap, TlsArena, tls_arena
+from tls_kit import Ca, Tap, TlsArena, serve_tls, tls_arena
 
 AUTH = {"Authorization": f"Bearer {ADMIN}"}
 
@@ -172,13 +159,7 @@ async def test_a_stalled_handshake_is_closed_in_time_and_counted_against_its_add
 
 async def test_mandala_serve_takes_its_certificate_from_the_environment_serves_tls_and_stops_cleanly(
         ca: Ca, tmp_path: Path) -> None:
-    issued = ca.issue("server")
-    port = free_port()
-    env = {**os.environ, "MANDALA_TLS_CERT": str(issued.cert), "MANDALA_TLS_KEY": str(issued.key),
-           "MANDALA_ADMIN_TOKEN": ADMIN}
-    with open(tmp_path / "server.log", "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-c", SERVE, "serve", "--port", str(port), "--db",
-                                 str(tmp_path / "x.db")], env=env, stdout=subprocess.PIPE, stderr=log)
+    proc, port = serve_tls(ca, tmp_path)
     try:
         banner = await asyncio.to_thread(read_until, proc.stdout, b"listening on", 30)
         assert f"listening on https://127.0.0.1:{port}  (WebSocket: wss://127.0.0.1:{port}/ws)".encode() in banner

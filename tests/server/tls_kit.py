@@ -8,7 +8,10 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import ipaddress
+import os
 import ssl
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +22,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from arena_testkit import settings_for
+from arena_testkit import ADMIN, SERVE, free_port, settings_for
 from server.app import create_app
 from server.arena import ARENA
 from server.http.tls import TlsSite, tls_context
@@ -173,3 +176,17 @@ class Tap:
         self._tasks.update(tasks)
         await asyncio.gather(*tasks, return_exceptions=True)
         self._tasks.difference_update(tasks)
+
+
+def serve_tls(ca: Ca, folder: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """``mandala serve`` as an operator starts it (a process, uvloop), its certificate from
+    ``ca`` given by the environment, on a free port, its log in ``folder``; and that port.
+    Its banner comes on the process's stdout; the caller stops it."""
+    issued = ca.issue("server")
+    port = free_port()
+    env = {**os.environ, "MANDALA_TLS_CERT": str(issued.cert), "MANDALA_TLS_KEY": str(issued.key),
+           "MANDALA_ADMIN_TOKEN": ADMIN}
+    with open(folder / "server.log", "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-c", SERVE, "serve", "--port", str(port), "--db",
+                                 str(folder / "x.db")], env=env, stdout=subprocess.PIPE, stderr=log)
+    return proc, port
