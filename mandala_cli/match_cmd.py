@@ -17,11 +17,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import multiprocessing
 import os
 import random
 import signal
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -209,23 +211,7 @@ def run(args: argparse.Namespace) -> int:
                     stopped = True
                     break
         else:
-            # The workers let Ctrl-C to the driver; a few games at a time are handed out, so
-            # memory and the wait over what is pending do not grow with the match.
-            with ProcessPoolExecutor(max_workers=args.jobs, initializer=_ignore_ctrl_c) as pool:
-                queue = iter(tasks)
-                pending: set[Future[dict[str, Any]]] = set()
-                try:
-                    while not stopped:
-                        while len(pending) < 2 * args.jobs and (later := next(queue, None)) is not None:
-                            pending.add(pool.submit(play_task, later))
-                        if not pending:
-                            break
-                        finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-                        for future in finished:
-                            stopped = record(future.result()) or stopped
-                finally:
-                    for future in pending:
-                        future.cancel()  # what is under way ends; nothing more starts
+            stopped = _run_pool(tasks, args.jobs, record)
     except KeyboardInterrupt:
         interrupted = True
     progress.show(len(done), done, force=True)
@@ -236,6 +222,33 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"mandala match: interrupted; the {len(scores)} games of the deals played out:\n")
     report(args, games, scores, counted, time.perf_counter() - start, stopped)  # type: ignore[arg-type]
     return 130 if interrupted else 0
+
+
+def _run_pool(tasks: list[Task], jobs: int, record: Callable[[dict[str, Any]], bool]) -> bool:
+    """Play ``tasks`` on ``jobs`` worker processes, handing out a few at a time (so memory and
+    the wait over what is pending do not grow with the match), until ``record`` says the match
+    may stop; whether it did. The workers leave Ctrl-C to the driver, which then stops them at
+    once rather than wait for the pool (a wait a second Ctrl-C could hang)."""
+    pool = ProcessPoolExecutor(max_workers=jobs, initializer=_ignore_ctrl_c)
+    queue = iter(tasks)
+    pending: set[Future[dict[str, Any]]] = set()
+    stopped = False
+    try:
+        while not stopped:
+            while len(pending) < 2 * jobs and (later := next(queue, None)) is not None:
+                pending.add(pool.submit(play_task, later))
+            if not pending:
+                break
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in finished:
+                stopped = record(future.result()) or stopped
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        for child in multiprocessing.active_children():
+            child.terminate()
+        raise
+    pool.shutdown(wait=True, cancel_futures=True)
+    return stopped
 
 
 def _ignore_ctrl_c() -> None:
