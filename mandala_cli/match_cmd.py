@@ -182,6 +182,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"mandala match: {e}", file=sys.stderr)
             return 2
     games = args.games + args.games % 2
+    # Ctrl-C (SIGINT) stops the match even where it started ignored (a script's `&` sets that).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     if args.records is not None:
         args.records.mkdir(parents=True, exist_ok=True)
     records = str(args.records) if args.records is not None else None

@@ -95,10 +95,13 @@ def test_the_text_and_the_json_give_the_same_figures() -> None:
 
 def test_ctrl_c_ends_a_parallel_match_at_once_with_the_deals_played_out(tmp_path: Path) -> None:
     """Ctrl-C reaches the match's whole process group, as a terminal sends it: the games under
-    way end, none more starts, and the deals played out are reported (exit 130)."""
+    way end, none more starts, and the deals played out are reported (exit 130). So also when
+    the match started with SIGINT ignored (from a script, with `&`)."""
+    ignored = lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)  # noqa: E731 - as a script's `&` starts it
     proc = subprocess.Popen([sys.executable, "-m", "mandala_cli.main", "match", "greedy", "random", "--games",
                              "4000", "--jobs", "2", "--records", str(tmp_path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=ignored)
     try:
         deadline = time.monotonic() + 60
         while len(list(tmp_path.glob("game-*.json"))) < 10:  # under way
