@@ -1378,6 +1378,10 @@
 
   /** #/tournaments: every tournament with its progress, from GET /api/tournaments, kept
    *  current by the ``tournament`` messages of /live. */
+  /** How often an open tournament list is read again: /live tells of running and paused
+   *  tournaments only, not of one created or cancelled before it started. */
+  const LIST_REFRESH_MS = 5000;
+
   class TournamentList {
     constructor(root) {
       this.root = root;
@@ -1386,10 +1390,12 @@
       this.loading = null;
       this.again = false;
       this.load();
+      this.refresh = setInterval(() => this.load(), LIST_REFRESH_MS);
     }
 
     destroy() {
       this.alive = false;
+      clearInterval(this.refresh);
     }
 
     /** Fetch the list (once at a time; a request made meanwhile fetches again after). */

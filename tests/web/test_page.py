@@ -1098,3 +1098,25 @@ async def test_a_link_cut_off_mid_escape_and_a_server_out_of_reach_leave_the_pag
     await page.unroute(f"**/api/games/{game_id}", unreachable)
     await expect(page.get_by_test_id("board")).to_be_visible(timeout=WAIT_MS)  # asked again, and answered
     assert errors == []
+
+
+async def test_the_open_tournament_list_shows_a_tournament_created_or_cancelled_before_it_starts(
+        make_arena: Any, browser: Any) -> None:
+    """/live tells of running and paused tournaments only: an open list reads itself again, so
+    one created meanwhile appears, and one cancelled before it started says so."""
+    from playwright.async_api import expect
+
+    arena: Harness = await make_arena()
+    for name in ("ann", "ben"):
+        await arena.create_bot(name)
+    page = await browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    await page.goto(str(arena.client.make_url("/")) + "#/tournaments")
+    await expect(page.get_by_test_id("tournaments")).to_be_visible(timeout=WAIT_MS)
+    tid = (await create(arena, name="late cup", participants=["ann", "ben"]))["tournament_id"]
+    row = page.locator(f'[data-testid="tournament-row"][data-tournament-id="{tid}"]')
+    await expect(row.get_by_test_id("row-state")).to_have_text("created", timeout=WAIT_MS)
+    await post(arena, f"/api/tournaments/{tid}/cancel")
+    await expect(row.get_by_test_id("row-state")).to_have_text("cancelled", timeout=WAIT_MS)
+    assert errors == []
