@@ -116,6 +116,18 @@ _decoder = msgspec.json.Decoder(ServerMessage)  # type: ignore[arg-type]
 _tolerant: msgspec.json.Decoder[Any] | None = None
 """Reads a frame that names a value a newer server added (PROTOCOL.md §16); made when needed."""
 KNOWN_ERRORS = frozenset(get_args(ErrorCode))
+
+
+def _read(data: str) -> tuple[Any, msgspec.ValidationError | None]:
+    """The server's message in a frame; and, when only the tolerant types read it, why the
+    strict ones did not. Raises ``msgspec.DecodeError`` when neither reads it."""
+    global _tolerant
+    try:
+        return _decoder.decode(data), None
+    except msgspec.ValidationError as e:
+        if _tolerant is None:
+            _tolerant = msgspec.json.Decoder(relaxed(ServerMessage))
+        return _tolerant.decode(data), e
 _encoder = msgspec.json.Encoder()
 
 
@@ -418,21 +430,13 @@ class Client:
                 pass
 
     async def _on_frame(self, data: str, received: float) -> None:
-        global _tolerant
         try:
-            msg = _decoder.decode(data)
-        except msgspec.ValidationError as e:
-            if _tolerant is None:
-                _tolerant = msgspec.json.Decoder(relaxed(ServerMessage))
-            try:
-                msg = _tolerant.decode(data)
-            except msgspec.DecodeError:
-                self._log(logging.WARNING, "ignored a frame the protocol does not define (%s): %.200s", e, data)
-                return
-            self._log(logging.INFO, "read a frame with a value this client does not know (%s): a newer server", e)
+            msg, newer = _read(data)
         except msgspec.DecodeError as e:
             self._log(logging.WARNING, "ignored a frame the protocol does not define (%s): %.200s", e, data)
             return
+        if newer is not None:
+            self._log(logging.INFO, "read a frame with a value this client does not know (%s): a newer server", newer)
         try:
             await self._dispatch(msg, received)
         except ClientError as e:
