@@ -114,6 +114,9 @@ def test_ctrl_c_ends_a_parallel_match_at_once_with_the_deals_played_out(tmp_path
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 130, err
     figures = json.loads(out.strip().splitlines()[-1])
-    assert 10 <= figures["games"] < 200 and figures["games"] % 2 == 0  # whole deals only, and far from 4000
+    written = len(list(tmp_path.glob("game-*.json")))
+    assert written < 200  # nothing went on being played
+    # Whole deals only, of the games the driver heard of (a worker may have written a record
+    # for a game whose result was still on its way when Ctrl-C came).
+    assert 2 <= figures["games"] <= written and figures["games"] % 2 == 0
     assert "interrupted" in err and "Traceback" not in err
-    assert len(list(tmp_path.glob("game-*.json"))) < 200  # nothing went on being played
