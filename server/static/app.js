@@ -1474,8 +1474,7 @@
       this.fromLive = false;
       this.deadlines = new Map();
       this.crossKey = null;
-      this.games = [];  // GET /api/tournaments/{id}/games, its first pages
-      this.gamesWant = GAMES_PAGE;  // games asked for ("more" asks for another page)
+      this.games = [];  // GET /api/tournaments/{id}/games, its first pages ("more" reads another)
       this.gamesNext = null;
       this.gamesKey = null;
       this.gamesLoading = false;
@@ -1632,20 +1631,32 @@
       }
     }
 
-    /** Fetch the games listed so far anew (one request at a time; a change meanwhile fetches
-     *  again after it). */
+    /** Read again the part of the list that can still change, and keep the rest: a game that
+     *  is over stays as it is, so the list is read from the first game still running, or the
+     *  first slot not listed yet (a later slot may start before an earlier one), on. A list read
+     *  to its end is read past its last slot for the games that started since. One request at a
+     *  time; a change meanwhile reads again after it. */
     async loadGames() {
       if (this.gamesLoading) {
         this.gamesAgain = true;
         return;
       }
+      const games = this.games;
+      let from = games.findIndex((g, i) => g.status === "running" || g.slot > (i ? games[i - 1].slot : -1) + 1);
+      if (from < 0) from = games.length;
+      while (from > 0 && from < games.length && games[from - 1].slot === games[from].slot) from -= 1;
+      if (from === games.length && this.gamesNext) return;  // every game listed is over; "more" reads on
+      const after = from ? games[from - 1].slot : -1;
+      const limit = Math.min(GAMES_MAX, Math.max(GAMES_PAGE, games.length - from));
       this.gamesLoading = true;
-      const { status, body, next } = await getJson(`/api/tournaments/${enc(this.id)}/games?limit=${this.gamesWant}`);
+      const { status, body, next } = await getJson(`/api/tournaments/${enc(this.id)}/games?limit=${limit}&after_slot=${after}`);
       this.gamesLoading = false;
       if (!this.alive) return;
       if (status === 200) {
-        this.games = body;
-        this.gamesNext = next;
+        const last = body.length ? body[body.length - 1].slot : after;
+        const kept = next ? games.slice(from).filter((g) => g.slot > last) : [];
+        this.games = games.slice(0, from).concat(body, kept);
+        if (!kept.length) this.gamesNext = next;  // else "more" reads on after the kept games, as before
         this.renderGames();
       }
       if (this.gamesAgain) {
@@ -1654,7 +1665,7 @@
       }
     }
 
-    /** The next page, appended (it is fetched with the others when the tournament changes). */
+    /** The next page, appended. */
     async moreGames() {
       if (!this.gamesNext || this.gamesLoading) return;
       this.gamesLoading = true;
@@ -1664,7 +1675,6 @@
       if (status === 200) {
         const known = new Set(this.games.map((g) => g.game_id));
         this.games = this.games.concat(body.filter((g) => !known.has(g.game_id)));
-        this.gamesWant = Math.min(Math.max(this.gamesWant, this.games.length), GAMES_MAX);
         this.gamesNext = next;
         this.renderGames();
       }

@@ -848,6 +848,55 @@ async def test_a_long_tournament_lists_its_games_a_page_at_a_time(make_arena: An
     assert errors == []
 
 
+async def test_a_tournament_list_read_past_its_first_five_hundred_games_keeps_them_as_games_start(
+        make_arena: Any, browser: Any) -> None:
+    """560 games stored, all over: the organizer reads the list to its end ("More games" eleven
+    times). Then the tournament starts and its slots 560 and 561 are played: the list
+    gains that game at its end and keeps the 560 before it. (It read its first 500 again at each
+    event and dropped the rest.)"""
+    from playwright.async_api import expect
+
+    arena: Harness = await make_arena(decision_ms=120_000)
+    clients = [await arena.bot(name) for name in ("ann", "ben")]
+    tid = (await create(arena, name="long cup", participants=["ann", "ben"], games_per_pairing=562,
+                        grace_s=600.0))["tournament_id"]
+    stored = 560
+    for slot in range(stored):
+        at = f"2020-01-01T{slot // 60:02d}:{slot % 60:02d}"
+        await arena.arena.storage.save_game(GameRow(
+            game_id=f"g{slot:03d}", players=["ann", "ben"] if slot % 2 == 0 else ["ben", "ann"], status="finished",
+            rated=False, first_player=0, ply=30, started=f"{at}:00.000Z", kind="tournament", tournament_id=tid,
+            slot=slot, ended=f"{at}:30.000Z", end_reason="river",
+            result={"winner": 0, "end_reason": "river", "scores": [30, 20], "cup_sizes": [5, 5]}))
+    page = await browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    await page.goto(str(arena.client.make_url("/")) + f"#/tournaments/{tid}")
+    listed = page.get_by_test_id("t-game")
+    more = page.get_by_test_id("tournament-games-more")
+    for shown in range(50, stored, 50):
+        await expect(listed).to_have_count(shown, timeout=WAIT_MS)
+        await more.click()
+    await expect(listed).to_have_count(stored, timeout=WAIT_MS)
+    await expect(more).to_be_hidden()
+
+    tasks = [asyncio.create_task(play(c, RandomBot(seed=i))) for i, c in enumerate(clients)]
+    try:
+        await post(arena, f"/api/tournaments/{tid}/start")
+        await expect(page.get_by_test_id("tournament-state")).to_have_text("finished", timeout=WAIT_MS)
+        played = [g["game_id"] for g in await arena.get_json(f"/api/tournaments/{tid}/games?after_slot={stored - 1}")]
+        assert len(played) == 2
+        await expect(listed).to_have_count(stored + 2, timeout=WAIT_MS)
+        assert await listed.evaluate_all("(lis) => lis.map((li) => li.dataset.gameId)") == [
+            *(f"g{i:03d}" for i in range(stored)), *played]
+        await expect(page.get_by_test_id("tournament-games-count")).to_have_text(str(stored + 2))
+        assert errors == []
+    finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
 HOSTILE = '{"type": "move", "game_id": "%s", "request_id": %d, "move": {"type": "<img src=x onerror=window.pwned=1>"}}'
 """A frame that decodes as JSON but not as a move: the page must show its text as text."""
 
