@@ -106,14 +106,19 @@ async def challenge_games(arena: Harness, games: int, challenger: tuple[str, Any
 
 
 async def check_played(arena: Harness, games: list[FinishedGame], *clients: Client) -> None:
-    """Every game ended by the rules, the server stored it so, and its record replays to it."""
+    """Every game ended by the rules, the server stored it so, its record replays to it, and the
+    client counted its own decisions in it."""
     for game in games:
         assert game.result is not None and game.result.end_reason in RULES_END, game
         assert game.outcome in ("won", "lost", "draw") and len(game.result.scores) == 2
         stored = await arena.get_json(f"/api/games/{game.game_id}")
         assert stored["status"] == "finished"
-        replayed = mandala.replay(await arena.get_json(f"/api/games/{game.game_id}/record"))
+        record = await arena.get_json(f"/api/games/{game.game_id}/record")
+        replayed = mandala.replay(record)
         assert (replayed.end_reason, list(replayed.scores())) == (game.result.end_reason, game.result.scores)
+        # ``moves`` counts the seat's own decisions, and the log line says so.
+        assert game.moves == sum(1 for m in record["moves"] if m["player"] == game.seat) > 0
+        assert f" against {game.opponent}, {game.moves} moves of its own" in game.describe()
     for client in clients:
         assert client.errors == [], client.errors  # not one message of the client was refused
 

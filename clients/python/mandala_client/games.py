@@ -106,12 +106,13 @@ class FinishedGame:
         return "won" if r.winner == self.seat else "lost"
 
     def describe(self) -> str:
-        """One line for the log: ``won 14-9 (river) against bob, 41 moves``."""
+        """One line for the log: ``won 14-9 (river) against bob, 41 moves of its own`` (its own
+        decisions answered, so the two seats of one game may say different numbers)."""
         r = self.result
         if r is None:
             return f"ended while disconnected (against {self.opponent})"
         mine, theirs = r.scores[self.seat], r.scores[1 - self.seat]
-        text = f"{self.outcome} {mine}-{theirs} ({r.end_reason}) against {self.opponent}, {self.moves} moves"
+        text = f"{self.outcome} {mine}-{theirs} ({r.end_reason}) against {self.opponent}, {self.moves} moves of its own"
         return text + (f", {self.fallbacks} fallback moves" if self.fallbacks else "")
 
 
