@@ -7,6 +7,7 @@ aiohttp's own 404/405 and any unexpected exception (see :func:`json_errors`).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import math
 import re
@@ -128,6 +129,18 @@ class CreateGame(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     rated: bool = False
 
 
+def why_not_json(data: str | bytes, error: Exception) -> str:
+    """What is wrong with ``data``, which msgspec refused with ``error``. A string with a lone
+    surrogate escape (``"\\ud800"`` without its pair) is valid JSON syntax but no text, and
+    msgspec calls it "Input data was truncated"; Python's own parser, which accepts it, tells
+    the two apart (tried only on this error path)."""
+    try:
+        json.loads(data.decode("utf-8") if isinstance(data, bytes) else data)
+    except (ValueError, RecursionError):
+        return str(error)
+    return "a string holds a lone surrogate escape (\\ud800 to \\udfff without its pair), which is no text"
+
+
 async def read_body(request: web.Request, tp: type[Any]) -> Any:
     body = await request.read()
     try:
@@ -135,7 +148,7 @@ async def read_body(request: web.Request, tp: type[Any]) -> Any:
     except msgspec.ValidationError as e:
         raise ApiError(400, "invalid_request", str(e)) from None
     except (msgspec.DecodeError, RecursionError, UnicodeDecodeError) as e:
-        raise ApiError(400, "bad_json", f"the body is not JSON: {e}") from None
+        raise ApiError(400, "bad_json", f"the body is not JSON: {why_not_json(body, e)}") from None
 
 
 def require_tls(request: web.Request, arena: Arena) -> None:

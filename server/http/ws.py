@@ -47,7 +47,7 @@ from ..common.refusal import Refusal
 from ..config import HARD_FRAME_CAP, max_msg_size
 from ..connections.auth import hash_token
 from ..connections.connection import Connection
-from .api import connection_slot
+from .api import connection_slot, why_not_json
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ def _diagnose(text: str) -> ClientMessage:
     try:
         obj: Any = _any_json.decode(text)
     except (msgspec.DecodeError, RecursionError) as e:
-        raise Refusal("bad_json", f"not JSON: {e}") from None
+        raise Refusal("bad_json", f"not JSON: {why_not_json(text, e)}") from None
     if not isinstance(obj, dict):
         raise Refusal("not_object", f"a message is a JSON object, not {type(obj).__name__}")
     kind = obj.get("type")

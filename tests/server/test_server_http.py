@@ -20,6 +20,7 @@ from server.common.logs import BadRequests
 from server.connections.auth import hash_token
 
 AUTH = {"Authorization": f"Bearer {ADMIN}"}
+LONE_SURROGATE = "a string holds a lone surrogate escape (\\ud800 to \\udfff without its pair), which is no text"
 
 
 async def api_error(resp: Any, status: int, code: str) -> dict[str, Any]:
@@ -317,9 +318,14 @@ async def test_inputs_at_the_edges_get_typed_errors_and_change_nothing(make_aren
     assert not arena.arena.ladder.paused and await arena.arena.storage.get_setting("paused") is None
     row = await arena.arena.storage.bot_by_name("alice")
     assert row is not None and row.token_hash == hash_token(arena.tokens["alice"])
-    ws = await arena.ws()  # a token that is a lone surrogate is no JSON string
+    ws = await arena.ws()  # a token that is a lone surrogate is no JSON string, and is named so
     await ws.ws.send_str('{"type": "hello", "protocol": 1, "token": "\\ud800"}')
-    assert (await ws.expect(Error)).code == "bad_json"
+    refused = await ws.expect(Error)
+    assert (refused.code, refused.message) == ("bad_json", f"not JSON: {LONE_SURROGATE}")
+    await ws.ws.send_str('{"type": "hello", "protocol": 1, "token": "\\ud800"')  # cut short: msgspec's own words
+    assert (await ws.expect(Error)).message == "not JSON: Input data was truncated"
+    refusal = await api_error(await client.post("/api/bots", data=b'{"name": "\\udfff"}', headers=AUTH), 400, "bad_json")
+    assert refusal["message"] == f"the body is not JSON: {LONE_SURROGATE}"
     await ws.send({"type": "hello", "protocol": 1, "token": arena.tokens["alice"]})
     assert (await ws.expect(Welcome)).bot == "alice"  # the connection lives on
 
