@@ -162,7 +162,8 @@ def run(args: argparse.Namespace) -> int:
     text = banner(url, arena.admin_token, settings.admin_token is None, settings.registration, prog)
     try:
         if context is None:
-            web.run_app(app, host=settings.host, port=settings.port, print=lambda _: print(text, flush=True), loop=loop)
+            web.run_app(app, host=settings.host, port=settings.port, print=lambda _: print(text, flush=True), loop=loop,
+                        keepalive_timeout=settings.idle_timeout_s)
         else:
             run_tls(app, context, text, loop)
     except (SpoolError, SchemaTooNew) as e:
@@ -180,13 +181,13 @@ def run_tls(app: Any, context: ssl.SSLContext, text: str, loop: asyncio.Abstract
     from aiohttp import web
 
     from server.arena import ARENA
-    from server.http.tls import TlsSite
+    from server.http.tls import TlsSite, tls_runner
 
     async def serve() -> None:
-        runner = web.AppRunner(app, handle_signals=True)
+        settings = app[ARENA].settings
+        runner = tls_runner(app, settings, handle_signals=True)
         await runner.setup()
         try:
-            settings = app[ARENA].settings
             await TlsSite(runner, settings.host, settings.port, context, settings, app[ARENA].addresses).start()
             print(text, flush=True)
             while True:

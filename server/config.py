@@ -55,8 +55,12 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     tls_key: str | None = None
     """The PEM file of the certificate's private key (env ``MANDALA_TLS_KEY``)."""
     tls_handshake_timeout_s: Annotated[float, Meta(gt=0, le=300)] = 10.0
-    """A client that has not finished its TLS handshake within this long is closed; until
-    then it holds one of its address's ``connections_per_ip``."""
+    """A client that has not finished its TLS handshake within this long is closed. From its
+    first byte to its close, a TLS connection holds one of its address's ``connections_per_ip``."""
+    idle_timeout_s: Annotated[float, Meta(gt=0, le=3600)] = 75.0
+    """An HTTP connection with no request in progress (before its first, or after an answer) is
+    closed after this long, so that connections opened and left silent do not pile up. A
+    WebSocket is never idle so: its heartbeat (``heartbeat_s``) watches it."""
     require_tls: bool = False
     """Refuse tokens that did not come by TLS: a ``hello`` with a token (close 4012) and the
     HTTP requests that carry or issue a token (403 ``tls_required``), unless the connection
@@ -115,7 +119,9 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     queued for."""
     connections_per_ip: Annotated[int, Meta(ge=0)] = 1000
     """WebSocket connections (``/ws`` and ``/live`` together) one client address may hold; more
-    are refused with ``429`` ``too_many_connections`` (0: no limit)."""
+    are refused with ``429`` ``too_many_connections`` (0: no limit). On a TLS port every
+    connection counts, a WebSocket or not, from its first byte to its close; past the limit a
+    new one is closed before its handshake."""
     connections_per_ip_exempt: list[str] = msgspec.field(default_factory=lambda: ["127.0.0.1", "::1"])
     """Addresses never capped (a local load test, a proxy whose clients are not told apart)."""
 

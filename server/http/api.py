@@ -57,7 +57,11 @@ class ApiError(Exception):
 def connection_slot(request: web.Request) -> Iterator[None]:
     """Hold one of the WebSocket connections the client's address may have open
     (``connections_per_ip``); past them the upgrade is refused with ``429``
-    ``too_many_connections``."""
+    ``too_many_connections``. A connection that came by TLS to this node holds its count
+    already (``server/http/tls.py``), for as long as it is open."""
+    if request.transport is not None and request.transport.get_extra_info("ssl_object") is not None:
+        yield
+        return
     arena = request.app[ARENA]
     address = client_address(request, arena.settings)
     if not arena.addresses.take(address):

@@ -1,13 +1,18 @@
 """HTTPS and WSS on the server's one port: the TLS context made from the operator's files, and
-the listening site that accepts connections, counts each handshake against its address's
-WebSocket connections and gives up on one that does not finish in time.
+the listening site that accepts connections, counts each against its address for as long as it
+is open and gives up on one whose handshake does not finish in time.
 
 asyncio's own TLS server (``create_server(ssl=…)``) makes the connection's protocol before
 the handshake and tells it nothing of the client until the handshake is over, so nothing could
 count a client that opens connections and never finishes a handshake. Here each accepted socket
 is first counted against its address (``connections_per_ip``, as a WebSocket is), then handed
-to ``loop.connect_accepted_socket`` with the TLS context and ``tls_handshake_timeout_s``; the
-count is given back once the handshake has ended, either way. A request that arrives by TLS is
+to ``loop.connect_accepted_socket`` with the TLS context and ``tls_handshake_timeout_s``. The
+count is given back when the connection closes: a failed handshake at once, else when the
+connection is lost (:class:`_Counted` sees it), which for a client that never answers the
+server's closing of TLS is ``tls_handshake_timeout_s`` after it (the loop's default is 30 s). So a client that finishes its handshakes and then
+says nothing holds no more connections than its share, and each is closed once it has been
+idle for ``idle_timeout_s`` (:func:`tls_runner`). A WebSocket on such a connection is this one
+count (``api.connection_slot`` takes none for it). A request that arrives by TLS is
 ``request.secure`` (aiohttp reads it off the transport).
 """
 
@@ -18,7 +23,7 @@ import errno
 import logging
 import socket
 import ssl
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +66,49 @@ def _which_is_wrong(cert: str, key: str) -> str:
     except ssl.SSLError:
         return f"--tls-cert {cert}: not a PEM certificate"
     return f"--tls-key {key}: not the PEM private key of the certificate in --tls-cert {cert}"
+
+
+def tls_runner(app: web.Application, settings: Settings, **kwargs: Any) -> web.AppRunner:
+    """The runner of the TLS site: an HTTP connection with no request in progress is closed after
+    ``idle_timeout_s``, as ``web.run_app`` is told for a plain one (aiohttp's own runner keeps one
+    for an hour)."""
+    return web.AppRunner(app, keepalive_timeout=settings.idle_timeout_s, **kwargs)
+
+
+class _Counted(asyncio.Protocol):
+    """The application's protocol for one TLS connection, passed every call through, that gives
+    its address's count back when the connection is lost."""
+
+    def __init__(self, inner: asyncio.Protocol, give_back: Callable[[], None]) -> None:
+        self._inner = inner
+        self._give_back: Callable[[], None] | None = give_back
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._inner.connection_made(transport)
+
+    def data_received(self, data: bytes) -> None:
+        self._inner.data_received(data)
+
+    def eof_received(self) -> bool | None:
+        return self._inner.eof_received()
+
+    def pause_writing(self) -> None:
+        self._inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        self._inner.resume_writing()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        try:
+            self._inner.connection_lost(exc)
+        finally:
+            self.release()
+
+    def release(self) -> None:
+        """Give the count back (once)."""
+        give_back, self._give_back = self._give_back, None
+        if give_back is not None:
+            give_back()
 
 
 class TlsSite(web.BaseSite):
@@ -131,28 +179,31 @@ class TlsSite(web.BaseSite):
 
     async def _handshake(self, conn: socket.socket, address: str) -> None:
         """Hand one accepted socket to the application once its TLS handshake is over (or
-        close it); the handshake holds one of ``address``'s connections meanwhile."""
+        close it); the connection holds one of ``address``'s connections until it closes."""
         loop = asyncio.get_running_loop()
         server = self._runner.server
         assert server is not None and self._ssl_context is not None
+        counted = _Counted(server(), lambda: self._addresses.give_back(address))
         began = loop.time()
         try:
-            await loop.connect_accepted_socket(server, conn, ssl=self._ssl_context,
-                                               ssl_handshake_timeout=self._handshake_timeout)
+            await loop.connect_accepted_socket(lambda: counted, conn, ssl=self._ssl_context,
+                                               ssl_handshake_timeout=self._handshake_timeout,
+                                               ssl_shutdown_timeout=self._handshake_timeout)
         except ssl.SSLError as e:
             if e.reason == "HTTP_REQUEST":
                 log.info("a plain HTTP request from %s on the TLS port: closed (use https:// and wss://)", address)
             else:
                 log.debug("TLS handshake with %s failed: %s", address, e.reason or repr(e))
             conn.close()
+            counted.release()
         except OSError as e:  # the timeout is one (ConnectionAbortedError, or TimeoutError on uvloop)
             if loop.time() - began >= self._handshake_timeout:
                 log.info("TLS handshake with %s not finished within %g s: closed", address, self._handshake_timeout)
             else:
                 log.debug("TLS handshake with %s failed: %s", address, e)
             conn.close()
+            counted.release()
         except asyncio.CancelledError:
             conn.close()
+            counted.release()
             raise
-        finally:
-            self._addresses.give_back(address)

@@ -1,8 +1,9 @@
 """TLS on one node (``mandala serve --tls-cert --tls-key``): HTTPS and WSS on one port, with a
 certificate authority made in the test; and what goes wrong: a plain request or ``ws://``
 upgrade to the TLS port, a TLS handshake to a plain port, a client that stalls in its
-handshake (closed in time, counted against its address), certificate and key files that
-cannot be used at start, and ``--require-tls``."""
+handshake (closed in time, counted against its address), connections that finish their
+handshakes and say nothing (counted until closed, closed once idle), certificate and key files
+that cannot be used at start, and ``--require-tls``."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import pytest
 
 from arena_testkit import ADMIN, RECV_TIMEOUT, WsClient, play_out, random_policy, read_until, wait_until
 from mandala_cli.main import main
-from protocol.messages import PROTOCOL_VERSION, Error, Welcome
+from protocol.messages import PROTOCOL_VERSION, Error, Pong, Welcome
 from server.config import load_settings
 from tls_kit import Ca, Tap, TlsArena, serve_tls, tls_arena
 
@@ -155,6 +156,45 @@ async def test_a_stalled_handshake_is_closed_in_time_and_counted_against_its_add
     finally:
         await server.close()
     assert caplog.text.count("TLS handshake with 127.0.0.1 not finished within 1 s: closed") == 2
+
+
+async def test_a_tls_connection_counts_against_its_address_until_it_closes_and_idle_ones_are_closed(
+        ca: Ca, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Three connections an address may hold. A bot's WSS connection is one of them, two
+    connections that finish their handshakes and then say nothing are the others, and a fourth
+    is closed before its handshake. The silent two are closed once idle for ``idle_timeout_s``
+    (they were held for good, their count given back at the handshake's end), and their counts
+    come back with them; the bot plays on."""
+    server = await tls_arena(tmp_path / "arena.db", ca.issue("server"), connections_per_ip=3,
+                             connections_per_ip_exempt=[], idle_timeout_s=1.0)
+    context = ca.client_context()
+    held = server.arena.addresses.open
+    try:
+        async with aiohttp.ClientSession() as http, \
+                http.post(server.url + "/api/bots", json={"name": "alice"}, headers=AUTH, ssl=context) as resp:
+            token = (await resp.json())["token"]
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True)) as http:
+            alice = await hello(http, server.ws_url, token, ssl=context)
+            assert (await alice.expect(Welcome)).bot == "alice"
+            await wait_until(lambda: held == {"127.0.0.1": 1}, RECV_TIMEOUT,  # the WebSocket counts once,
+                             "the WebSocket is not counted once")  # the API's connection is closed
+            silent = [await asyncio.open_connection("127.0.0.1", server.site.port, ssl=context,
+                                                    server_hostname="localhost") for _ in range(2)]
+            assert held == {"127.0.0.1": 3}
+            with pytest.raises((ssl.SSLError, ConnectionError)):  # the fourth: closed before its handshake
+                _, w = await asyncio.open_connection("127.0.0.1", server.site.port, ssl=context,
+                                                     server_hostname="localhost")
+                w.close()
+            for reader, writer in silent:  # closed by the server once idle for 1 s
+                assert await asyncio.wait_for(reader.read(), 10) == b""
+                writer.close()
+            await wait_until(lambda: held == {"127.0.0.1": 1}, RECV_TIMEOUT, "the silent connections are still counted")
+            await alice.send({"type": "ping", "data": "still here"})
+            assert (await alice.expect(Pong)).data == "still here"  # a WebSocket is never idle so
+            await alice.ws.close()
+        await wait_until(lambda: held == {}, RECV_TIMEOUT, "the closed WebSocket is still counted")
+    finally:
+        await server.close()
 
 
 async def test_mandala_serve_takes_its_certificate_from_the_environment_serves_tls_and_stops_cleanly(

@@ -25,7 +25,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from arena_testkit import ADMIN, SERVE, free_port, settings_for
 from server.app import create_app
 from server.arena import ARENA
-from server.http.tls import TlsSite, tls_context
+from server.http.tls import TlsSite, tls_context, tls_runner
 
 DAY = dt.timedelta(days=1)
 
@@ -127,7 +127,7 @@ async def tls_arena(db: Path, issued: Issued, **overrides: Any) -> TlsArena:
     """Start the server with ``issued``'s certificate on a free port of 127.0.0.1."""
     settings = settings_for(db, tls_cert=str(issued.cert), tls_key=str(issued.key), **overrides)
     app = create_app(settings)
-    runner = web.AppRunner(app)
+    runner = tls_runner(app, settings)
     await runner.setup()
     site = TlsSite(runner, "127.0.0.1", 0, tls_context(str(issued.cert), str(issued.key)), settings,
                    app[ARENA].addresses)
