@@ -309,11 +309,11 @@ class GameManager:
 
     def running_summaries(self) -> list[GameSummary]:
         """The running games of the whole cluster (of this server, on one node) as they stand,
-        newest first."""
+        newest first (by start, then by ``game_id``, descending: the order of the API's pages)."""
         games = [room.summary() for room in self.running.values()]
         if self.elsewhere is not None:
             games += self.elsewhere.summaries()
-        return sorted(games, key=lambda g: g.started, reverse=True)
+        return sorted(games, key=lambda g: (g.started, g.game_id), reverse=True)
 
     async def hear_out(self) -> None:
         """Before running games are listed: in a cluster, learn how far the games of the other

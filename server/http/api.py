@@ -270,14 +270,22 @@ def cursor_of(game: GameSummary) -> str:
     return f"{game.started}~{game.game_id}"
 
 
-def _before(request: web.Request) -> tuple[str, str] | None:
-    raw = request.query.get("before")
+def _before(request: web.Request, name: str = "before") -> tuple[str, str] | None:
+    """The cursor in the query parameter ``name``, if given."""
+    raw = request.query.get(name)
     if raw is None:
         return None
     m = CURSOR.fullmatch(raw)
     if m is None or not _is_time(m.group(1)):
-        raise ApiError(400, "bad_cursor", f"before is the cursor a page gave (its Link header), not {raw!r}")
+        raise ApiError(400, "bad_cursor", f"{name} is the cursor a page gave (its Link header), not {raw!r}")
     return m.group(1), m.group(2)
+
+
+def next_link(request: web.Request, **cursor: str) -> dict[str, str]:
+    """The ``Link`` header to the next page: this request's query as it came (a parameter given
+    twice stays so, and the first still counts), its cursors replaced by ``cursor``."""
+    query = [(k, v) for k, v in request.query.items() if k not in ("before", "running_before", *cursor)]
+    return {"Link": f'<{request.url.path}?{urlencode([*query, *cursor.items()])}>; rel="next"'}
 
 
 def _is_time(iso: str) -> bool:
@@ -290,13 +298,17 @@ def _is_time(iso: str) -> bool:
 
 async def list_games(request: web.Request) -> web.Response:
     """``GET /api/games?status=running|finished|aborted&bot=NAME&limit=50&before=CURSOR``:
-    newest first, the running ones first; a full page links to the next one (``Link``)."""
+    newest first, the running ones first; a full page links to the next one (``Link``): through
+    the running games (``running_before``), then through those that are over (``before``)."""
     arena = request.app[ARENA]
     status = request.query.get("status")
     if status not in (None, "running", "finished", "aborted"):
         raise ApiError(400, "invalid_request", "status is running, finished or aborted")
     limit = _limit(request)
     before = _before(request)
+    running_before = _before(request, "running_before")
+    if before is not None and running_before is not None:
+        raise ApiError(400, "invalid_request", "a page is after one cursor: before or running_before, not both")
     bot = request.query.get("bot")
     if bot is not None:
         row = await arena.storage.bot_by_name(bot)
@@ -306,26 +318,29 @@ async def list_games(request: web.Request) -> web.Response:
     listing_running = status in (None, "running") and before is None
 
     def running() -> list[GameSummary]:
-        return [g for g in arena.manager.running_summaries() if bot is None or bot in g.players][:limit]
+        return [g for g in arena.manager.running_summaries() if (bot is None or bot in g.players)
+                and (running_before is None or (g.started, g.game_id) < running_before)]
 
     if listing_running:
         await arena.manager.hear_out()
     rows: list[GameRow] = []
-    if status != "running" and not (listing_running and len(running()) == limit):
+    if status != "running" and not (listing_running and len(running()) >= limit):
         rows = await ended_games(arena, status, limit, before, bot)  # type: ignore[arg-type]
     # The running games are taken after the ended ones were read, with no await between them and
     # the page: a game that ended meanwhile is listed once, as over.
     ended = {r.game_id for r in rows}
     games = [g for g in running() if g.game_id not in ended] if listing_running else []
     headers = None
-    if status != "running" and len(games) < limit:
+    if len(games) >= limit:  # more running games may follow, then those that are over
+        games = games[:limit]
+        if status != "running" or len(running()) > limit:
+            headers = next_link(request, running_before=cursor_of(games[-1]))
+    elif status != "running":
         want = limit - len(games)
         rows = rows[:want]
         games += [game_summary(r) for r in rows]
         if len(rows) == want:
-            query = {k: v for k, v in request.query.items() if k != "before"}
-            query["before"] = cursor_of(games[-1])
-            headers = {"Link": f'<{request.url.path}?{urlencode(query)}>; rel="next"'}
+            headers = next_link(request, before=cursor_of(games[-1]))
     return json_response(games, headers=headers)
 
 

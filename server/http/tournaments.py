@@ -17,7 +17,6 @@ import logging
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
-from urllib.parse import urlencode
 
 import msgspec
 from aiohttp import web
@@ -31,7 +30,7 @@ from ..games.summary import game_summary
 from ..storage import GameRow, TournamentRow
 from ..tournaments.schedule import DefinitionError, check, initial_schedule
 from ..tournaments.view import TournamentGame, tournament_game, tournament_info, tournament_results, tournament_view
-from .api import INT64_MAX, ApiError, _limit, json_response, read_body, require_admin
+from .api import INT64_MAX, ApiError, _limit, json_response, next_link, read_body, require_admin
 from .json_lines import stream_json_lines
 
 log = logging.getLogger(__name__)
@@ -196,8 +195,7 @@ async def get_games(request: web.Request) -> web.Response:
         games.append(tournament_game(row, summary, r.slot or 0))
     headers = None
     if full:
-        query = {**request.query, "after_slot": str(games[-1].slot)}
-        headers = {"Link": f'<{request.url.path}?{urlencode(query)}>; rel="next"'}
+        headers = next_link(request, after_slot=str(games[-1].slot))
     return json_response(games, headers=headers)
 
 

@@ -95,3 +95,29 @@ async def test_a_game_that_starts_while_the_list_is_read_does_not_cut_the_pages_
     pages = await every_page(arena, "/api/games?limit=2")
     assert len(pages) == 3
     listed_once(pages, set(started), set(over), 2)
+
+
+async def test_running_games_past_a_page_are_paged_through_then_the_games_over(make_arena: Any) -> None:
+    """Five games running and three over, two a page: the pages walk the running games (their
+    own cursor), then those over, every game once. With only the running ones asked for, the
+    pages end with them. A parameter given twice keeps its first value on every page. (A page
+    full of running games had no link: the rest of the list could not be reached.)"""
+    arena = await make_arena()
+    a = await arena.bot("alice", max_games=8)
+    b = await arena.bot("bob", max_games=8)
+    over = {await resigned_game(arena, a, b) for _ in range(3)}
+    running = {await arena.start_game(["alice", "bob"]) for _ in range(5)}
+    pages = await every_page(arena, "/api/games?limit=2")
+    assert [len(p) for p in pages] == [2, 2, 2, 2, 0]  # a full page links to the next, here empty
+    listed_once(pages, running, over, 2)
+    first = [g for page in pages for g in page][:5]
+    assert first == sorted(first, key=lambda g: (g["started"], g["game_id"]), reverse=True)
+    only_running = await every_page(arena, "/api/games?status=running&limit=2")
+    assert [len(p) for p in only_running] == [2, 2, 1]
+    assert [g for page in only_running for g in page] == first
+    twice = await every_page(arena, "/api/games?limit=2&limit=3&bot=alice&bot=nobody")
+    assert [len(p) for p in twice] == [2, 2, 2, 2, 0]  # limit 2 and alice's games on every page
+    resp = await arena.client.get("/api/games?limit=2&before=2020-01-01T00:00:00.000Z~x&running_before=2020-01-01T00:00:00.000Z~x")
+    assert resp.status == 400 and (await resp.json())["error"]["code"] == "invalid_request"
+    resp = await arena.client.get("/api/games?running_before=nope")
+    assert resp.status == 400 and (await resp.json())["error"]["code"] == "bad_cursor"
