@@ -27,7 +27,8 @@ from ..arena import ARENA, Arena
 from ..common.clock import utc_now
 from ..common.ids import new_id
 from ..games.summary import game_summary
-from ..storage import GameRow, TournamentRow
+from ..storage import TournamentRow
+from ..tournaments.results import Tally
 from ..tournaments.schedule import DefinitionError, check, initial_schedule
 from ..tournaments.view import TournamentGame, tournament_game, tournament_info, tournament_results, tournament_view
 from .api import INT64_MAX, ApiError, _limit, json_response, next_link, read_body, require_admin
@@ -81,7 +82,7 @@ async def create(request: web.Request) -> web.Response:
                         state="created", created=utc_now(), schedule=initial_schedule(d))
     await arena.storage.create_tournament(row)
     log.info("tournament %s created: %s, %s, %d bots", row.tournament_id, d.name, d.format, len(d.participants))
-    return json_response(tournament_info(row, [], 0), 201)
+    return json_response(tournament_info(row, arena.tournaments.tallies.of(row, []), 0), 201)
 
 
 def control(op: str) -> Callable[[web.Request], Awaitable[web.Response]]:
@@ -105,9 +106,9 @@ def control(op: str) -> Callable[[web.Request], Awaitable[web.Response]]:
         log.info("tournament %s: %s", row.tournament_id, target)
         arena.tournaments.wake(stored=True)
         row = await _tournament(arena, row.tournament_id)  # with a round the director paired meanwhile
-        games, running = await _games_and_running(arena, row.tournament_id)
+        tally, running = await _tally_and_running(arena, row)
         # Cancelled: its running games are being aborted (the director does it as it wakes).
-        return json_response(tournament_info(row, games, 0 if target == "cancelled" else len(running)))
+        return json_response(tournament_info(row, tally, 0 if target == "cancelled" else len(running)))
 
     return handler
 
@@ -119,23 +120,25 @@ async def _tournament(arena: Arena, tournament_id: str) -> TournamentRow:
     return row
 
 
-async def _games(arena: Arena, tournament_id: str) -> list[GameRow]:
+async def _tally(arena: Arena, row: TournamentRow) -> Tally:
+    """``row``'s results as storage has them now."""
     await arena.manager.recorder.settle()
-    return await arena.storage.tournament_games(tournament_id)
+    return arena.tournaments.tallies.of(row, await arena.storage.tournament_games(row.tournament_id))
 
 
 def _running(arena: Arena, tournament_id: str) -> list[Any]:
     return [g for g in arena.manager.running_summaries() if g.tournament_id == tournament_id]
 
 
-async def _games_and_running(arena: Arena, tournament_id: str) -> tuple[list[GameRow], list[Any]]:
-    """The tournament's stored games, and its running ones. The running ones are taken first: a
+async def _tally_and_running(arena: Arena, row: TournamentRow) -> tuple[Tally, list[Any]]:
+    """The tournament's results, and its running games. The running ones are taken first: a
     game is stored over before it is announced over, so one that ends while storage is read is
-    in one list or the other, never in neither; one in both counts as over."""
-    running = _running(arena, tournament_id)
-    games = await _games(arena, tournament_id)
+    in one or the other, never in neither; one in both counts as over."""
+    running = _running(arena, row.tournament_id)
+    await arena.manager.recorder.settle()
+    games = await arena.storage.tournament_games(row.tournament_id)
     over = {g.game_id for g in games if g.status != "running"}
-    return games, [g for g in running if g.game_id not in over]
+    return arena.tournaments.tallies.of(row, games), [g for g in running if g.game_id not in over]
 
 
 async def list_all(request: web.Request) -> web.Response:
@@ -143,8 +146,8 @@ async def list_all(request: web.Request) -> web.Response:
     arena = request.app[ARENA]
     out = []
     for row in await arena.storage.list_tournaments():
-        games, running = await _games_and_running(arena, row.tournament_id)
-        out.append(tournament_info(row, games, len(running)))
+        tally, running = await _tally_and_running(arena, row)
+        out.append(tournament_info(row, tally, len(running)))
     return json_response(out)
 
 
@@ -154,8 +157,8 @@ async def get_one(request: web.Request) -> web.Response:
     arena = request.app[ARENA]
     row = await _tournament(arena, request.match_info["tournament_id"])
     await arena.manager.hear_out()  # in a cluster, the running games' plies as their hosts have them now
-    games, running = await _games_and_running(arena, row.tournament_id)
-    return json_response(tournament_view(row, games, running, arena.tournaments.waiting(row.tournament_id)))
+    tally, running = await _tally_and_running(arena, row)
+    return json_response(tournament_view(row, tally, running, arena.tournaments.waiting(row.tournament_id)))
 
 
 async def get_games(request: web.Request) -> web.Response:
@@ -210,7 +213,7 @@ async def get_results(request: web.Request) -> web.StreamResponse:
     if fmt not in ("json", "csv"):
         raise ApiError(400, "invalid_request", "format is json or csv")
     row = await _tournament(arena, request.match_info["tournament_id"])
-    results = tournament_results(row, await _games(arena, row.tournament_id))
+    results = tournament_results(row, await _tally(arena, row))
     if fmt == "json":
         return json_response(results)
     out = io.StringIO()

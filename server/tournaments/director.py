@@ -49,8 +49,7 @@ from ..games.manager import GameManager
 from ..games.room import GameRoom
 from ..storage import GameRow, Storage, TournamentRow
 from . import schedule as plan
-from .results import scored
-from .view import tournament_view
+from .view import Tallies, tournament_view
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +117,9 @@ class Director:
         """In a cluster, whether this node still holds the lead."""
         self.leading = False
         self.runs: dict[str, Run] = {}
+        self.tallies = Tallies()
+        """Each tournament's results as last read, brought up to date at each read (the
+        director's views and the API's alike)."""
         self.held: dict[str, int] = {}
         """Slots kept per bot for due tournament games (replaced at each look): the ladder
         subtracts them from the bot's free slots (:meth:`held_for`)."""
@@ -325,11 +327,7 @@ class Director:
         return max((e[0] for e in run.row.schedule), default=0)
 
     async def _next_round(self, run: Run) -> None:
-        scores: dict[str, tuple[float, int]] = {}
-        for a, b, score in scored(run.games.values()):
-            for bot, points in ((a, score), (b, 1.0 - score)):
-                got = scores.get(bot, (0.0, 0))
-                scores[bot] = (got[0] + points, got[1] + 1)
+        scores = self.tallies.of(run.row, run.games.values()).scores()
         entries = plan.next_swiss_round(run.definition, run.row.schedule, scores)
         row = msgspec.structs.replace(run.row, schedule=run.row.schedule + entries)
         if await self.storage.update_tournament(row, "running"):
@@ -480,6 +478,6 @@ class Director:
         run.dirty = False
         found = (self.manager.running_summary(g) for g in run.running.values())
         running = [g for g in found if g is not None]
-        self.publish(LiveTournament(tournament_view(run.row, list(run.games.values()), running,
+        self.publish(LiveTournament(tournament_view(run.row, self.tallies.of(run.row, run.games.values()), running,
                                                     self.waiting(run.id))))
 

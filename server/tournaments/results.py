@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+import msgspec
+
 from protocol.tournaments import CrossCell, Ranked
 
 from ..ratings import bradley_terry
@@ -21,17 +23,32 @@ CENTER = 1500.0
 """The pool's average rating in a tournament's ranking."""
 
 
-def scored(games: Iterable[GameRow]) -> list[tuple[str, str, float]]:
-    """``(seat0, seat1, seat0's score)`` of every game that counts."""
-    return [(g.players[0], g.players[1], score_of_seat0(g.result)) for g in games if g.status == "finished"]
+class Tally:
+    """A tournament's results, added to one game at a time: the crosstable, each bot's forfeits
+    and the games that count, one a slot. The ranking is fitted to the crosstable's totals, a
+    cost that follows the pairs, not the games; so a tournament of 15,000 games, whose view is
+    read again at each game's end, is not read game by game each time."""
 
+    def __init__(self, participants: Sequence[str]) -> None:
+        self.participants = list(participants)
+        self.table: dict[str, dict[str, CrossCell]] = {p: {} for p in self.participants}
+        self.forfeits = {p: 0 for p in self.participants}
+        self.counted: set[int | str] = set()
+        """The slots whose game is counted (a game without one: its id)."""
+        self.forfeited = 0
+        """Counted games that ended by forfeit."""
 
-def crosstable(participants: Sequence[str], games: Iterable[GameRow]) -> dict[str, dict[str, CrossCell]]:
-    """``table[a][b]``: ``a``'s games against ``b`` (pairs that have played only)."""
-    table: dict[str, dict[str, CrossCell]] = {p: {} for p in participants}
-    for a, b, s in scored(games):
+    def add(self, game: GameRow) -> None:
+        """Count ``game`` if it is over with a result and its slot has none counted yet (a slot's
+        finished game is the one that counts, and stays so)."""
+        key = _key(game)
+        if game.status != "finished" or key in self.counted:
+            return
+        self.counted.add(key)
+        a, b = game.players[0], game.players[1]
+        s = score_of_seat0(game.result)
         for bot, other, score in ((a, b, s), (b, a, 1.0 - s)):
-            cell = table.setdefault(bot, {}).setdefault(other, CrossCell(games=0, wins=0, draws=0, losses=0, score=0.0))
+            cell = self.table.setdefault(bot, {}).setdefault(other, CrossCell(games=0, wins=0, draws=0, losses=0, score=0.0))
             cell.games += 1
             cell.score += score
             if score == 1.0:
@@ -40,38 +57,63 @@ def crosstable(participants: Sequence[str], games: Iterable[GameRow]) -> dict[st
                 cell.losses += 1
             else:
                 cell.draws += 1
-    return table
-
-
-def ranking(participants: Sequence[str], games: Sequence[GameRow],
-            table: dict[str, dict[str, CrossCell]]) -> list[Ranked]:
-    """Every participant, best first by its Bradley–Terry rating (name breaks ties); the
-    counts come from the games' ``table`` (:func:`crosstable`)."""
-    model = bradley_terry.fit_model(scored(games), participants, CENTER)
-    forfeits = {p: 0 for p in participants}
-    for g in games:
-        if g.status == "finished" and g.end_reason == "forfeit":
-            winner = (g.result or {}).get("winner")
-            for seat, bot in enumerate(g.players):
+        if game.end_reason == "forfeit":
+            self.forfeited += 1
+            winner = (game.result or {}).get("winner")
+            for seat, bot in enumerate(game.players):
                 if winner != seat:
-                    forfeits[bot] = forfeits.get(bot, 0) + 1
-    order = sorted(participants, key=lambda b: rank_key(model.fits[b].rating, b))
-    lines = []
-    for i, bot in enumerate(order):
-        cells = table[bot].values()
-        f = model.fits[bot]
-        lines.append(Ranked(
-            rank=i + 1,
-            bot=bot,
-            rating=round(f.rating, 1),
-            low=round(f.low, 1),
-            high=round(f.high, 1),
-            score=float(sum(c.score for c in cells)),
-            games=sum(c.games for c in cells),
-            wins=sum(c.wins for c in cells),
-            draws=sum(c.draws for c in cells),
-            losses=sum(c.losses for c in cells),
-            forfeits=forfeits[bot],
-            stronger_than_next=round(model.stronger(bot, order[i + 1]), 4) if i + 1 < len(order) else None,
-        ))
-    return lines
+                    self.forfeits[bot] = self.forfeits.get(bot, 0) + 1
+
+    def update(self, games: Iterable[GameRow]) -> Tally:
+        """Count those of ``games`` not counted yet; ``self``."""
+        counted = self.counted
+        for game in games:
+            if _key(game) not in counted:
+                self.add(game)
+        return self
+
+    @property
+    def played(self) -> int:
+        return len(self.counted)
+
+    def scores(self) -> dict[str, tuple[float, int]]:
+        """Each bot that has played: its points and its games (a Swiss round's pairing)."""
+        totals = {bot: (float(sum(c.score for c in row.values())), sum(c.games for c in row.values()))
+                  for bot, row in self.table.items()}
+        return {bot: total for bot, total in totals.items() if total[1]}
+
+    def crosstable(self) -> dict[str, dict[str, CrossCell]]:
+        """``table[a][b]``: ``a``'s games against ``b`` (pairs that have played only), a copy
+        that later games leave as it is."""
+        return {bot: {other: msgspec.structs.replace(cell) for other, cell in row.items()}
+                for bot, row in self.table.items()}
+
+    def ranking(self) -> list[Ranked]:
+        """Every participant, best first by its Bradley–Terry rating (name breaks ties)."""
+        pairs = [(a, b, c.wins, c.draws, c.losses) for a, row in self.table.items() for b, c in row.items() if a < b]
+        model = bradley_terry.fit_tally_model(pairs, self.participants, CENTER)
+        order = sorted(self.participants, key=lambda b: rank_key(model.fits[b].rating, b))
+        lines = []
+        for i, bot in enumerate(order):
+            cells = self.table[bot].values()
+            f = model.fits[bot]
+            lines.append(Ranked(
+                rank=i + 1,
+                bot=bot,
+                rating=round(f.rating, 1),
+                low=round(f.low, 1),
+                high=round(f.high, 1),
+                score=float(sum(c.score for c in cells)),
+                games=sum(c.games for c in cells),
+                wins=sum(c.wins for c in cells),
+                draws=sum(c.draws for c in cells),
+                losses=sum(c.losses for c in cells),
+                forfeits=self.forfeits[bot],
+                stronger_than_next=round(model.stronger(bot, order[i + 1]), 4) if i + 1 < len(order) else None,
+            ))
+        return lines
+
+
+def _key(game: GameRow) -> int | str:
+    """What a game is counted under: its slot, or its id if it has none."""
+    return game.game_id if game.slot is None else game.slot

@@ -3,7 +3,8 @@ row and its games: one function per shape, so the API and the live stream cannot
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import msgspec
@@ -39,19 +40,30 @@ def tournament_game(row: TournamentRow, summary: GameSummary, slot: int) -> Tour
     return TournamentGame(**msgspec.structs.asdict(summary), slot=slot, round=row.schedule[slot][0])
 
 
-def _finished(games: Sequence[GameRow]) -> list[GameRow]:
-    """One finished game per slot (the one that counts)."""
-    by_slot = {g.slot: g for g in games if g.status == "finished"}
-    return list(by_slot.values())
+class Tallies:
+    """Each tournament's :class:`~.results.Tally`, kept between reads and brought up to date
+    with the games read each time (those already counted are skipped), for the few tournaments
+    read last."""
+
+    def __init__(self, size: int = 32) -> None:
+        self.size = size
+        self._by_id: OrderedDict[str, results.Tally] = OrderedDict()
+
+    def of(self, row: TournamentRow, games: Iterable[GameRow]) -> results.Tally:
+        """``row``'s tally with ``games`` counted (each slot's finished game)."""
+        tally = self._by_id.pop(row.tournament_id, None) or results.Tally(participants(row))
+        self._by_id[row.tournament_id] = tally.update(games)
+        while len(self._by_id) > self.size:
+            self._by_id.popitem(last=False)
+        return tally
 
 
-def progress(row: TournamentRow, games: Sequence[GameRow], running: int) -> Progress:
-    done = _finished(games)
+def progress(row: TournamentRow, tally: results.Tally, running: int) -> Progress:
     return Progress(
         planned=planned_games(msgspec.convert(row.definition, TournamentDefinition)),
-        played=len(done),
+        played=tally.played,
         running=running,
-        forfeits=sum(1 for g in done if g.end_reason == "forfeit"),
+        forfeits=tally.forfeited,
     )
 
 
@@ -59,32 +71,29 @@ def participants(row: TournamentRow) -> list[str]:
     return list(row.definition["participants"])
 
 
-def tournament_info(row: TournamentRow, games: Sequence[GameRow], running: int) -> TournamentInfo:
+def tournament_info(row: TournamentRow, tally: results.Tally, running: int) -> TournamentInfo:
     return TournamentInfo(
         tournament_id=row.tournament_id, name=row.name, format=row.definition["format"], state=row.state,  # type: ignore[arg-type]
         participants=participants(row), created=row.created, started=row.started, ended=row.ended,
-        progress=progress(row, games, running),
+        progress=progress(row, tally, running),
     )
 
 
-def _standing(row: TournamentRow, done: Sequence[GameRow]) -> dict[str, Any]:
-    """The ranking and the crosstable it counts from, computed once."""
-    table = results.crosstable(participants(row), done)
-    return {"ranking": results.ranking(participants(row), done, table), "crosstable": table}
+def _standing(tally: results.Tally) -> dict[str, Any]:
+    """The ranking and the crosstable it counts from."""
+    return {"ranking": tally.ranking(), "crosstable": tally.crosstable()}
 
 
-def tournament_results(row: TournamentRow, games: Sequence[GameRow]) -> TournamentResults:
-    done = _finished(games)
+def tournament_results(row: TournamentRow, tally: results.Tally) -> TournamentResults:
     return TournamentResults(
         tournament_id=row.tournament_id, name=row.name, state=row.state,  # type: ignore[arg-type]
-        planned=progress(row, games, 0).planned, played=len(done),
-        **_standing(row, done),
+        planned=progress(row, tally, 0).planned, played=tally.played,
+        **_standing(tally),
     )
 
 
-def tournament_view(row: TournamentRow, games: Sequence[GameRow], running: Sequence[GameSummary],
+def tournament_view(row: TournamentRow, tally: results.Tally, running: Sequence[GameSummary],
                     waiting: Sequence[Waiting]) -> TournamentView:
-    done = _finished(games)
     definition = msgspec.convert(row.definition, TournamentDefinition)
     if row.state not in ("finished", "cancelled"):
         # The seed fixes every deal: shown, it would tell each game's hidden cards before it is played.
@@ -93,9 +102,8 @@ def tournament_view(row: TournamentRow, games: Sequence[GameRow], running: Seque
         tournament_id=row.tournament_id, name=row.name, format=row.definition["format"], state=row.state,  # type: ignore[arg-type]
         definition=definition,
         created=row.created, started=row.started, ended=row.ended,
-        progress=progress(row, games, len(running)),
+        progress=progress(row, tally, len(running)),
         rounds=max((e[0] for e in row.schedule), default=0),
         running=list(running), waiting=list(waiting),
-        **_standing(row, done),
+        **_standing(tally),
     )
-

@@ -6,11 +6,16 @@ import asyncio
 from collections import defaultdict
 from typing import Any
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tournament_kit import create, crosstable_of, finished, play, post, records
 
 from arena_testkit import Harness
 from mandala_client.bots import RandomBot
+from server.ratings import bradley_terry
 from server.storage import GameRow
+from server.storage.base import score_of_seat0
 from server.tournaments import results
 
 FAST = {"pairing_interval_s": 0.05}
@@ -81,6 +86,45 @@ def test_bots_with_equal_ratings_rank_by_name() -> None:
                      result={"winner": 0 if k == 0 else 1, "end_reason": "river", "scores": [1, 0], "cup_sizes": [0, 0]})
              for i, (w, lost) in enumerate(wins) for k in (0, 1)]
     participants = ["ann", "ben", "cat", "dan"]
-    ranked = results.ranking(participants, games, results.crosstable(participants, games))
+    ranked = results.Tally(participants).update(games).ranking()
     assert [(r.bot, r.score) for r in ranked] == [("ben", 4.0), ("dan", 4.0), ("ann", 2.0), ("cat", 2.0)]
     assert ranked[0].rating == ranked[1].rating and ranked[2].rating == ranked[3].rating
+
+
+def _game(slot: int, players: list[str], status: str, winner: int | None, end_reason: str) -> GameRow:
+    return GameRow(game_id=f"g{slot}-{status}", players=players, status=status, rated=False, first_player=0, ply=10,
+                   started="2030-01-01T10:00:00Z", kind="tournament", slot=slot, end_reason=end_reason,
+                   result={"winner": winner, "end_reason": end_reason, "scores": [1, 0], "cup_sizes": [0, 0]})
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_a_tally_read_again_as_games_end_says_what_one_read_at_the_end_says(data: st.DataObject) -> None:
+    """A tournament's tally is kept and brought up to date at each read, the slots' games
+    arriving in any order, read again and again, aborted games and replays among them: its
+    ranking, crosstable, forfeits and Swiss scores equal those of a tally of all the games read
+    once. Each slot counts its finished game once."""
+    bots = ["ann", "ben", "cat", "dan", "eve"][:data.draw(st.integers(2, 5))]
+    games = []
+    for slot in range(data.draw(st.integers(0, 40))):
+        players = data.draw(st.permutations(bots))[:2]
+        if data.draw(st.booleans()):  # cut off by a restart first, then replayed in its slot
+            games.append(_game(slot, players, "aborted", None, "aborted"))
+        winner = data.draw(st.sampled_from([0, 1, None]))
+        reason = "forfeit" if winner is not None and data.draw(st.booleans()) else "river"
+        games.append(_game(slot, players, "finished", winner, reason))
+    order = data.draw(st.permutations(games))
+    kept = results.Tally(bots)
+    for cut in sorted(data.draw(st.lists(st.integers(0, len(order)), max_size=6))) + [len(order)]:
+        kept.update(order[:cut])  # each read holds every game stored so far
+    once = results.Tally(bots).update(games)
+    assert kept.played == once.played == len({g.slot for g in games})
+    assert kept.forfeited == once.forfeited == sum(1 for g in games if g.end_reason == "forfeit")
+    assert kept.ranking() == once.ranking() and kept.crosstable() == once.crosstable()
+    assert kept.scores() == once.scores()
+    assert sum(c.games for row in once.crosstable().values() for c in row.values()) == 2 * once.played
+    # The fit to the pairs' totals is the fit to the games one by one.
+    finished = [(g.players[0], g.players[1], score_of_seat0(g.result)) for g in games if g.status == "finished"]
+    by_game = bradley_terry.fit(finished, bots, results.CENTER)
+    assert {r.bot: r.rating for r in once.ranking()} == pytest.approx({b: round(f.rating, 1) for b, f in by_game.items()},
+                                                                       abs=0.051)
