@@ -40,7 +40,7 @@ from .http.live import setup as setup_live
 from .http.metrics import setup as setup_metrics
 from .http.pages import setup as setup_pages
 from .http.replay import setup as setup_replay
-from .http.requests import AccessLog, request_ids
+from .http.requests import AccessLog, request_ids, stamp_request_id
 from .http.tokens import setup as setup_tokens
 from .http.tournaments import setup as setup_tournaments
 from .http.ws import websocket_handler
@@ -62,6 +62,7 @@ def create_app(settings: Settings, storage: Storage | None = None) -> web.Applic
     (``app[ARENA].admin_token``; ``mandala serve`` prints it)."""
     app = web.Application(middlewares=[request_ids, json_errors], client_max_size=1 << 20,
                           handler_args={"access_log_class": AccessLog})
+    app.on_response_prepare.append(stamp_request_id)
     storage = storage if storage is not None else open_storage(settings.db)
     presence = Presence()
     recorder = GameRecorder(settings, storage, Spool(settings.spool_path or default_spool_path(settings.db), settings.db))

@@ -36,16 +36,26 @@ def new_request_id() -> str:
     return f"{_ids.getrandbits(64):016x}"
 
 
+_ID: web.RequestKey[str] = web.RequestKey("request_id", str)
+
+
 @web.middleware
 async def request_ids(request: web.Request,
                       handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
     given = request.headers.get(HEADER) if request.app[ARENA].settings.trust_forwarded_for else None
     request_id = given if given is not None and _GIVEN.fullmatch(given) else new_request_id()
     REQUEST_ID.set(request_id)  # not reset: aiohttp's access line for it is written after the handler
-    response = await handler(request)
-    if not response.prepared:  # a WebSocket's answer went out with its upgrade
+    request[_ID] = request_id
+    return await handler(request)
+
+
+async def stamp_request_id(request: web.Request, response: web.StreamResponse) -> None:
+    """``on_response_prepare``: every answer says its request's id as its headers go out, a
+    streamed one (an export) and a WebSocket's upgrade included, which are sent before their
+    handler returns."""
+    request_id = request.get(_ID)
+    if request_id is not None:
         response.headers[HEADER] = request_id
-    return response
 
 
 class AccessLog(AccessLogger):

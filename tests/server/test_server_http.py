@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from typing import Any
 
 import msgspec
@@ -349,3 +350,29 @@ async def test_a_request_http_refuses_is_one_line_in_the_log_not_an_error_with_i
     assert [(r.levelname, r.exc_info) for r in lines] == [("INFO", None)]
     assert "Error handling request" in lines[0].getMessage()
     assert (await arena.client.get("/health")).status == 200
+
+
+async def test_every_answer_says_its_request_id_a_streamed_one_and_an_upgrade_included(make_arena: Any) -> None:
+    """An export and a tournament's records are streamed (their headers go out before the
+    handler returns), and a WebSocket's upgrade too: each says its ``X-Request-Id``, as a plain
+    answer and an error do. (The streamed ones and the upgrade said none.)"""
+    arena: Harness = await make_arena()
+    client = arena.client
+    for name in ("alice", "bob"):
+        await arena.create_bot(name)
+    resp = await client.post("/api/tournaments", json={"name": "cup", "format": "round_robin",
+                                                       "participants": ["alice", "bob"]}, headers=AUTH)
+    tid = (await resp.json())["tournament_id"]
+    ids = []
+    for method, path in (("GET", "/health"), ("GET", "/api/nope"), ("GET", "/api/games/export"),
+                         ("GET", "/api/games/export?compress=gzip"), ("HEAD", "/api/games/export"),
+                         ("GET", f"/api/tournaments/{tid}/records")):
+        resp = await client.request(method, path)
+        await resp.read()
+        assert resp.status in (200, 404), (path, resp.status)
+        ids.append(resp.headers.get("X-Request-Id"))
+    ws = await client.ws_connect("/ws")
+    ids.append(ws._response.headers.get("X-Request-Id"))
+    await ws.close()
+    assert all(i is not None and re.fullmatch(r"[0-9a-f]{16}", i) for i in ids), ids
+    assert len(set(ids)) == len(ids)
