@@ -22,6 +22,9 @@ class Pair:
     games: list[str] = field(default_factory=list)
     first_ended: float = 0.0
     """Loop time the first game ended (the return game waits ``return_wait_s`` from then)."""
+    given_up: bool = False
+    """A bot of it was removed from the ladder: no return game, whatever becomes of the bot
+    before the first game ends (restored and listed again, it starts new pairs)."""
 
     @property
     def return_players(self) -> tuple[str, str]:

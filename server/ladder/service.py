@@ -399,6 +399,8 @@ class Ladder:
         self.seeking.discard(bot)
         self.qualification.bots.pop(bot, None)
         self.free_since.pop(bot, None)
+        for pair in [p for p in self.pairs.values() if bot in p.players and p.kind == "ladder"]:
+            pair.given_up = True  # its first game, if running, plays on; no return game follows
         for pair in [p for p in self.returns if bot in p.players]:
             self._drop_return(pair, f"{bot} was removed")
         self._tell(bot)
@@ -501,11 +503,11 @@ class Ladder:
             q.pair = None
 
     def _pair_goes_on(self, pair: Pair) -> bool:
-        """A ladder pair does while neither bot was removed; a qualification pair while its bot
-        still qualifies."""
+        """A ladder pair does while neither bot was removed (since it was paired: one restored
+        meanwhile does not bring it back); a qualification pair while its bot still qualifies."""
         if pair.kind == "qualification":
             return self.qualification.of(pair) is not None
-        return all(self.place(b) == "listed" for b in pair.players)
+        return not pair.given_up and all(self.place(b) == "listed" for b in pair.players)
 
     def _passed(self, bot: str) -> None:
         spawn(self._tasks, self._list(bot), f"listing bot {bot}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import random
 from collections import Counter
 from typing import Any
 
@@ -288,3 +289,41 @@ async def test_a_pair_whose_game_cannot_start_ends_as_one_given_up(make_arena: A
     (pair,) = ladder.pairs.values()
     assert len(pair.games) == 1 and [room.kind for room in manager.games_of("bot00")] == ["ladder"]
     assert ladder.meetings.total("bot00") == ladder.meetings.total("bot01") == 2  # the new pair's two games
+
+
+async def test_a_bot_removed_and_restored_mid_pair_plays_no_return_game_of_that_pair(make_arena: Any) -> None:
+    """§18.6: a removal drops the bot's pairs. bob is removed while the first game of his pair
+    with alice runs, restored and qualified again before it ends: that pair's return game must
+    not be played. (It was, rated: when the first game ended bob was listed again, and the pair
+    went on.)"""
+    arena: Harness = await make_arena(pairing_interval_s=0.05, decision_ms=60_000)
+    ladder = arena.arena.ladder
+    alice = await qualify(arena, "alice", 5)
+    bob = await arena.bot("bob", max_games=2)
+    await seek(bob)
+    await play_out(bob, random_policy(6), games=2)
+    while (await bob.until(LadderStatus)).state != "listed":
+        pass
+    start = await bob.until(GameStart, timeout=10)
+    assert start.kind == "ladder" and start.pair_id in ladder.pairs
+    assert (await arena.client.delete("/api/ladder/bots/bob", headers=AUTH)).status == 200
+    assert (await arena.client.post("/api/ladder/bots/bob/restore", headers=AUTH)).status == 200
+    await bob.send({"type": "seek"})  # qualifies again on his free slot while the ladder game waits
+    rng = random.Random(7)
+    pending: list[Decision] = []
+    listed = False
+    while not listed:
+        msg = await bob.recv()
+        if isinstance(msg, Decision):
+            if msg.game_id == start.game_id:
+                pending.append(msg)
+            else:
+                await bob.send_move(msg, rng.choice(msg.legal))
+        elif isinstance(msg, LadderStatus):
+            listed = msg.state == "listed"
+    for d in pending:
+        await bob.send_move(d, rng.choice(d.legal))
+    (over_a,), (over_b,) = await gather(play_out(alice, random_policy(8)), play_out(bob, random_policy(9)))
+    assert over_a.game_id == over_b.game_id == start.game_id
+    assert start.pair_id not in ladder.pairs and all(p.id != start.pair_id for p in ladder.returns)
+    await gather(alice.close(), bob.close())
