@@ -156,6 +156,18 @@ class Standing(msgspec.Struct, frozen=True, kw_only=True):
     rated_games: int
 
 
+class OpenPair(msgspec.Struct, frozen=True, kw_only=True):
+    """A duplicate pair whose first game's record is held until its return game is over
+    (``server/games/holds.py``): opened by the start row of the pair's first game, closed by
+    the last row of its return game, of a first game that did not finish, or by a
+    :class:`PairClose`."""
+
+    pair_id: str
+    first_game: str
+    return_game: str | None = None
+    """The return game, once its row is stored (running)."""
+
+
 class TournamentRow(msgspec.Struct, kw_only=True):
     """One tournament as stored. ``definition`` is the organizer's (with its seed);
     ``schedule`` lists its games as ``[round, seat0, seat1, deal]`` (Swiss appends a round
@@ -205,7 +217,15 @@ class MoveWrite:
     move: LoggedMove
 
 
-Write = GameWrite | MoveWrite
+@dataclass(frozen=True)
+class PairClose:
+    """A duplicate pair given up (:meth:`Storage.write_games`): its return game will not be
+    played, so its first game's record is no longer held (``server/games/holds.py``)."""
+
+    pair_id: str
+
+
+Write = GameWrite | MoveWrite | PairClose
 
 
 def fixed_changes(changes: list[RatingChange]) -> Rate | None:
@@ -257,6 +277,25 @@ SEASON_INDEXES = [
 """Migration 9's indexes, the same on both backends: a bot's rated games by its count of
 rated games before them; unfinished games by status and tournament games by slot, partial
 (the rest are read through ``games_started``); a bot's games by seat and start."""
+
+OPEN_PAIRS = """CREATE TABLE open_pairs (
+    pair_id     TEXT PRIMARY KEY,
+    first_game  TEXT NOT NULL,
+    return_game TEXT
+)"""
+"""Migration 10, the same on both backends: the :class:`OpenPair` of each duplicate pair whose
+first game's record waits for its return game (a few rows: the pairs under way)."""
+
+OPEN_PAIR = ("INSERT INTO open_pairs (pair_id, first_game) VALUES ({0}, {1}) ON CONFLICT (pair_id)"
+             " DO UPDATE SET return_game = excluded.first_game WHERE open_pairs.first_game <> excluded.first_game")
+"""Written with a pair game's row that is not its last (``{0}``: the pair, ``{1}``: the game):
+the first game stored opens the pair, another names its return game."""
+CLOSE_PAIR_AT_END = "DELETE FROM open_pairs WHERE pair_id = {0} AND (first_game <> {1} OR {2} <> 'finished')"
+"""Written with a pair game's last row (``{2}``: its status): the pair is closed unless this is
+its first game, finished (its return game is still to come). An aborted first game ends its
+pair (the ladder plays no return game after it), a return game's end ends it too."""
+CLOSE_PAIR = "DELETE FROM open_pairs WHERE pair_id = {0}"
+"""A :class:`PairClose`."""
 
 RATING_COLUMNS = "rating0_before, rating0_after, games0_before, rating1_before, rating1_after, games1_before"
 """A rated game's two Elo changes, kept in its own row: a season's rating history costs no
@@ -360,7 +399,12 @@ class Storage(Protocol):
         many games). A row that is not final is inserted or replaced; a final one is stored as
         :meth:`finish_game` says, its rating changes computed by its ``rate`` from the
         standings stored at that point, and the game's move log is dropped (the record holds
-        its moves). A move is appended to its game's log.
+        its moves). A move is appended to its game's log. A :class:`PairClose` closes its pair.
+
+        The rows of a duplicate pair's games keep its :class:`OpenPair`: the first row stored of a pair opens it with that game as its first game, the start
+        row of another game of it names that one its return game, and the last row of any game
+        of it closes it, unless that game is its first game and finished (its return game is
+        still to come).
 
         Returns the games whose writes were refused because the game is no longer running at
         the epoch the write names (another node took it over, or it is over): for those,
@@ -433,6 +477,16 @@ class Storage(Protocol):
         """The tournament's games in slots after ``after_slot`` (every status, or only
         ``finished`` ones: one a slot), by slot then start, at most ``limit``; with their
         records only if ``records``."""
+
+    async def open_pairs(self, pair_ids: Sequence[str] | None = None) -> list[OpenPair]:
+        """The open pairs of ``pair_ids`` (every one, without), by pair id."""
+
+    async def tournament_states(self, tournament_ids: Sequence[str]) -> dict[str, str]:
+        """The stored state of each tournament of ``tournament_ids`` that exists."""
+
+    async def tournament_slots(self, tournament_id: str, slots: Sequence[int]) -> list[GameRow]:
+        """The tournament's games in ``slots`` (every status), without their records, by slot
+        then start."""
 
     async def reset_ratings(self, rating: float = INITIAL_RATING) -> None:
         """Every bot back to ``rating`` with no rated games, and the games rated so far no

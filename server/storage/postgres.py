@@ -17,7 +17,10 @@ import asyncpg
 import msgspec
 
 from .base import (
+    CLOSE_PAIR,
+    CLOSE_PAIR_AT_END,
     INITIAL_RATING,
+    OPEN_PAIR,
     RATING_COLUMNS,
     RUNNING,
     UNFINISHED,
@@ -32,6 +35,8 @@ from .base import (
     MoveWrite,
     NameTaken,
     OneGameWrites,
+    OpenPair,
+    PairClose,
     RatingChange,
     RatingConflict,
     RatingEntry,
@@ -401,8 +406,12 @@ class PostgresStorage(OneGameWrites):
                 if moves:  # in order: a game's moves before the rows queued after them
                     lost |= await self._append_moves(conn, moves)
                     moves = []
-                if not w.final:
+                if isinstance(w, PairClose):
+                    await conn.execute(CLOSE_PAIR.format("$1"), w.pair_id)
+                elif not w.final:
                     await self._write_game(conn, w.row)
+                    if w.row.pair_id is not None:
+                        await conn.execute(OPEN_PAIR.format("$1", "$2"), w.row.pair_id, w.row.game_id)
                 elif not await self._finish_game(conn, w):
                     lost.add(w.row.game_id)
             if moves:
@@ -443,6 +452,8 @@ class PostgresStorage(OneGameWrites):
             return False
         changes = await self._rate(conn, w)
         await self._write_game(conn, row, finish=True, changes=changes)
+        if row.pair_id is not None:
+            await conn.execute(CLOSE_PAIR_AT_END.format("$1", "$2", "$3"), row.pair_id, row.game_id, row.status)
         await self._between_game_and_ratings()
         if not changes:
             return True
@@ -569,6 +580,26 @@ class PostgresStorage(OneGameWrites):
             f"SELECT {columns} FROM games WHERE tournament_id = $1 AND slot > $2{status}"
             " ORDER BY slot, started, id LIMIT $3",
             tournament_id, after_slot, limit,
+        )
+        return [_game_row(r) for r in rows]
+
+    async def open_pairs(self, pair_ids: Sequence[str] | None = None) -> list[OpenPair]:
+        sql = "SELECT pair_id, first_game, return_game FROM open_pairs"
+        if pair_ids is None:
+            rows = await self._p().fetch(sql + " ORDER BY pair_id")
+        else:
+            rows = await self._p().fetch(sql + " WHERE pair_id = ANY($1::text[]) ORDER BY pair_id", sorted(set(pair_ids)))
+        return [OpenPair(pair_id=r[0], first_game=r[1], return_game=r[2]) for r in rows]
+
+    async def tournament_states(self, tournament_ids: Sequence[str]) -> dict[str, str]:
+        rows = await self._p().fetch("SELECT id, state FROM tournaments WHERE id = ANY($1::text[])",
+                                     sorted(set(tournament_ids)))
+        return {r[0]: r[1] for r in rows}
+
+    async def tournament_slots(self, tournament_id: str, slots: Sequence[int]) -> list[GameRow]:
+        rows = await self._p().fetch(
+            f"SELECT {_SUMMARY_COLUMNS} FROM games WHERE tournament_id = $1 AND slot = ANY($2::int[])"
+            " ORDER BY slot, started, id", tournament_id, sorted(set(slots)),
         )
         return [_game_row(r) for r in rows]
 

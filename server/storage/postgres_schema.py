@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 
-from .base import RATING_COLUMNS, SEASON_INDEXES
+from .base import OPEN_PAIRS, RATING_COLUMNS, SEASON_INDEXES
 from .packing import pack_record, pack_telemetry
 
 _SINCE_RESET_V7 = "finish_seq > COALESCE((SELECT value::bigint FROM ladder_settings WHERE key = 'rated_since'), 0)"
@@ -196,6 +196,10 @@ MIGRATIONS: list[list[Any]] = [
         _times_as_written,
         *(f"ALTER TABLE games ALTER COLUMN {c} TYPE BIGINT USING (extract(epoch FROM {c}::timestamptz) * 1000)::bigint"
           for c in ("started", "ended")),
+    ],
+    # 10: records held while their deal is still to be played (see sqlite_schema.py).
+    [
+        OPEN_PAIRS,
     ],
 ]
 

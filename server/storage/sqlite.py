@@ -21,7 +21,10 @@ from typing import Any, TypeVar
 import msgspec
 
 from .base import (
+    CLOSE_PAIR,
+    CLOSE_PAIR_AT_END,
     INITIAL_RATING,
+    OPEN_PAIR,
     RATING_COLUMNS,
     RUNNING,
     UNFINISHED,
@@ -36,6 +39,8 @@ from .base import (
     MoveWrite,
     NameTaken,
     OneGameWrites,
+    OpenPair,
+    PairClose,
     RatingChange,
     RatingConflict,
     RatingEntry,
@@ -70,6 +75,9 @@ _BOT_COLUMNS = "name, token_hash, created, ladder"
 _SINCE_RESET = "finish_seq > COALESCE((SELECT CAST(value AS INTEGER) FROM ladder_settings WHERE key = 'rated_since'), 0)"
 """Rated games count from the last ratings reset on."""
 
+
+_IN_CHUNK = 500
+"""Values of one ``IN (…)`` list at most (SQLite caps a statement's parameters)."""
 
 _NO_END = 1 << 62
 """A ``games_before`` no rating change reaches (no page bound)."""
@@ -390,8 +398,12 @@ class SqliteStorage(OneGameWrites):
                 if isinstance(w, MoveWrite):
                     if not self._append_move(db, w):
                         lost.add(w.game_id)
+                elif isinstance(w, PairClose):
+                    db.execute(CLOSE_PAIR.format("?"), (w.pair_id,))
                 elif not w.final:
                     self._write_game(db, w.row)
+                    if w.row.pair_id is not None:
+                        db.execute(OPEN_PAIR.format("?", "?"), (w.row.pair_id, w.row.game_id))
                 elif not self._finish_game(db, w):
                     lost.add(w.row.game_id)
         return frozenset(lost)
@@ -419,6 +431,8 @@ class SqliteStorage(OneGameWrites):
             return False
         changes = self._rate(w)
         self._write_game(db, g, changes)
+        if g.pair_id is not None:
+            db.execute(CLOSE_PAIR_AT_END.format("?", "?", "?"), (g.pair_id, g.game_id, g.status))
         db.execute(
             "UPDATE games SET finish_seq = (SELECT COALESCE(MAX(finish_seq), 0) + 1 FROM games) WHERE id = ?",
             (g.game_id,),
@@ -542,6 +556,39 @@ class SqliteStorage(OneGameWrites):
             " ORDER BY slot, started, rowid LIMIT ?",
             (tournament_id, after_slot, limit),
         ).fetchall()
+        return [_game_row(r) for r in rows]
+
+    def _open_pairs(self, pair_ids: Sequence[str] | None) -> list[OpenPair]:
+        sql = "SELECT pair_id, first_game, return_game FROM open_pairs"
+        if pair_ids is None:
+            rows = self._conn().execute(sql + " ORDER BY pair_id").fetchall()
+        else:
+            rows = []
+            ids = sorted(set(pair_ids))
+            for start in range(0, len(ids), _IN_CHUNK):
+                chunk = ids[start:start + _IN_CHUNK]
+                rows += self._conn().execute(sql + f" WHERE pair_id IN ({', '.join('?' * len(chunk))})"
+                                             " ORDER BY pair_id", chunk).fetchall()
+        return [OpenPair(pair_id=p, first_game=f, return_game=r) for p, f, r in rows]
+
+    def _tournament_states(self, tournament_ids: Sequence[str]) -> dict[str, str]:
+        ids = sorted(set(tournament_ids))
+        states: dict[str, str] = {}
+        for start in range(0, len(ids), _IN_CHUNK):
+            chunk = ids[start:start + _IN_CHUNK]
+            states.update(self._conn().execute(
+                f"SELECT id, state FROM tournaments WHERE id IN ({', '.join('?' * len(chunk))})", chunk).fetchall())
+        return states
+
+    def _tournament_slots(self, tournament_id: str, slots: Sequence[int]) -> list[GameRow]:
+        wanted = sorted(set(slots))
+        rows: list[tuple[Any, ...]] = []
+        for start in range(0, len(wanted), _IN_CHUNK):
+            chunk = wanted[start:start + _IN_CHUNK]
+            rows += self._conn().execute(
+                f"SELECT {_SUMMARY_COLUMNS} FROM games WHERE tournament_id = ? AND slot IN ({', '.join('?' * len(chunk))})"
+                " ORDER BY slot, started, rowid", (tournament_id, *chunk),
+            ).fetchall()
         return [_game_row(r) for r in rows]
 
     def _reset_ratings(self, rating: float) -> None:
@@ -678,6 +725,15 @@ class SqliteStorage(OneGameWrites):
     async def tournament_games(self, tournament_id: str, *, records: bool = False, finished: bool = False,
                                after_slot: int = -1, limit: int = 1 << 30) -> list[GameRow]:
         return await self._run(self._tournament_games, tournament_id, records, finished, after_slot, limit)
+
+    async def open_pairs(self, pair_ids: Sequence[str] | None = None) -> list[OpenPair]:
+        return await self._run(self._open_pairs, pair_ids)
+
+    async def tournament_states(self, tournament_ids: Sequence[str]) -> dict[str, str]:
+        return await self._run(self._tournament_states, tournament_ids)
+
+    async def tournament_slots(self, tournament_id: str, slots: Sequence[int]) -> list[GameRow]:
+        return await self._run(self._tournament_slots, tournament_id, slots)
 
     async def reset_ratings(self, rating: float = INITIAL_RATING) -> None:
         await self._run(self._reset_ratings, rating)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import msgspec
 
-from .base import RATING_COLUMNS, SEASON_INDEXES
+from .base import OPEN_PAIRS, RATING_COLUMNS, SEASON_INDEXES
 from .packing import pack_record, pack_telemetry
 
 
@@ -190,6 +190,12 @@ MIGRATIONS: list[list[str | Callable[[sqlite3.Connection], None]]] = [
         "DROP TABLE rating_history",
         "ALTER TABLE games DROP COLUMN players",
         *SEASON_INDEXES,
+    ],
+    # 10: records held while their deal is still to be played. A duplicate pair whose first
+    # game's record waits for its return game (``server/games/holds.py``), kept by the games'
+    # own rows (``SqliteStorage._write_games``) and closed when the pair is given up.
+    [
+        OPEN_PAIRS,
     ],
 ]
 """Applied in order on open, each in its own transaction with its number in ``schema_version``.

@@ -32,7 +32,7 @@ from server.storage import (
     Storage,
     TournamentRow,
 )
-from server.storage.base import GameWrite, LoggedMove, MoveWrite, RunningGame
+from server.storage.base import GameWrite, LoggedMove, MoveWrite, OpenPair, PairClose, RunningGame
 from server.storage.sqlite import SqliteStorage
 from server.storage.sqlite_schema import SCHEMA_VERSION
 
@@ -317,7 +317,7 @@ def sql_text(value: Any) -> str:
 async def as_schema_8(storage: Storage) -> None:
     """Turn the (closed) database behind ``storage`` into what schema 8 wrote: each rated
     game's rating changes as two ``rating_history`` rows, the players as JSON, the results as
-    JSON, and its indexes."""
+    JSON, and its indexes (and no table of migration 10)."""
     from server.storage.base import RATING_COLUMNS
     from server.storage.packing import unpack_result
 
@@ -360,6 +360,7 @@ async def as_schema_8(storage: Storage) -> None:
         *(f"ALTER TABLE games DROP COLUMN {c}" for c in RATING_COLUMNS.split(", ")),
         *([] if sqlite else ["ALTER TABLE games DROP COLUMN result_z", "ALTER TABLE games ADD COLUMN seq BIGSERIAL",
                              "CREATE INDEX games_finish_seq ON games (finish_seq)"]),
+        "DROP TABLE open_pairs",
         "DELETE FROM schema_version WHERE version > 8",
     )
 
@@ -504,6 +505,63 @@ async def test_tournaments_rows_transitions_and_their_games(storage: Storage) ->
     assert [g.game_id for g in counted] == ["c", "b"] and all(g.record == {"moves": []} for g in counted)
     assert [g.game_id for g in await storage.tournament_games("t1", finished=True, after_slot=0, limit=5)] == ["b"]
     assert await storage.tournament_games("t2") == []
+
+
+async def test_a_pairs_rows_keep_it_open_from_its_first_games_start_to_its_return_games_end(
+        storage: Storage) -> None:
+    """A duplicate pair is open (its first game's record held, ``server/games/holds.py``) from
+    the first game's start row until the return game's last row, forfeit included; the last row
+    of a first game that did not finish closes it, and so does a ``PairClose`` (a return game
+    dropped)."""
+    await bots(storage, "ann", "ben")
+
+    def pair_game(gid: str, pair: str, status: str, *, back: bool = False, second: int = 0) -> GameRow:
+        players = ("ben", "ann") if back else ("ann", "ben")
+        return msgspec.structs.replace(game(gid, *players, status=status, started=f"2024-01-01T00:00:0{second}.000Z"),
+                                       kind="ladder", pair_id=pair)
+
+    async def write(*writes: Any) -> None:
+        assert await storage.write_games(list(writes)) == frozenset()
+
+    async def opened(*pairs: str) -> list[OpenPair]:
+        return await storage.open_pairs(list(pairs))
+
+    # p1 plays both its games.
+    await write(GameWrite(pair_game("g1", "p1", "running")))
+    assert await opened("p1") == [OpenPair(pair_id="p1", first_game="g1")]
+    await write(GameWrite(pair_game("g1", "p1", "finished"), final=True))
+    assert await opened("p1") == [OpenPair(pair_id="p1", first_game="g1")]
+    await write(GameWrite(pair_game("g2", "p1", "running", back=True, second=1)))
+    assert await opened("p1") == [OpenPair(pair_id="p1", first_game="g1", return_game="g2")]
+    await write(GameWrite(pair_game("g2", "p1", "finished", back=True, second=1), final=True))
+    assert await opened("p1") == []
+    # p2's first game is aborted: no return game follows it.
+    await write(GameWrite(pair_game("h1", "p2", "running")), GameWrite(pair_game("h1", "p2", "aborted"), final=True))
+    # p3's return game is forfeited: a last row only.
+    await write(GameWrite(pair_game("i1", "p3", "running")), GameWrite(pair_game("i1", "p3", "finished"), final=True),
+                GameWrite(pair_game("i2", "p3", "finished", back=True), final=True))
+    # p4's return game is dropped; p5 waits for its return game.
+    await write(GameWrite(pair_game("j1", "p4", "running")), GameWrite(pair_game("j1", "p4", "finished"), final=True),
+                GameWrite(pair_game("k1", "p5", "running")), GameWrite(pair_game("k1", "p5", "finished"), final=True),
+                PairClose("p4"))
+    assert await opened("p1", "p2", "p3", "p4", "p5", "p6") == [OpenPair(pair_id="p5", first_game="k1")]
+    assert await storage.open_pairs() == [OpenPair(pair_id="p5", first_game="k1")]
+    # A game stored again as it was (a spooled game after a crash) opens nothing.
+    await write(GameWrite(pair_game("g1", "p1", "finished"), final=True))
+    assert await storage.open_pairs() == [OpenPair(pair_id="p5", first_game="k1")]
+
+    # What the holds of tournament games read: the states, and the games of some slots.
+    row = TournamentRow(tournament_id="t1", name="cup", definition={}, state="running", created="2024-01-01T00:00:00.000Z")
+    await storage.create_tournament(row)
+    await storage.create_tournament(msgspec.structs.replace(row, tournament_id="t2", state="cancelled"))
+    assert await storage.tournament_states(["t1", "t2", "t3"]) == {"t1": "running", "t2": "cancelled"}
+    for gid, slot, status in (("s0", 0, "aborted"), ("s0b", 0, "finished"), ("s1", 1, "running"), ("s2", 2, "finished")):
+        await storage.save_game(msgspec.structs.replace(game(gid, "ann", "ben", status=status, rated=False),
+                                                        kind="tournament", tournament_id="t1", slot=slot))
+    slots = await storage.tournament_slots("t1", [1, 0])
+    assert [(g.game_id, g.slot, g.status) for g in slots] == [("s0", 0, "aborted"), ("s0b", 0, "finished"),
+                                                              ("s1", 1, "running")]
+    assert all(g.record is None for g in slots) and await storage.tournament_slots("t2", [0, 1]) == []
 
 
 async def test_ladder_games_since_a_time(storage: Storage) -> None:
