@@ -251,12 +251,31 @@ class GameResult(msgspec.Struct):
     cup_sizes: list[int]
 
 
+class RecordHold(msgspec.Struct, kw_only=True):
+    """Why a game that is over has no public record yet: another game on the same deal (deck
+    order, first player, reshuffles) is still to be played or running, and the record would
+    tell its hidden cards. A ladder or qualification pair's first game waits for its return
+    game (``pair_id``); a tournament game waits for the slots on its deal (``tournament_id``,
+    ``slot``: the first of them not over). Once that game is over, or will never be played,
+    the record is public (``GET /api/games/{id}/record``)."""
+
+    pair_id: str | None = None
+    """The duplicate pair whose return game is still to come or running."""
+    tournament_id: str | None = None
+    """The tournament whose ``slot`` on the same deal is still to be played or running."""
+    slot: int | None = None
+    game_id: str | None = None
+    """The game on the same deal running now; ``null`` while it waits to start."""
+
+
 class GameOver(msgspec.Struct, tag="game_over", **_TOLERANT):
-    """The game ended; its whole record (R23) is public now."""
+    """The game ended. ``record`` is its whole record (R23), or ``null`` while it is held:
+    then ``record_held`` says which game on the same deal it waits for."""
 
     game_id: str
     result: GameResult
-    record: Record
+    record: Record | None
+    record_held: RecordHold | None = None
 
 
 ErrorCode = Literal[
