@@ -147,6 +147,7 @@ async def _shutdown(app: web.Application) -> None:
         arena.cluster.leave()  # its games are taken over by another node, not aborted
     else:
         arena.manager.abort_all()
+    await arena.manager.judged()  # every game over is announced before the connections close
     conns = list(arena.presence.connections)
     for conn in conns:
         conn.close(CLOSE_GOING_AWAY, "server shutting down")

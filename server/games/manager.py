@@ -11,6 +11,7 @@ games the ladder and the tournaments decide started on a node of their seats
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
 from collections import OrderedDict
@@ -23,8 +24,9 @@ import mandala
 from mandala import Game, IllegalMove, RecordError
 from mandala.moves import Move
 from mandala.record import move_of
-from protocol.messages import GameKind, GameSummary, PlayMove, Resign
+from protocol.messages import GameKind, GameSummary, PlayMove, RecordHold, Resign
 
+from ..common.callbacks import spawn
 from ..common.ids import new_id
 from ..common.logs import about
 from ..common.refusal import Refusal
@@ -34,6 +36,7 @@ from ..connections.presence import Presence
 from ..recording.recorder import GameRecorder
 from ..storage import GameRow
 from ..storage.base import Claim
+from . import holds
 from .counters import GameCounters
 from .deals import Deal, build_game
 from .room import GameRoom, Journal, Spectator
@@ -66,6 +69,8 @@ class GameManager:
         """In a cluster, where each move is stored before it takes effect (the recorder)."""
         self.counters = GameCounters()
         """What the games here count for ``GET /metrics``."""
+        self._judging: set[asyncio.Task[Any]] = set()
+        """Games over whose record storage is asked about before their ``game_over``."""
 
     # ------------------------------------------------------------------ starting and ending
 
@@ -224,11 +229,35 @@ class GameManager:
         row = room.to_row()
         if room.status == "aborted" and self.journal is None:
             self.recorder.finish(row)
-            self._announce(room)
+            self._judge(room)
             return
         # Only a finished rated game changes the ratings and the pairs' totals as stored.
         stored = (lambda: self._rated_game_stored(room)) if room.rated and room.status == "finished" else None
-        self.recorder.finish(row, durable=lambda: self._announce(room), stored=stored, lost=room.lose)
+        self.recorder.finish(row, durable=lambda: self._judge(room), stored=stored, lost=room.lose)
+
+    def _judge(self, room: GameRoom) -> None:
+        """Announce a game that is over, its record in ``game_over`` or held: a game the rule
+        could hold (a pair's, a tournament's) once storage has said whether it is
+        (``holds.py``), any other at once."""
+        row = room.to_row(record=False)
+        if not holds.may_be_held(row):
+            self._announce(room)
+            return
+        spawn(self._judging, self._judge_then_announce(room, row), f"announcing game {room.id}")
+
+    async def _judge_then_announce(self, room: GameRoom, row: GameRow) -> None:
+        try:
+            hold = await asyncio.wait_for(holds.hold_of(self.recorder.storage, row), self.settings.storage_timeout_s)
+        except Exception as e:  # storage fails: held, as the rule could (it is served once asked again)
+            self.recorder.faults.note(f"asking whether the record of game {room.id} is held", e)
+            hold = holds.assumed(row)
+        self._announce(room, hold)
+
+    async def judged(self) -> None:
+        """Wait until every game over here whose hold is being asked now is announced (at
+        shutdown, before the connections close)."""
+        if self._judging:
+            await asyncio.gather(*list(self._judging), return_exceptions=True)
 
     def _lost(self, room: GameRoom) -> None:
         """Another node runs ``room``'s game now: forget it here without a word to its seats
@@ -254,15 +283,16 @@ class GameManager:
             except Exception:
                 log.exception("a listener failed on the stored rated game %s", room.id, extra=about(game=room.id))
 
-    def _announce(self, room: GameRoom) -> None:
-        """Move the room from running to finished, send ``game_over``, tell the listeners."""
+    def _announce(self, room: GameRoom, hold: RecordHold | None = None) -> None:
+        """Move the room from running to finished, send ``game_over`` (its record held with
+        ``hold``), tell the listeners."""
         self._unregister(room)
         self.finished[room.id] = room
         if room.outcome is not None:
             self.counters.finished[room.kind, room.outcome.end_reason] += 1
         while len(self.finished) > self.settings.finished_cache:
             self.finished.popitem(last=False)
-        room.announce()
+        room.announce(hold)
         for listener in self.listeners:
             try:
                 listener.game_ended(room)
@@ -270,8 +300,10 @@ class GameManager:
                 log.exception("a listener failed on the end of game %s", room.id, extra=about(game=room.id))
 
     async def flush(self) -> None:
-        """Wait until every game row queued so far is in the database."""
+        """Wait until every game row queued so far is in the database, and every game over
+        among them is announced."""
         await self.recorder.flush()
+        await self.judged()
 
     def abort_all(self) -> None:
         for room in list(self.running.values()):

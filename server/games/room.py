@@ -33,6 +33,7 @@ from protocol.messages import (
     OpponentAway,
     OpponentBack,
     Player,
+    RecordHold,
     Update,
 )
 
@@ -385,10 +386,11 @@ class GameRoom:
         self.ended = utc_now()
         self._on_end(self)
 
-    def announce(self) -> None:
-        """Send ``game_over`` with the result and the record to both seats and the spectators."""
+    def announce(self, hold: RecordHold | None = None) -> None:
+        """Send ``game_over`` with the result and the record to both seats and the spectators;
+        with ``hold``, the record is held (``server/games/holds.py``): ``null``, and why."""
         assert self.outcome is not None
-        frame = encode(GameOver(self.id, self.outcome, self.record()))
+        frame = encode(GameOver(self.id, self.outcome, None if hold is not None else self.record(), hold))
         for name in self.players:
             self._deliver(name, frame)
         for conn in self.spectators:

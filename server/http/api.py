@@ -30,6 +30,7 @@ from ..common.logs import about
 from ..common.refusal import Refusal
 from ..connections.auth import check_admin, hash_token, new_token
 from ..connections.peers import client_address, token_allowed
+from ..games import holds
 from ..games.deals import Deal
 from ..games.room import GameRoom
 from ..games.summary import game_summary
@@ -394,14 +395,18 @@ async def get_game(request: web.Request) -> web.Response:
 
 async def over_game(arena: Arena, game_id: str) -> GameRow:
     """A game that is over, with its record: in memory if it ended lately, else from storage.
-    Refuses a running game (its record is public once it is over, R24) and one aborted by a
-    server stop (no record was kept)."""
+    Refuses a running game (its record is public once it is over, R24), one aborted by a
+    server stop (no record was kept), and one whose record is held while another game on its
+    deal is still to be played (``server/games/holds.py``)."""
     room = arena.manager.lookup(game_id)
     row = room.to_row() if room is not None else await _stored(arena, game_id)
     if row.status == "running":
         raise ApiError(409, "game_running", f"game {game_id} is running: its record is public once it is over")
     if row.record is None:
         raise ApiError(404, "no_record", f"game {game_id} was aborted by a server stop: no record was kept")
+    hold = await holds.hold_of(arena.storage, row)
+    if hold is not None:
+        raise ApiError(409, "record_held", holds.describe(game_id, hold), record_held=msgspec.to_builtins(hold))
     return row
 
 

@@ -8,7 +8,8 @@ the last N games of the filter, in the same order: the export starts just after 
 before them, found in the index. Only the games over when it was asked are exported (and,
 without ``until``, started before then), so a game that ends while it streams is not: its
 ``X-Game-Count`` header is exact, and ``limit=N`` takes the last N of those. Running games have
-no public record yet (R24) and are never exported.
+no public record yet (R24) and are never exported; a game whose record is held while another
+game on its deal is still to be played (``server/games/holds.py``) is exported without it.
 """
 
 from __future__ import annotations
@@ -20,10 +21,11 @@ from typing import Any, get_args
 import msgspec
 from aiohttp import web
 
-from protocol.messages import GameKind
+from protocol.messages import GameKind, RecordHold
 
 from ..arena import ARENA
 from ..common.clock import utc_now
+from ..games import holds
 from ..storage import GameFilter, GameRow, GameStatus
 from .api import ApiError
 from .json_lines import stream_json_lines
@@ -48,12 +50,15 @@ class ExportedGame(msgspec.Struct):
     pair_id: str | None
     tournament_id: str | None
     record: dict[str, Any] | None
-    """R23; ``null`` only for a game aborted by a server stop, which kept none."""
+    """R23; ``null`` for a game aborted by a server stop, which kept none, and while it is held."""
+    record_held: RecordHold | None
+    """Why the record is held (``server/games/holds.py``); ``null`` when it is not."""
 
 
-def exported(row: GameRow) -> ExportedGame:
+def exported(row: GameRow, hold: RecordHold | None = None) -> ExportedGame:
     return ExportedGame(row.game_id, row.kind, row.rated, row.status, row.players, row.started, row.ended,
-                        row.end_reason, row.result, row.pair_id, row.tournament_id, row.record)
+                        row.end_reason, row.result, row.pair_id, row.tournament_id,
+                        None if hold is not None else row.record, hold)
 
 
 def iso_time(name: str, raw: str) -> str:
@@ -138,7 +143,8 @@ async def export(request: web.Request) -> web.StreamResponse:
             if limit is not None:
                 rows = rows[:left]
                 left -= len(rows)
-            yield [exported(r) for r in rows]
+            held = await holds.holds_of(arena.storage, rows)
+            yield [exported(r, held.get(r.game_id)) for r in rows]
             if len(rows) < EXPORT_PAGE or (limit is not None and left == 0):
                 return
             after = (rows[-1].started, rows[-1].game_id)

@@ -21,11 +21,13 @@ from typing import Any
 import msgspec
 from aiohttp import web
 
+from protocol.messages import RecordHold
 from protocol.tournaments import TournamentDefinition
 
 from ..arena import ARENA, Arena
 from ..common.clock import utc_now
 from ..common.ids import new_id
+from ..games import holds
 from ..games.summary import game_summary
 from ..storage import TournamentRow
 from ..tournaments.results import Tally
@@ -236,6 +238,9 @@ class RecordLine(msgspec.Struct):
     slot: int | None
     started: str
     ended: str | None
+    record_held: RecordHold | None
+    """Why ``record`` is ``null`` while the other slot of its deal is to be played
+    (``server/games/holds.py``); ``null`` when it is not held."""
 
 
 async def get_records(request: web.Request) -> web.StreamResponse:
@@ -250,7 +255,9 @@ async def get_records(request: web.Request) -> web.StreamResponse:
         while True:
             page = await arena.storage.tournament_games(row.tournament_id, records=True, finished=True,
                                                         after_slot=after, limit=RECORDS_PAGE)
-            yield [RecordLine(g.game_id, g.players, g.result, g.record, g.slot, g.started, g.ended) for g in page]
+            held = await holds.holds_of(arena.storage, page)
+            yield [RecordLine(g.game_id, g.players, g.result, None if g.game_id in held else g.record, g.slot,
+                              g.started, g.ended, held.get(g.game_id)) for g in page]
             if len(page) < RECORDS_PAGE:
                 return
             after = page[-1].slot or 0

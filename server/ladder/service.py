@@ -82,6 +82,10 @@ most a tenth of the loop's time, however often it is woken."""
 GATHER = 512
 """Bots looked at between two yields of a pass."""
 
+PAIR_SWEEP_S = 60.0
+"""How often the leader closes the pairs open in storage that it does not continue
+(:meth:`Ladder.close_stale_pairs`; also when it takes the lead)."""
+
 HOLD_S = 1.0
 """After a game is refused for a reason of the cluster's or the database's (a node that cannot
 be reached, storage failing), no game starts for this long: the refusal would come again at
@@ -225,6 +229,9 @@ class Ladder:
         if self._overtaken(lead):
             return
         await self.refresh_standings()
+        if self._overtaken(lead):
+            return
+        await self.close_stale_pairs()
         if self._overtaken(lead):
             return
         self._loop_task = asyncio.get_running_loop().create_task(self._pairing_loop(), name="ladder-pairing")
@@ -494,6 +501,8 @@ class Ladder:
         newcomer placed by it is free for its next pair), and the bot a qualification pair was
         for may start its next one."""
         self.pairs.pop(pair.id, None)
+        if pair.games:  # its first game's record is held while the pair is open in storage
+            self.manager.recorder.close_pair(pair.id)
         if pair.kind == "ladder":
             if len(pair.games) < 2:
                 self.meetings.add(*pair.players, games=len(pair.games) - 2)
@@ -541,6 +550,8 @@ class Ladder:
         for ``t``, the next waits at least ``PASS_GAP·t`` (at most ``pairing_interval_s``), so
         pairing never takes more than a tenth of the loop, however often bots seek or leave."""
         rest = 0.0
+        loop = asyncio.get_running_loop()
+        swept = loop.time()
         while True:
             try:
                 await asyncio.wait_for(self._wake.wait(), self.settings.pairing_interval_s)
@@ -555,9 +566,31 @@ class Ladder:
             except Exception:
                 log.exception("ladder pairing failed")
             rest = min(PASS_GAP * held, self.settings.pairing_interval_s)
+            if loop.time() - swept >= PAIR_SWEEP_S and self.manager.recorder.failing is None:
+                swept = loop.time()
+                try:
+                    await self.close_stale_pairs()
+                except Exception as e:
+                    self.manager.recorder.faults.note("closing the pairs not continued", e)
 
     def wake(self) -> None:
         self._wake.set()
+
+    async def close_stale_pairs(self) -> None:
+        """Close the pairs open in storage that this ladder does not continue, so their first
+        games' records are held no more (``server/games/holds.py``): those of the node that
+        led before, or of this one before a restart (a new leader starts no return game of
+        theirs), and any whose close was lost. One whose return game runs stays open: its end
+        closes it."""
+        for pair in await self.storage.open_pairs():
+            if pair.pair_id in self.pairs or not self.leading:
+                continue
+            if pair.return_game is not None:
+                row = await self.storage.get_game(pair.return_game)
+                if row is not None and row.status == "running":
+                    continue
+            log.info("pair %s is not continued: its first game's record is no longer held", pair.pair_id)
+            self.manager.recorder.close_pair(pair.pair_id)
 
     def free(self, bot: str) -> int:
         """Games the bot may start now for new pairs: its open slots less those held for its

@@ -43,7 +43,7 @@ from ..config import Settings
 from ..ratings import elo
 from ..ratings.elo import EloSettings
 from ..storage import GameRow, RatingChange, Standing, Storage
-from ..storage.base import GameWrite, MoveWrite, Rate, SchemaTooNew, score_of_seat0
+from ..storage.base import GameWrite, MoveWrite, PairClose, Rate, SchemaTooNew, score_of_seat0
 from .spool import Spool, SpoolError
 
 log = logging.getLogger(__name__)
@@ -81,10 +81,11 @@ class FaultLog:
 
 @dataclass(eq=False)
 class Write:
-    """One game row, or one move of a game's log, on its way to storage."""
+    """One game row, one move of a game's log, or a duplicate pair given up, on its way to
+    storage."""
 
     row: GameRow | None
-    """The row (``None`` for a move)."""
+    """The row (``None`` for a move or a pair)."""
     final: bool
     """The game's last row (finished or aborted), stored with :meth:`Storage.finish_game`."""
     durable: Callable[[], None] | None = None
@@ -96,12 +97,16 @@ class Write:
     """Called instead of the others when storage refused the write because another node runs
     the game now (it took the game over): nothing of it was written."""
     move: MoveWrite | None = None
+    pair: PairClose | None = None
     spooled: bool = False
     spoolable: bool = False
     """A finished game's last row, which may be spooled while the database fails."""
 
     @property
     def game_id(self) -> str:
+        """The game written (for a pair given up, the pair)."""
+        if self.pair is not None:
+            return self.pair.pair_id
         item = self.row if self.row is not None else self.move
         assert item is not None
         return item.game_id
@@ -158,6 +163,12 @@ class GameRecorder:
         """Queue a move for its game's log; ``durable`` runs once it is stored, ``lost`` if
         another node runs the game now (the move was not stored)."""
         self._push(Write(None, final=False, durable=durable, lost=lost, move=move))
+
+    def close_pair(self, pair_id: str) -> None:
+        """Queue the end of a duplicate pair whose return game will not be played (dropped,
+        or never to be played here): its first game's record is held no more
+        (``server/games/holds.py``)."""
+        self._push(Write(None, final=False, pair=PairClose(pair_id)))
 
     def finish(self, row: GameRow, durable: Callable[[], None] | None = None,
                stored: Callable[[], None] | None = None, lost: Callable[[], None] | None = None) -> None:
@@ -360,9 +371,11 @@ class GameRecorder:
             log.warning("game %s: another node runs it now; its spooled end was not stored", row.game_id,
                         extra=about(game=row.game_id))
 
-    def _for_storage(self, w: Write) -> GameWrite | MoveWrite:
+    def _for_storage(self, w: Write) -> GameWrite | MoveWrite | PairClose:
         if w.move is not None:
             return w.move
+        if w.pair is not None:
+            return w.pair
         assert w.row is not None
         return GameWrite(w.row, w.final, self._rate_for(w.row) if w.final else None)
 

@@ -26,6 +26,7 @@ from protocol.messages import (
     LiveGames,
     LiveGameStarted,
     LiveStandings,
+    RecordHold,
 )
 from server.common.refusal import Refusal
 
@@ -75,8 +76,12 @@ async def test_qualification_against_the_house_then_rated_duplicate_pairs(make_a
         assert quals[0].pair_id == quals[1].pair_id is not None
         assert {p.name for p in quals[0].players} == {name, "house"}
         assert quals[0].seat != quals[1].seat
-        first, second = (records(client)[s.game_id].record for s in quals)
-        assert (first.deck, first.first_player) == (second.deck, second.first_player)
+        # The first game's record waited for the return game, dealt the same (held, §12).
+        held, second = (records(client)[s.game_id] for s in quals)
+        assert held.record is None and held.record_held == RecordHold(pair_id=quals[0].pair_id)
+        assert second.record is not None and second.record_held is None
+        first = await arena.get_json(f"/api/games/{quals[0].game_id}/record")
+        assert (first["deck"], first["first_player"]) == (second.record.deck, second.record.first_player)
 
     # Listed and still seeking: the two are paired for a duplicate pair of rated games.
     await gather(play_out(alice, random_policy(3), games=2), play_out(bob, random_policy(4), games=2))
@@ -85,8 +90,10 @@ async def test_qualification_against_the_house_then_rated_duplicate_pairs(make_a
     assert ladder[0].pair_id == ladder[1].pair_id
     assert [p.name for p in ladder[0].players] == [p.name for p in reversed(ladder[1].players)]
     overs = [records(alice)[s.game_id] for s in ladder]
-    assert overs[0].record.deck == overs[1].record.deck
-    assert overs[0].record.first_player == overs[1].record.first_player
+    assert overs[0].record is None and overs[0].record_held == RecordHold(pair_id=ladder[0].pair_id)
+    first = await arena.get_json(f"/api/games/{ladder[0].game_id}/record")
+    assert overs[1].record is not None
+    assert (first["deck"], first["first_player"]) == (overs[1].record.deck, overs[1].record.first_player)
 
     table = await standings(arena)
     assert set(table) == {"alice", "bob"}  # the house bot is never listed

@@ -65,8 +65,9 @@ async def test_export_streams_every_game_over_with_its_record_in_start_order(
     assert [g["game_id"] for g in games] == ids and running not in ids
     for g in games:
         assert set(g) == {"game_id", "kind", "rated", "status", "players", "started", "ended", "end_reason",
-                          "result", "pair_id", "tournament_id", "record"}
+                          "result", "pair_id", "tournament_id", "record", "record_held"}
         assert g["record"] == await arena.get_json(f"/api/games/{g['game_id']}/record")
+        assert g["record_held"] is None
         assert (g["kind"], g["status"], g["rated"]) == ("admin", "finished", False)
         assert_replays(g)
 
