@@ -1,7 +1,9 @@
 """``mandala replay FILE... [--trace]``: replay R23 records (JSON, or the compact form the
 server stores, ``mandala/compact.py``) and print each result. A file may also be an export's
 or a tournament's games (JSON Lines, each game's record in its ``record``, gzipped or not):
-each of its games is replayed."""
+each of its games is replayed; a game exported without its record (held while another game on
+its deal was still to be played, or aborted by a server stop) is passed over with a note on
+standard error."""
 
 from __future__ import annotations
 
@@ -56,6 +58,10 @@ def run(args: argparse.Namespace) -> int:
         where: dict[str, Any] = {}
         try:
             for where, record in _records(data):
+                if record is None:
+                    print(f"mandala replay: {path}: game {where['game_id']}: {_no_record(where)}", file=sys.stderr)
+                    where = {}
+                    continue
                 game = replay(record, on_decision=trace if args.trace else None)
                 out.write(json.dumps({**where, **summary(game)}) + "\n")
                 where = {}
@@ -69,10 +75,23 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _records(data: bytes) -> Iterator[tuple[dict[str, Any], bytes | dict[str, Any]]]:
+def _no_record(where: dict[str, Any]) -> str:
+    """Why an exported game has no record, in words."""
+    held = where.get("record_held")
+    if not isinstance(held, dict):
+        return "no record (aborted by a server stop), passed over"
+    if held.get("tournament_id") is not None:
+        waits = f"slot {held.get('slot')} of tournament {held['tournament_id']} was over"
+    else:
+        waits = f"the return game of pair {held.get('pair_id')} was over"
+    return f"record held until {waits} (export it again then), passed over"
+
+
+def _records(data: bytes) -> Iterator[tuple[dict[str, Any], bytes | dict[str, Any] | None]]:
     """The records a file holds, each with what names it in the output: one record (JSON or
     compact), or the games of an export (JSON Lines: each line's ``record``, named by its
-    ``game_id``). Raises :class:`RecordError` for anything else."""
+    ``game_id``; ``None`` for a game exported without one, with its ``record_held``). Raises
+    :class:`RecordError` for anything else."""
     if not data.lstrip().startswith(b"{"):  # not JSON: the compact form
         try:
             yield {}, msgspec.json.encode(compact.unpack(data))
@@ -95,4 +114,7 @@ def _records(data: bytes) -> Iterator[tuple[dict[str, Any], bytes | dict[str, An
             game_id, record = game["game_id"], game["record"]
         except (ValueError, KeyError, TypeError):
             raise RecordError("R23", f"line {n} is not a game of an export (an object with game_id and record)") from None
+        if record is None:
+            yield {"game_id": game_id, "record_held": game.get("record_held")}, None
+            continue
         yield {"game_id": game_id}, record

@@ -18,6 +18,7 @@
   const AROUND = 10;  // rows above and below a bot found by name
   const PAGE_ROWS = 50;  // rows of a page below the top
   const PAGE_REFRESH_MS = 10000;  // a page below the top is read again at most this often, as the ladder moves
+  const HELD_RETRY_MS = 2000;  // a game whose record is held asks for its replay again this often
   const KIND = { ladder: "ladder", qualification: "qualification", challenge: "challenge", admin: "organizer", tournament: "tournament" };
 
   // ---------------------------------------------------------------- small helpers
@@ -935,6 +936,7 @@
       this.closeWatch();
       const { status, body } = await getJson(`/api/games/${enc(this.id)}/replay`);
       if (!this.alive) return;
+      if (status === 409 && body && body.error && body.error.code === "record_held") return this.held(body.error);
       if (status === 409) return this.watch();
       if (status !== 200) {
         this.status = "aborted";
@@ -955,6 +957,25 @@
           h("span.n", { text: p.ply }), moveWords(p.move, this.players, plies[i].view))));
       this.index = null;
       this.navigate(this.want);
+    }
+
+    /** Over, but its record is held while the other game of its deal is to be played
+     *  (PROTOCOL.md §12.1): the last position as a spectator saw it, what it waits for, and the
+     *  replay asked for again every few seconds, shown once it is served. */
+    async held(error) {
+      this.status = "over";
+      this.setStatus("over");
+      const { status, body } = await getJson(`/api/games/${enc(this.id)}`);
+      if (!this.alive) return;
+      if (status === 200 && body.view) {
+        this.result = body.result;
+        this.showSide(body.view, null, null, body.ply, body.result);
+      }
+      const hold = error.record_held || {};
+      const waits = hold.game_id ? h("a", { "data-testid": "held-for", href: gameHref(hold.game_id), text: "watch it" }) : null;
+      this.toMove.replaceChildren(h("span", { "data-testid": "record-held", text: `${error.message}. The replay comes once it is over.` }),
+        ...(waits ? [" ", waits] : []));
+      setTimeout(() => this.alive && this.mode === "over" && this.loadReplay(), HELD_RETRY_MS);
     }
 
     /** Show what a game route asks for: its eyes and its position (the last by default). */

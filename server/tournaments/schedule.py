@@ -64,8 +64,9 @@ def planned_games(d: TournamentDefinition) -> int:
 def deal_of(seed: int, entry: Sequence[Any]) -> Deal:
     """The deal of a slot (``[round, seat 0, seat 1, deal number]``): its pairing's own, the
     same for both seat orders, drawn from the tournament's seed, the pairing and the number.
-    No two pairings share a deal: a bot is told a game's whole deal in its ``game_over``
-    record, and would know the hidden cards of the same deal against its next opponent."""
+    No two pairings share a deal: a game's record tells its whole deal, and a bot would know the
+    hidden cards of the same deal against its next opponent (within the pairing, the record is
+    held until the deal's other game is over)."""
     _, a, b, number = entry
     first, second = sorted((str(a).lower(), str(b).lower()))
     rng = random.Random(f"{seed}:{first}:{second}:{number}")  # a string seeds the same in every process
@@ -73,7 +74,10 @@ def deal_of(seed: int, entry: Sequence[Any]) -> Deal:
 
 
 def _games(round_no: int, pairings: Sequence[tuple[str, str]], deal_count: int) -> list[Entry]:
-    """Every pairing on every deal, both seat orders; deal by deal so pairings progress evenly."""
+    """Every pairing on every deal, both seat orders; deal by deal so pairings progress evenly.
+    Each deal's two games come in a row, the first at an even slot (every list appended is of
+    even length): slots 2k and 2k + 1, which ``server/games/holds.py`` (``deal_slots``) relies
+    on to hold a game's record until the other game of its deal is over."""
     return [[round_no, *seats, deal] for deal in range(deal_count) for a, b in pairings for seats in ((a, b), (b, a))]
 
 
