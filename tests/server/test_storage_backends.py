@@ -32,7 +32,7 @@ from server.storage import (
     Storage,
     TournamentRow,
 )
-from server.storage.base import GameWrite, LoggedMove, MoveWrite, OpenPair, PairClose, RunningGame
+from server.storage.base import GameWrite, LoggedMove, MoveWrite, RunningGame
 from server.storage.sqlite import SqliteStorage
 from server.storage.sqlite_schema import SCHEMA_VERSION
 
@@ -513,6 +513,8 @@ async def test_a_pairs_rows_keep_it_open_from_its_first_games_start_to_its_retur
     the first game's start row until the return game's last row, forfeit included; the last row
     of a first game that did not finish closes it, and so does a ``PairClose`` (a return game
     dropped)."""
+    from server.storage.base import OpenPair, PairClose
+
     await bots(storage, "ann", "ben")
 
     def pair_game(gid: str, pair: str, status: str, *, back: bool = False, second: int = 0) -> GameRow:

@@ -67,3 +67,28 @@ def test_each_pairing_has_deals_of_its_own_fixed_by_the_seed() -> None:
     field = ["ann", "ben", "cat", "dan", "eve"]
     dealt = [deal_of(5, [1, a, b, n]) for i, a in enumerate(field) for b in field[i + 1:] for n in range(4)]
     assert len({d.reshuffle_seed for d in dealt}) == len(dealt) == 40
+
+
+@settings(max_examples=50)
+@given(names, halves, st.sampled_from(["round_robin", "gauntlet", "swiss"]))
+def test_the_two_slots_of_each_deal_are_the_ones_a_held_record_waits_for(bots: list[str], per: int, fmt: str) -> None:
+    """A tournament game's record is held while the other slot of its deal is to be played
+    (``server/games/holds.py``), and that rule finds the slots of a deal without reading the
+    schedule: slots 2k and 2k + 1, the same deal with the seats swapped, and no other slot on
+    it. So in every format each deal's two games are listed at those slots, Swiss rounds
+    appended included."""
+    from server.games.holds import deal_slots
+
+    d = TournamentDefinition(name="t", format=fmt, participants=bots, games_per_pairing=2 * per,  # type: ignore[arg-type]
+                             bot_under_test=bots[0] if fmt == "gauntlet" else None,
+                             rounds=min(2, len(bots) - 1) if fmt == "swiss" else None)
+    schedule = initial_schedule(d)
+    if fmt == "swiss" and (d.rounds or 0) > 1:
+        schedule += next_swiss_round(d, schedule, {b: (0.0, 0) for b in bots})
+    deals = [deal_of(7, entry) for entry in schedule]
+    for slot, (_, a, b, _) in enumerate(schedule):
+        twins = deal_slots(slot)
+        assert slot in twins and twins[1] - twins[0] == 1 and twins[1] < len(schedule)
+        other = twins[1] if slot == twins[0] else twins[0]
+        assert deals[other] == deals[slot] and schedule[other][1:3] == [b, a]
+        assert [s for s, deal in enumerate(deals) if deal == deals[slot]] == list(twins)

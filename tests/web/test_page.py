@@ -1169,3 +1169,43 @@ async def test_the_open_tournament_list_shows_a_tournament_created_or_cancelled_
     await post(arena, f"/api/tournaments/{tid}/cancel")
     await expect(row.get_by_test_id("row-state")).to_have_text("cancelled", timeout=WAIT_MS)
     assert errors == []
+
+
+async def test_a_game_whose_record_is_held_shows_its_end_and_what_it_waits_for_then_its_replay(
+        make_arena: Any, browser: Any) -> None:
+    """A pair's first game is over, its record held for the return game (PROTOCOL.md §12.1):
+    its page shows the result and the last position, says what it waits for (a link to the
+    return game once that runs), and steps through the replay once the return game is over."""
+    from playwright.async_api import expect
+    from test_held_slots import stop_pairing_loop
+    from test_ladder_switch import seeking_bots
+
+    arena: Harness = await make_arena(pairing_interval_s=60)
+    a, b = await seeking_bots(arena, 2)
+    ladder = arena.arena.ladder
+    stop_pairing_loop(ladder)
+    await ladder.set_paused(False)
+    ladder.pair_now()
+    first, _ = await gather(a.until(GameStart), b.until(GameStart))
+    await gather(play_out(a, random_policy(1)), play_out(b, random_policy(2)))
+    page = await browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    await page.goto(str(arena.client.make_url("/")) + f"#/game/{first.game_id}")
+    note = page.get_by_test_id("record-held")
+    await expect(note).to_contain_text(f"held until the return game of pair {first.pair_id} is over", timeout=WAIT_MS)
+    await expect(page.get_by_test_id("game-status")).to_have_text("over")
+    await expect(page.get_by_test_id("result")).to_be_visible()
+    await expect(page.get_by_test_id("board")).to_have_attribute("data-ply", str((await arena.get_json(
+        f"/api/games/{first.game_id}"))["ply"]))
+    await expect(page.get_by_test_id("replay-controls")).to_be_hidden()
+
+    ladder.pair_now()  # the return game: the page names it, as it asks again
+    back, _ = await gather(a.until(GameStart), b.until(GameStart))
+    await expect(page.get_by_test_id("held-for")).to_have_attribute("href", f"#/game/{back.game_id}", timeout=WAIT_MS)
+    await gather(play_out(a, random_policy(3)), play_out(b, random_policy(4)))
+    await expect(page.get_by_test_id("game-status")).to_have_text("finished", timeout=WAIT_MS)
+    replay = await arena.get_json(f"/api/games/{first.game_id}/replay")
+    await expect(page.get_by_test_id("replay-controls")).to_be_visible()
+    await expect(page.get_by_test_id("board")).to_have_attribute("data-ply", str(len(replay["plies"]) - 1))
+    assert not errors
