@@ -73,12 +73,17 @@ def deal_of(seed: int, entry: Sequence[Any]) -> Deal:
     return Deal(first_player=rng.choice((0, 1)), reshuffle_seed=rng.getrandbits(63))
 
 
-def _games(round_no: int, pairings: Sequence[tuple[str, str]], deal_count: int) -> list[Entry]:
+def _games(round_no: int, pairings: Sequence[tuple[str, str]], deal_count: int,
+           dealt: dict[frozenset[str], int] | None = None) -> list[Entry]:
     """Every pairing on every deal, both seat orders; deal by deal so pairings progress evenly.
     Each deal's two games come in a row, the first at an even slot (every list appended is of
     even length): slots 2k and 2k + 1, which ``server/games/holds.py`` (``deal_slots``) relies
-    on to hold a game's record until the other game of its deal is over."""
-    return [[round_no, *seats, deal] for deal in range(deal_count) for a, b in pairings for seats in ((a, b), (b, a))]
+    on to hold a game's record until the other game of its deal is over. ``dealt``: the deals
+    each pairing played in earlier rounds; a Swiss rematch plays the next ones (the records of
+    those are public: a bot would know the hidden cards of a deal played again)."""
+    first = dealt or {}
+    return [[round_no, *seats, first.get(frozenset((a, b)), 0) + deal]
+            for deal in range(deal_count) for a, b in pairings for seats in ((a, b), (b, a))]
 
 
 def round_robin(participants: Sequence[str]) -> list[list[tuple[str, str]]]:
@@ -117,7 +122,11 @@ def next_swiss_round(d: TournamentDefinition, schedule: Sequence[Entry], scores:
     met = {frozenset((e[1], e[2])) for e in schedule}
     had_bye = {b for r in range(1, last + 1) for b in d.participants
                if b not in {x for e in schedule if e[0] == r for x in (e[1], e[2])}}
-    return _games(last + 1, swiss_pairings(d.participants, scores, met, had_bye), d.games_per_pairing // 2)
+    dealt: dict[frozenset[str], int] = {}
+    for e in schedule:
+        key = frozenset((e[1], e[2]))
+        dealt[key] = max(dealt.get(key, 0), e[3] + 1)
+    return _games(last + 1, swiss_pairings(d.participants, scores, met, had_bye), d.games_per_pairing // 2, dealt)
 
 
 def swiss_pairings(participants: Sequence[str], scores: dict[str, tuple[float, int]],

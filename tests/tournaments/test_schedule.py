@@ -92,3 +92,16 @@ def test_the_two_slots_of_each_deal_are_the_ones_a_held_record_waits_for(bots: l
         other = twins[1] if slot == twins[0] else twins[0]
         assert deals[other] == deals[slot] and schedule[other][1:3] == [b, a]
         assert [s for s, deal in enumerate(deals) if deal == deals[slot]] == list(twins)
+
+
+def test_a_swiss_rematch_plays_deals_of_its_own() -> None:
+    """Two bots meet in every round of a Swiss (a rematch is all there is): each round plays
+    new deals, since the records of the earlier rounds' games are public and tell theirs."""
+    d = TournamentDefinition(name="t", format="swiss", participants=["ann", "ben"], games_per_pairing=4, rounds=3)
+    schedule = initial_schedule(d)
+    for _ in range(2):
+        schedule += next_swiss_round(d, schedule, {"ann": (1.0, 2), "ben": (1.0, 2)})
+    assert [e[0] for e in schedule] == [1] * 4 + [2] * 4 + [3] * 4
+    assert [e[3] for e in schedule] == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
+    deals = [deal_of(9, e) for e in schedule]
+    assert len({d.reshuffle_seed for d in deals}) == 6 and all(deals[2 * k] == deals[2 * k + 1] for k in range(6))
