@@ -253,14 +253,35 @@ INT64_MAX = (1 << 63) - 1
 is refused as the bad input it is."""
 
 
+_WHOLE = re.compile(r"-?[0-9]{1,19}")
+"""A whole number as a query writes it: ASCII digits, a minus sign at most (``int`` would also
+take ``" 5"``, ``"5_0"``, ``"+3"`` and other scripts' digits)."""
+
+
+def query_int(request: web.Request, name: str, default: int, low: int, high: int | None = None) -> int:
+    """The whole-number query parameter ``name`` within ``low`` … ``high`` (``default`` when it
+    is left out or empty), or a typed ``400 invalid_request``."""
+    raw = request.query.get(name, "")
+    if raw == "":
+        return default
+    value = int(raw) if _WHOLE.fullmatch(raw) else low - 1
+    if value < low or (high is not None and value > high):
+        bounds = f"between {low} and {high}" if high is not None else f"at least {low}"
+        raise ApiError(400, "invalid_request", f"{name} is a whole number {bounds}, not {raw[:40]!r}")
+    return value
+
+
+def only_params(request: web.Request, *names: str) -> None:
+    """Refuse a query parameter the endpoint does not know (a typo such as ``player=`` would
+    otherwise answer as if no filter were given) with a typed ``400 invalid_request``."""
+    unknown = sorted(set(request.query) - set(names))
+    if unknown:
+        raise ApiError(400, "invalid_request", f"unknown query parameter(s): {', '.join(unknown)}; "
+                                               f"known: {', '.join(names)}")
+
+
 def _limit(request: web.Request) -> int:
-    try:
-        limit = int(request.query.get("limit", "50"))
-    except ValueError:
-        raise ApiError(400, "invalid_request", "limit is an integer") from None
-    if not 1 <= limit <= 500:
-        raise ApiError(400, "invalid_request", "limit is between 1 and 500")
-    return limit
+    return query_int(request, "limit", 50, 1, 500)
 
 
 CURSOR = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)~([A-Za-z0-9_-]{1,64})")
@@ -302,6 +323,7 @@ async def list_games(request: web.Request) -> web.Response:
     newest first, the running ones first; a full page links to the next one (``Link``): through
     the running games (``running_before``), then through those that are over (``before``)."""
     arena = request.app[ARENA]
+    only_params(request, "status", "bot", "limit", "before", "running_before")
     status = request.query.get("status")
     if status not in (None, "running", "finished", "aborted"):
         raise ApiError(400, "invalid_request", "status is running, finished or aborted")

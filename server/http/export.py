@@ -27,7 +27,7 @@ from ..arena import ARENA
 from ..common.clock import utc_now
 from ..games import holds
 from ..storage import GameFilter, GameRow, GameStatus
-from .api import ApiError
+from .api import ApiError, only_params, query_int
 from .json_lines import stream_json_lines
 
 EXPORT_PAGE = 200
@@ -76,9 +76,7 @@ def iso_time(name: str, raw: str) -> str:
 async def game_filter(request: web.Request) -> GameFilter:
     """The export's filter from the query; typed ``400``/``404`` for a bad one."""
     q = request.query
-    unknown = sorted(set(q) - {"bot", "kind", "status", "since", "until", "compress", "limit"})
-    if unknown:
-        raise ApiError(400, "invalid_request", f"unknown query parameter(s): {', '.join(unknown)}")
+    only_params(request, "bot", "kind", "status", "since", "until", "compress", "limit")
     bot = q.get("bot") or None
     if bot is not None:
         row = await request.app[ARENA].storage.bot_by_name(bot)
@@ -103,18 +101,10 @@ async def game_filter(request: web.Request) -> GameFilter:
 
 def export_limit(request: web.Request) -> int | None:
     """``limit``: how many of the last games to export (``None``: all of them); an integer of at
-    least 1 like ``/api/games``'s, with no upper bound (an export streams any number), or a
-    typed ``400 invalid_request``."""
-    raw = request.query.get("limit")
-    if raw is None:
-        return None
-    try:
-        limit = int(raw)
-    except ValueError:
-        raise ApiError(400, "invalid_request", f"limit is an integer, not {raw[:40]!r}") from None
-    if limit < 1:
-        raise ApiError(400, "invalid_request", f"limit is at least 1, not {limit}")
-    return limit
+    least 1 like ``/api/games``'s, with no upper bound (an export streams any number; left out or
+    empty: all), or a typed ``400 invalid_request``."""
+    limit = query_int(request, "limit", 0, 1)
+    return limit or None
 
 
 async def export(request: web.Request) -> web.StreamResponse:

@@ -18,7 +18,7 @@ from ..cluster.bus import ClusterUnavailable
 from ..games.health import HEALTH_GAMES, health
 from ..ladder.controls import ControlRefused, LadderOp, carry_out
 from ..storage import BotRow
-from .api import INT64_MAX, ApiError, json_response, require_admin
+from .api import INT64_MAX, ApiError, json_response, query_int, require_admin
 
 log = logging.getLogger(__name__)
 
@@ -32,29 +32,14 @@ LADDER_PAGE = 100
 LADDER_PAGE_MAX = 500
 
 
-def _count(request: web.Request, name: str, default: int, low: int, high: int | None) -> int:
-    """A whole-number query parameter within its bounds, or a typed 400."""
-    raw = request.query.get(name)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        value = low - 1
-    if value < low or (high is not None and value > high):
-        bounds = f"between {low} and {high}" if high is not None else f"at least {low}"
-        raise ApiError(400, "invalid_request", f"{name} is a whole number {bounds}, not {raw!r}")
-    return value
-
-
 async def standings(request: web.Request) -> web.Response:
     """``GET /api/ladder?limit=100&offset=0`` or ``?bot=NAME&limit=100``: a page of the
     standings, best first (listed bots only), with the table's ``total`` and the page's
     ``offset``; ``Link`` names the pages before and after it. With ``bot`` the page is the one
     around that bot (``404`` ``unknown_bot`` or ``not_listed`` when it has no row)."""
     arena = request.app[ARENA]
-    limit = _count(request, "limit", LADDER_PAGE, 1, LADDER_PAGE_MAX)
-    offset = _count(request, "offset", 0, 0, None)
+    limit = query_int(request, "limit", LADDER_PAGE, 1, LADDER_PAGE_MAX)
+    offset = query_int(request, "offset", 0, 0)
     bot = request.query.get("bot")
     table = arena.ladder.standings
     total = table.table.total
@@ -127,13 +112,8 @@ async def rating_history(request: web.Request) -> web.Response:
     """``GET /api/bots/{name}/history?before=N&limit=200``: a page of the bot's rating changes."""
     arena = request.app[ARENA]
     row = await _bot(arena, request.match_info["name"])
-    try:
-        limit = int(request.query.get("limit", str(HISTORY_PAGE)))
-        before = int(request.query["before"]) if "before" in request.query else None
-    except ValueError:
-        raise ApiError(400, "invalid_request", "limit and before are integers") from None
-    if not 1 <= limit <= 1000 or (before is not None and not 0 <= before <= INT64_MAX):
-        raise ApiError(400, "invalid_request", f"limit is between 1 and 1000; before is between 0 and {INT64_MAX}")
+    limit = query_int(request, "limit", HISTORY_PAGE, 1, 1000)
+    before = query_int(request, "before", -1, 0, INT64_MAX) if request.query.get("before") else None
     history, older = await _history_page(arena, row.name, limit, before)
     return json_response({"history": history, "before": older})
 

@@ -33,7 +33,7 @@ from ..storage import TournamentRow
 from ..tournaments.results import Tally
 from ..tournaments.schedule import DefinitionError, check, initial_schedule
 from ..tournaments.view import TournamentGame, tournament_game, tournament_info, tournament_results, tournament_view
-from .api import INT64_MAX, ApiError, _limit, json_response, next_link, read_body, require_admin
+from .api import INT64_MAX, ApiError, _limit, json_response, next_link, query_int, read_body, require_admin
 from .json_lines import stream_json_lines
 
 log = logging.getLogger(__name__)
@@ -171,12 +171,7 @@ async def get_games(request: web.Request) -> web.Response:
     arena = request.app[ARENA]
     row = await _tournament(arena, request.match_info["tournament_id"])
     limit = _limit(request)
-    try:
-        after = int(request.query.get("after_slot", "-1"))
-    except ValueError:
-        raise ApiError(400, "invalid_request", "after_slot is an integer") from None
-    if not -1 <= after <= INT64_MAX:
-        raise ApiError(400, "invalid_request", f"after_slot is between -1 (the default: from the first slot) and {INT64_MAX}")
+    after = query_int(request, "after_slot", -1, -1, INT64_MAX)  # the default: from the first slot
     await arena.manager.recorder.settle()
     want, full = limit, False
     while True:  # a page ends where a slot ends: a slot the limit cuts is left to the next page

@@ -376,3 +376,29 @@ async def test_every_answer_says_its_request_id_a_streamed_one_and_an_upgrade_in
     await ws.close()
     assert all(i is not None and re.fullmatch(r"[0-9a-f]{16}", i) for i in ids), ids
     assert len(set(ids)) == len(ids)
+
+
+async def test_query_numbers_are_plain_digits_and_unknown_parameters_are_refused(make_arena: Any) -> None:
+    """A count in a query is ASCII digits (``int`` also took " 5", "5_0", "+3" and "٣"); a
+    parameter ``/api/games`` does not know is refused as the export's are (``player=`` answered
+    every game, as if no filter were given); an empty ``limit=``, as the guides' export template
+    leaves it, means none."""
+    arena: Harness = await make_arena()
+    client = arena.client
+    await arena.create_bot("alice")
+    await arena.create_bot("bob")
+    resp = await client.post("/api/tournaments", json={"name": "cup", "format": "round_robin",
+                                                       "participants": ["alice", "bob"]}, headers=AUTH)
+    tid = (await resp.json())["tournament_id"]
+    for bad in (" 5", "5_0", "+3", "\u0663", "0x10", "5.0"):
+        for path in ("/api/games", "/api/ladder", "/api/bots/alice/history", f"/api/tournaments/{tid}/games",
+                     "/api/games/export"):
+            await api_error(await client.get(path, params={"limit": bad}), 400, "invalid_request")
+        await api_error(await client.get(f"/api/tournaments/{tid}/games", params={"after_slot": bad}), 400,
+                        "invalid_request")
+        await api_error(await client.get("/api/ladder", params={"offset": bad}), 400, "invalid_request")
+    refused = await api_error(await client.get("/api/games?player=alice"), 400, "invalid_request")
+    assert "player" in refused["message"]
+    for fine in ("/api/games?limit=5", f"/api/tournaments/{tid}/games?after_slot=-1&limit=5",
+                 "/api/games/export?bot=&kind=&status=&since=&until=&limit=", "/api/ladder?limit=3&offset=0"):
+        assert (await client.get(fine)).status == 200, fine
