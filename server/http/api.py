@@ -195,6 +195,9 @@ async def create_bot(request: web.Request) -> web.Response:
                            {"Retry-After": str(seconds)}, retry_after=seconds)
     try:
         body: CreateBot = await read_body(request, CreateBot)
+        if not BOT_NAME.fullmatch(body.name):  # the type's pattern lets a newline after the name pass
+            raise ApiError(400, "invalid_request", f"a name is 2 to 32 letters, digits, _, . or -, and nothing "
+                                                   f"else, not {body.name!r}")
         token = new_token()
         try:
             row = await arena.storage.create_bot(body.name, hash_token(token), utc_now(), arena.settings.elo_initial)
@@ -252,6 +255,10 @@ INT64_MAX = (1 << 63) - 1
 """The largest integer storage takes: a query's position (``before``, ``after_slot``) above it
 is refused as the bad input it is."""
 
+
+BOT_NAME = re.compile(r"[A-Za-z0-9_.-]{2,32}")
+"""A new bot's whole name (``BotName``'s pattern, whose ``$`` in Python also matches before a
+last newline: ``"alice\n"`` would pass for ``alice``)."""
 
 _WHOLE = re.compile(r"-?[0-9]{1,19}")
 """A whole number as a query writes it: ASCII digits, a minus sign at most (``int`` would also

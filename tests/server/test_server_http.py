@@ -402,3 +402,19 @@ async def test_query_numbers_are_plain_digits_and_unknown_parameters_are_refused
     for fine in ("/api/games?limit=5", f"/api/tournaments/{tid}/games?after_slot=-1&limit=5",
                  "/api/games/export?bot=&kind=&status=&since=&until=&limit=", "/api/ladder?limit=3&offset=0"):
         assert (await client.get(fine)).status == 200, fine
+
+
+async def test_a_name_with_a_newline_stored_before_it_was_refused_still_reads(make_arena: Any) -> None:
+    """A bot named ``"old1\\n"`` registered before such names were refused (here: stored
+    directly) still plays in tournaments and lists: the name check is the new bot's, not the
+    message types' (a stricter type made every read of such a tournament a 500)."""
+    arena: Harness = await make_arena()
+    await arena.create_bot("alice")
+    await arena.arena.storage.create_bot("old1\n", hash_token("mdl_" + "x" * 43), "2026-01-01T00:00:00.000Z", 1500.0)
+    resp = await arena.client.post("/api/tournaments", json={"name": "cup", "format": "round_robin",
+                                                             "participants": ["alice", "old1\n"]}, headers=AUTH)
+    assert resp.status == 201, await resp.text()
+    tid = (await resp.json())["tournament_id"]
+    for path in ("/api/tournaments", f"/api/tournaments/{tid}", f"/api/tournaments/{tid}/results", "/api/bots"):
+        assert (await arena.client.get(path)).status == 200, path
+    await api_error(await arena.client.post("/api/bots", json={"name": "old2\n"}, headers=AUTH), 400, "invalid_request")

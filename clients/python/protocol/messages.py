@@ -20,10 +20,11 @@ PROTOCOL_VERSION = 1
 """Bumped on any change a conforming bot could notice; the server speaks only this one."""
 
 GameId = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
-BotName = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_.-]{2,32}$(?!\n)")]
-"""2 to 32 letters, digits, ``_``, ``.`` or ``-``. The ``(?!\n)`` keeps Python's ``$``, which
-also matches before a last newline, from letting ``"alice\n"`` pass as a name beside ``alice``
-(ECMAScript's ``$``, a JSON Schema reader's, never did)."""
+BotName = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_.-]{2,32}$")]
+"""2 to 32 letters, digits, ``_``, ``.`` or ``-``. Python's ``$`` also matches before a last
+newline, so ``"alice\n"`` passes this pattern here (ECMAScript's ``$``, a JSON Schema reader's,
+does not): the server checks a new bot's whole name itself (``server/http/api.py``), and a name
+read back from storage, from before it did, still decodes."""
 
 _MSG = dict(tag_field="type", forbid_unknown_fields=True, omit_defaults=False)
 """A bot's messages: the server refuses a field it does not define (``invalid_message``)."""
