@@ -124,6 +124,9 @@ async def _tournament(arena: Arena, tournament_id: str) -> TournamentRow:
 
 async def _tally(arena: Arena, row: TournamentRow) -> Tally:
     """``row``'s results as storage has them now."""
+    final = arena.tournaments.tallies.final(row)
+    if final is not None:
+        return final
     await arena.manager.recorder.settle()
     return arena.tournaments.tallies.of(row, await arena.storage.tournament_games(row.tournament_id))
 
@@ -136,6 +139,9 @@ async def _tally_and_running(arena: Arena, row: TournamentRow) -> tuple[Tally, l
     """The tournament's results, and its running games. The running ones are taken first: a
     game is stored over before it is announced over, so one that ends while storage is read is
     in one or the other, never in neither; one in both counts as over."""
+    final = arena.tournaments.tallies.final(row)
+    if final is not None:
+        return final, []
     running = _running(arena, row.tournament_id)
     await arena.manager.recorder.settle()
     games = await arena.storage.tournament_games(row.tournament_id)

@@ -40,22 +40,41 @@ def tournament_game(row: TournamentRow, summary: GameSummary, slot: int) -> Tour
     return TournamentGame(**msgspec.structs.asdict(summary), slot=slot, round=row.schedule[slot][0])
 
 
+OVER = ("finished", "cancelled")
+"""The states of a tournament that plays no more games."""
+
+
 class Tallies:
     """Each tournament's :class:`~.results.Tally`, kept between reads and brought up to date
     with the games read each time (those already counted are skipped), for the few tournaments
     read last."""
 
-    def __init__(self, size: int = 32) -> None:
+    def __init__(self, size: int = 256) -> None:
         self.size = size
         self._by_id: OrderedDict[str, results.Tally] = OrderedDict()
+        self._over: set[str] = set()
+        """Tournaments whose tally was brought up to date with games read once they were over:
+        nothing changes it any more."""
 
     def of(self, row: TournamentRow, games: Iterable[GameRow]) -> results.Tally:
-        """``row``'s tally with ``games`` counted (each slot's finished game)."""
+        """``row``'s tally with ``games`` counted (each slot's finished game), ``games`` read
+        after ``row``."""
         tally = self._by_id.pop(row.tournament_id, None) or results.Tally(participants(row))
         self._by_id[row.tournament_id] = tally.update(games)
+        if row.state in OVER:
+            self._over.add(row.tournament_id)
         while len(self._by_id) > self.size:
-            self._by_id.popitem(last=False)
+            gone, _ = self._by_id.popitem(last=False)
+            self._over.discard(gone)
         return tally
+
+    def final(self, row: TournamentRow) -> results.Tally | None:
+        """The tally of a tournament that is over, if its games were read since it ended (then
+        they need not be read again: a page that lists the tournaments asks every few seconds)."""
+        if row.state not in OVER or row.tournament_id not in self._over:
+            return None
+        self._by_id.move_to_end(row.tournament_id)
+        return self._by_id[row.tournament_id]
 
 
 def progress(row: TournamentRow, tally: results.Tally, running: int) -> Progress:
