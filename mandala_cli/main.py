@@ -42,10 +42,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 SECRET_OPTIONS = ("--token", "--admin-token")
 """Options whose value may begin with ``-`` (a token issued before the ``mdl_`` prefix)."""
+NAME_OPTIONS = ("--bot", "--bots", "--bot-under-test")
+"""Options whose value may begin with ``-`` too: a bot's name may (``-dash``)."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(join_values(sys.argv[1:] if argv is None else argv, SECRET_OPTIONS))
+    words = sys.argv[1:] if argv is None else argv
+    args = build_parser().parse_args(join_values(words, (*SECRET_OPTIONS, *NAME_OPTIONS)))
     try:
         return int(args.run(args) or 0)
     except BrokenPipeError:  # e.g. piped into head

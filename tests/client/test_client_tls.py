@@ -261,6 +261,22 @@ async def test_token_options_and_files_are_read_as_documented(tmp_path: Path, mo
     assert join_values(["--token", "-x", "--", "--token", "-y"], ("--token",)) == ["--token=-x", "--", "--token", "-y"]
 
 
+def test_a_bot_name_beginning_with_a_dash_is_taken_by_the_options_that_name_bots() -> None:
+    """``-dash`` is a valid bot name: ``mandala export --bot -dash`` and the like are read as
+    written (argparse took ``-dash`` for an option, and the command failed)."""
+    from mandala_cli.main import NAME_OPTIONS
+
+    mandala = build_parser()
+    words = join_values(["export", "--bot", "-dash", "-o", "x.jsonl"], (*SECRET_OPTIONS, *NAME_OPTIONS))
+    assert mandala.parse_args(words).bot == "-dash"
+    words = join_values(["tournament", "create", "--name", "cup", "--format", "gauntlet", "--bots", "-dash,ann",
+                         "--bot-under-test", "-dash"], (*SECRET_OPTIONS, *NAME_OPTIONS))
+    created = mandala.parse_args(words)
+    assert (created.bots, created.bot_under_test) == ("-dash,ann", "-dash")
+    assert cli.build_parser().parse_args(join_values(["--bot", "greedy", "--challenge", "-dash"],
+                                                     ("--token", "--challenge"))).challenge == "-dash"
+
+
 # ------------------------------------------------------------------ the Node.js bot
 
 

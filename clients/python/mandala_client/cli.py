@@ -106,7 +106,8 @@ async def _play(client: Client) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(join_values(sys.argv[1:] if argv is None else argv, ("--token",)))
+    # A token from before the ``mdl_`` prefix, and a bot's name, may begin with ``-``.
+    args = parser.parse_args(join_values(sys.argv[1:] if argv is None else argv, ("--token", "--challenge")))
     if not args.token and not args.token_file:
         args.token = os.environ.get(TOKEN_ENV) or None
     if not args.token and not args.token_file:
