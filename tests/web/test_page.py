@@ -1177,17 +1177,11 @@ async def test_a_game_whose_record_is_held_shows_its_end_and_what_it_waits_for_t
     its page shows the result and the last position, says what it waits for (a link to the
     return game once that runs), and steps through the replay once the return game is over."""
     from playwright.async_api import expect
-    from test_held_slots import stop_pairing_loop
-    from test_ladder_switch import seeking_bots
+    from test_held_records import first_game_played
 
     arena: Harness = await make_arena(pairing_interval_s=60)
-    a, b = await seeking_bots(arena, 2)
     ladder = arena.arena.ladder
-    stop_pairing_loop(ladder)
-    await ladder.set_paused(False)
-    ladder.pair_now()
-    first, _ = await gather(a.until(GameStart), b.until(GameStart))
-    await gather(play_out(a, random_policy(1)), play_out(b, random_policy(2)))
+    a, b, first, _ = await first_game_played(arena)
     page = await browser.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
