@@ -90,7 +90,8 @@ def _no_record(where: dict[str, Any]) -> str:
 def _records(data: bytes) -> Iterator[tuple[dict[str, Any], bytes | dict[str, Any] | None]]:
     """The records a file holds, each with what names it in the output: one record (JSON or
     compact), or the games of an export (JSON Lines: each line's ``record``, named by its
-    ``game_id``; ``None`` for a game exported without one, with its ``record_held``). Raises
+    ``game_id``; ``None`` for a game exported without one, or with only its held record's public
+    part, with its ``record_held``). Raises
     :class:`RecordError` for anything else."""
     if not data.lstrip().startswith(b"{"):  # not JSON: the compact form
         try:
@@ -114,7 +115,7 @@ def _records(data: bytes) -> Iterator[tuple[dict[str, Any], bytes | dict[str, An
             game_id, record = game["game_id"], game["record"]
         except (ValueError, KeyError, TypeError):
             raise RecordError("R23", f"line {n} is not a game of an export (an object with game_id and record)") from None
-        if record is None:
+        if record is None or game.get("record_held"):  # none kept, or its deal held back
             yield {"game_id": game_id, "record_held": game.get("record_held")}, None
             continue
         yield {"game_id": game_id}, record

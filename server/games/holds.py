@@ -17,14 +17,16 @@ swapped, and a game cut off again in its slot. So:
 
 The rule reads storage only, so every node of a cluster answers alike whichever node ran the
 two games. ``game_over`` (``GameManager``), ``GET /api/games/{id}/record`` and ``…/replay``,
-the export and a tournament's ``…/records`` all ask it; a held record leaves the server
-nowhere (its moves are public already: spectators saw them).
+the export and a tournament's ``…/records`` all ask it. A held record's deal leaves the server
+nowhere: ``game_over``, the export and the records give its :func:`public_part` (its moves are
+public already: spectators saw them), the record and the replay answer ``409``.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
+from typing import Any
 
 from protocol.messages import RecordHold
 
@@ -99,6 +101,14 @@ async def hold_of(storage: Storage, row: GameRow) -> RecordHold | None:
     if not may_be_held(row):
         return None
     return (await holds_of(storage, [row])).get(row.game_id)
+
+
+def public_part(record: dict[str, Any]) -> dict[str, Any]:
+    """What a held record may show: its first player and its moves, which its spectators saw
+    played; its deal (``deck``, ``reshuffles``) left empty. A held record is sent so, with
+    ``record_held``, rather than as ``null``, which a client of before held records could not
+    read."""
+    return {**record, "deck": [], "reshuffles": []}
 
 
 def assumed(row: GameRow) -> RecordHold | None:

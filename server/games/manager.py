@@ -100,7 +100,7 @@ class GameManager:
             raise ValueError(f"game {game_id} exists already")
         room = self._room(game_id, players, game, deal, rated=rated, kind=kind, pair_id=pair_id,
                           decision_ms=decision_ms or self.settings.decision_ms, tournament=tournament)
-        self.recorder.save(room.to_row())
+        self.recorder.save(room.to_row(), durable=room.start_stored)
         self.counters.started[kind] += 1
         log.debug("game %s started (%s): %s vs %s", game_id, kind, *players, extra=about(game=game_id))
         for listener in self.listeners:
@@ -202,6 +202,7 @@ class GameManager:
                           kind=row.kind, pair_id=row.pair_id, decision_ms=row.decision_ms, tournament=tournament,
                           epoch=row.epoch, started=row.started)
         room.telemetry.restore(claim.moves)
+        room.start_stored()  # read from storage: its start row is there
         self.counters.taken_over += 1
         log.warning("game %s taken over at ply %d (epoch %d)", room.id, room.ply, room.epoch, extra=about(game=room.id))
         if self.elsewhere is not None:
@@ -246,12 +247,26 @@ class GameManager:
         spawn(self._judging, self._judge_then_announce(room, row), f"announcing game {room.id}")
 
     async def _judge_then_announce(self, room: GameRoom, row: GameRow) -> None:
+        self._announce(room, await self.hold_of(row))
+
+    async def hold_of(self, row: GameRow) -> RecordHold | None:
+        """Whether ``row``'s record is held (``holds.py``), as storage says once it has this
+        node's writes of the game: the rule reads its deal's state there, which the game's
+        start row opened. While that row is not stored (storage fails, or its write is still
+        queued behind others) or storage cannot be asked, every record the rule could hold is
+        held (``holds.assumed``): it is served when asked again."""
+        if not holds.may_be_held(row):
+            return None
+        room = self.lookup(row.game_id)
+        if room is not None and not room.started_stored:
+            await self.recorder.settle()
+        if room is not None and not room.started_stored:
+            return holds.assumed(row)
         try:
-            hold = await asyncio.wait_for(holds.hold_of(self.recorder.storage, row), self.settings.storage_timeout_s)
-        except Exception as e:  # storage fails: held, as the rule could (it is served once asked again)
-            self.recorder.faults.note(f"asking whether the record of game {room.id} is held", e)
-            hold = holds.assumed(row)
-        self._announce(room, hold)
+            return await asyncio.wait_for(holds.hold_of(self.recorder.storage, row), self.settings.storage_timeout_s)
+        except Exception as e:
+            self.recorder.faults.note(f"asking whether the record of game {row.game_id} is held", e)
+            return holds.assumed(row)
 
     async def judged(self) -> None:
         """Wait until every game over here whose hold is being asked now is announced (at

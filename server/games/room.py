@@ -166,6 +166,9 @@ class GameRoom:
         self._away_since: dict[int, float] = {}
         self._clock: asyncio.Handle | None = None
         self._record: Record | None = None
+        self.started_stored = False
+        """Whether this node's row of the game's start is stored (``start_stored``): until it
+        is, storage cannot tell whether its record is held (``server/games/holds.py``)."""
         self._encoded_at = -1
         self._encoded: list[msgspec.Raw | None] = [None, None, None]
 
@@ -386,11 +389,18 @@ class GameRoom:
         self.ended = utc_now()
         self._on_end(self)
 
+    def start_stored(self) -> None:
+        """The recorder stored the game's start row."""
+        self.started_stored = True
+
     def announce(self, hold: RecordHold | None = None) -> None:
         """Send ``game_over`` with the result and the record to both seats and the spectators;
-        with ``hold``, the record is held (``server/games/holds.py``): ``null``, and why."""
+        with ``hold``, the record is held (``server/games/holds.py``): its public part, and why."""
         assert self.outcome is not None
-        frame = encode(GameOver(self.id, self.outcome, None if hold is not None else self.record(), hold))
+        record = self.record()
+        if hold is not None:  # the public part: no deck, no reshuffles (holds.public_part)
+            record = msgspec.structs.replace(record, deck=[], reshuffles=[])
+        frame = encode(GameOver(self.id, self.outcome, record, hold))
         for name in self.players:
             self._deliver(name, frame)
         for conn in self.spectators:

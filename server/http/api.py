@@ -433,7 +433,7 @@ async def over_game(arena: Arena, game_id: str) -> GameRow:
         raise ApiError(409, "game_running", f"game {game_id} is running: its record is public once it is over")
     if row.record is None:
         raise ApiError(404, "no_record", f"game {game_id} was aborted by a server stop: no record was kept")
-    hold = await holds.hold_of(arena.storage, row)
+    hold = await arena.manager.hold_of(row)
     if hold is not None:
         raise ApiError(409, "record_held", holds.describe(game_id, hold), record_held=msgspec.to_builtins(hold))
     return row

@@ -9,7 +9,8 @@ before them, found in the index. Only the games over when it was asked are expor
 without ``until``, started before then), so a game that ends while it streams is not: its
 ``X-Game-Count`` header is exact, and ``limit=N`` takes the last N of those. Running games have
 no public record yet (R24) and are never exported; a game whose record is held while another
-game on its deal is still to be played (``server/games/holds.py``) is exported without it.
+game on its deal is still to be played (``server/games/holds.py``) is exported with its
+record's public part (no deck, no reshuffles).
 """
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ class ExportedGame(msgspec.Struct):
     pair_id: str | None
     tournament_id: str | None
     record: dict[str, Any] | None
-    """R23; ``null`` for a game aborted by a server stop, which kept none, and while it is held."""
+    """R23; ``null`` for a game aborted by a server stop, which kept none; while it is held, its
+    public part (``deck`` and ``reshuffles`` empty)."""
     record_held: RecordHold | None
     """Why the record is held (``server/games/holds.py``); ``null`` when it is not."""
 
@@ -58,7 +60,8 @@ class ExportedGame(msgspec.Struct):
 def exported(row: GameRow, hold: RecordHold | None = None) -> ExportedGame:
     return ExportedGame(row.game_id, row.kind, row.rated, row.status, row.players, row.started, row.ended,
                         row.end_reason, row.result, row.pair_id, row.tournament_id,
-                        None if hold is not None else row.record, hold)
+                        holds.public_part(row.record) if hold is not None and row.record is not None else row.record,
+                        hold)
 
 
 def iso_time(name: str, raw: str) -> str:

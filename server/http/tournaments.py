@@ -240,8 +240,8 @@ class RecordLine(msgspec.Struct):
     started: str
     ended: str | None
     record_held: RecordHold | None
-    """Why ``record`` is ``null`` while the other slot of its deal is to be played
-    (``server/games/holds.py``); ``null`` when it is not held."""
+    """Why ``record`` is only its public part (no deck, no reshuffles) while the other slot of
+    its deal is to be played (``server/games/holds.py``); ``null`` when it is not held."""
 
 
 async def get_records(request: web.Request) -> web.StreamResponse:
@@ -257,8 +257,9 @@ async def get_records(request: web.Request) -> web.StreamResponse:
             page = await arena.storage.tournament_games(row.tournament_id, records=True, finished=True,
                                                         after_slot=after, limit=RECORDS_PAGE)
             held = await holds.holds_of(arena.storage, page)
-            yield [RecordLine(g.game_id, g.players, g.result, None if g.game_id in held else g.record, g.slot,
-                              g.started, g.ended, held.get(g.game_id)) for g in page]
+            yield [RecordLine(g.game_id, g.players, g.result,
+                              holds.public_part(g.record) if g.game_id in held and g.record is not None else g.record,
+                              g.slot, g.started, g.ended, held.get(g.game_id)) for g in page]
             if len(page) < RECORDS_PAGE:
                 return
             after = page[-1].slot or 0

@@ -155,9 +155,9 @@ class GameRecorder:
 
     # ------------------------------------------------------------------ what the server asks
 
-    def save(self, row: GameRow) -> None:
-        """Queue a running game's row (its start)."""
-        self._push(Write(row, final=False))
+    def save(self, row: GameRow, durable: Callable[[], None] | None = None) -> None:
+        """Queue a running game's row (its start); ``durable`` runs once it is stored."""
+        self._push(Write(row, final=False, durable=durable))
 
     def append(self, move: MoveWrite, durable: Callable[[], None], lost: Callable[[], None]) -> None:
         """Queue a move for its game's log; ``durable`` runs once it is stored, ``lost`` if

@@ -81,7 +81,7 @@ async def test_kill_9_during_a_busy_ladder_loses_nothing(tmp_path: Path) -> None
 
         # A pair's first game held its record for the return game; the restarted server
         # continues no pair the kill cut, so each of those records is served now.
-        held = [game_id for game_id, over in seen.over.items() if over.record is None]
+        held = [game_id for game_id, over in seen.over.items() if over.record_held is not None]
         assert held and all(seen.over[g].record_held is not None for g in held)
         records: dict[str, Any] = {}
         restarted = ServeProcess(db, port, config, log)
@@ -111,7 +111,7 @@ async def test_kill_9_during_a_busy_ladder_loses_nothing(tmp_path: Path) -> None
         for game_id, over in seen.over.items():
             row = rows[game_id]
             assert row.status == "finished" and row.result == msgspec.to_builtins(over.result)
-            assert row.record == (records[game_id] if over.record is None else msgspec.to_builtins(over.record))
+            assert row.record == (records[game_id] if over.record_held is not None else msgspec.to_builtins(over.record))
         # Nothing is left running; what the kill cut off is aborted and unrated in effect.
         assert not [g for g in rows.values() if g.status == "running"]
         cut = [g for g in rows.values() if g.status == "aborted"]

@@ -24,8 +24,9 @@ from arena_testkit import Harness, LiveStream, WsClient, gather, play_out, rando
 from protocol.messages import GameOver, GameStart, LiveGameEnded
 from test_export import lines, mandala
 
-DECK = '"deck":'
-"""What a record holds and nothing else sent does (a view says ``deck_size``)."""
+DECK = '"deck":["'
+"""What a record's deal begins with and nothing else sent does (a view says ``deck_size``; a
+held record's public part has ``"deck":[]``)."""
 
 
 async def first_game_played(arena: Harness) -> tuple[WsClient, WsClient, GameStart, list[GameOver]]:
@@ -77,7 +78,7 @@ async def test_a_pairs_first_record_is_held_everywhere_until_its_return_game_is_
     # Both seats and the spectator: the result, no record, and what it waits for.
     for over in (over_a, over_b, seen):
         assert over.game_id == first.game_id and over.result.end_reason != "aborted"
-        assert over.record is None and msgspec.to_builtins(over.record_held) == pair
+        assert (over.record.deck, over.record.reshuffles) == ([], []) and msgspec.to_builtins(over.record_held) == pair
     assert not [raw for raw in a.raw + b.raw + watcher.raw if DECK in raw]
     # Over HTTP: the record and every replay are refused, naming the pair.
     for path in ("record", "replay", "replay?seat=0", "replay?seat=1"):
@@ -85,7 +86,9 @@ async def test_a_pairs_first_record_is_held_everywhere_until_its_return_game_is_
         assert error["record_held"] == pair and first.pair_id in error["message"]
     # The export has the game, without its record.
     text, games = await exported(arena)
-    assert games[first.game_id]["record"] is None and games[first.game_id]["record_held"] == pair
+    held_line = games[first.game_id]
+    assert (held_line["record"]["deck"], held_line["record"]["reshuffles"], held_line["record_held"]) == ([], [], pair)
+    assert held_line["record"]["moves"] == msgspec.to_builtins(over_a.record.moves)  # its public part
     assert DECK not in text
     # What is public anyway stays so: the game, its result, its last position as a spectator saw it.
     game = await arena.get_json(f"/api/games/{first.game_id}")
@@ -102,7 +105,7 @@ async def test_a_pairs_first_record_is_held_everywhere_until_its_return_game_is_
 
     # It ends: its game_over carries its record, and from then on the first game's is served.
     (ret_a,), (ret_b,) = await gather(play_out(a, random_policy(3)), play_out(b, random_policy(4)))
-    assert ret_a.record is not None and ret_a.record_held is None and ret_b.record == ret_a.record
+    assert len(ret_a.record.deck) == 108 and ret_a.record_held is None and ret_b.record == ret_a.record
     record = await arena.get_json(f"/api/games/{first.game_id}/record")
     assert (record["deck"], record["first_player"]) == (ret_a.record.deck, ret_a.record.first_player)
     assert record == (await arena.arena.storage.get_game(first.game_id)).record  # type: ignore[union-attr]
@@ -142,7 +145,7 @@ async def test_a_return_game_forfeited_or_given_up_releases_the_first_record(mak
     a, b, first, overs = await first_game_played(arena)
     ladder, manager = arena.arena.ladder, arena.arena.manager
     pair = {"pair_id": first.pair_id, "tournament_id": None, "slot": None, "game_id": None}
-    assert all(o.record is None and msgspec.to_builtins(o.record_held) == pair for o in overs)
+    assert all(o.record.deck == [] and msgspec.to_builtins(o.record_held) == pair for o in overs)
     await held(arena, f"/api/games/{first.game_id}/record")
 
     if how == "forfeit":
@@ -209,3 +212,42 @@ async def test_mandala_replay_passes_over_a_record_an_export_held(make_arena: An
     await gather(play_out(a, random_policy(7)), play_out(b, random_policy(8)))
     ids, err = await replayed("later.jsonl.gz")
     assert len(ids) == 3 and ids[0] == first.game_id and challenge in ids and err == ""
+
+
+async def test_a_first_game_over_before_its_start_is_stored_has_its_record_held(make_arena: Any) -> None:
+    """The rule reads the pair's state from storage, which the first game's start row opens. A
+    bot resigns that game at once, while its start row still waits to be stored (here: storage
+    is held up); the record and the replays asked for meanwhile wait until that row is stored,
+    then answer that the record is held, as its ``game_over`` says. (They served it: the rule
+    found no open pair yet.)"""
+    arena: Harness = await make_arena(pairing_interval_s=60)
+    a, b = await seeking_bots(arena, 2)
+    ladder, storage = arena.arena.ladder, arena.arena.storage
+    stop_pairing_loop(ladder)
+    await ladder.set_paused(False)
+    go = asyncio.Event()
+    real = storage.write_games
+
+    async def held_up(writes: Any) -> Any:
+        await go.wait()  # the start row (and what follows it) waits here
+        return await real(writes)
+
+    storage.write_games = held_up  # type: ignore[method-assign]
+    ladder.pair_now()
+    first, _ = await gather(a.until(GameStart), b.until(GameStart))
+    await a.send({"type": "resign", "game_id": first.game_id})
+    room = arena.arena.manager.lookup(first.game_id)
+    await wait_until(lambda: room is not None and room.status == "finished", 10, "the resignation was not applied")
+    asked = [asyncio.ensure_future(arena.client.get(f"/api/games/{first.game_id}/{path}"))
+             for path in ("record", "replay", "replay?seat=1")]
+    done, _ = await asyncio.wait(asked, timeout=2.0)  # they wait for the start row (they did not)
+    assert not done
+    go.set()
+    storage.write_games = real  # type: ignore[method-assign]
+    for resp in await asyncio.gather(*asked):
+        body = await resp.json()
+        assert (resp.status, body["error"]["code"], body["error"]["record_held"]["pair_id"]) == (
+            409, "record_held", first.pair_id), body
+    for seat in (a, b):
+        over = await seat.until(GameOver)
+        assert over.game_id == first.game_id and over.record.deck == [] and over.record_held is not None

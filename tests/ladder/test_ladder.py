@@ -78,8 +78,8 @@ async def test_qualification_against_the_house_then_rated_duplicate_pairs(make_a
         assert quals[0].seat != quals[1].seat
         # The first game's record waited for the return game, dealt the same (held, §12).
         held, second = (records(client)[s.game_id] for s in quals)
-        assert held.record is None and held.record_held == RecordHold(pair_id=quals[0].pair_id)
-        assert second.record is not None and second.record_held is None
+        assert held.record.deck == [] and held.record_held == RecordHold(pair_id=quals[0].pair_id)
+        assert len(second.record.deck) == 108 and second.record_held is None
         first = await arena.get_json(f"/api/games/{quals[0].game_id}/record")
         assert (first["deck"], first["first_player"]) == (second.record.deck, second.record.first_player)
 
@@ -90,9 +90,9 @@ async def test_qualification_against_the_house_then_rated_duplicate_pairs(make_a
     assert ladder[0].pair_id == ladder[1].pair_id
     assert [p.name for p in ladder[0].players] == [p.name for p in reversed(ladder[1].players)]
     overs = [records(alice)[s.game_id] for s in ladder]
-    assert overs[0].record is None and overs[0].record_held == RecordHold(pair_id=ladder[0].pair_id)
+    assert overs[0].record.deck == [] and overs[0].record_held == RecordHold(pair_id=ladder[0].pair_id)
     first = await arena.get_json(f"/api/games/{ladder[0].game_id}/record")
-    assert overs[1].record is not None
+    assert len(overs[1].record.deck) == 108
     assert (first["deck"], first["first_player"]) == (overs[1].record.deck, overs[1].record.first_player)
 
     table = await standings(arena)

@@ -163,7 +163,6 @@ async def test_export_refuses_bad_filters_with_typed_errors(make_arena: Any) -> 
         ("limit=-3", 400, "invalid_request"),
         ("limit=three", 400, "invalid_request"),
         ("limit=2.5", 400, "invalid_request"),
-        ("limit=", 400, "invalid_request"),
         ("limit=1e3", 400, "invalid_request"),
     ]:
         await api_error(await arena.client.get(f"/api/games/export?{query}"), status, code)

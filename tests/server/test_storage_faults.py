@@ -314,7 +314,7 @@ async def check_stored(db: str, seen: Seen, since: str, mended: str) -> None:
             assert full is not None and full.record is not None
             # A pair's first game held its record for the return game (held whenever storage
             # could not be asked); it is stored all the same.
-            assert full.record == msgspec.to_builtins(over.record) if over.record is not None else over.record_held
+            assert full.record == msgspec.to_builtins(over.record) if over.record_held is None else over.record.deck == []
         # No game started while the server knew storage was failing.
         during = [g.game_id for g in rows.values() if since < g.started < mended]
         assert not during, f"games started during the outage: {during}"

@@ -253,7 +253,7 @@ class GameResult(msgspec.Struct):
 
 
 class RecordHold(msgspec.Struct, kw_only=True):
-    """Why a game that is over has no public record yet: another game on the same deal (deck
+    """Why a game that is over has no public deal yet: another game on the same deal (deck
     order, first player, reshuffles) is still to be played or running, and the record would
     tell its hidden cards. A ladder or qualification pair's first game waits for its return
     game (``pair_id``); a tournament game waits for the slots on its deal (``tournament_id``,
@@ -270,12 +270,14 @@ class RecordHold(msgspec.Struct, kw_only=True):
 
 
 class GameOver(msgspec.Struct, tag="game_over", **_TOLERANT):
-    """The game ended. ``record`` is its whole record (R23), or ``null`` while it is held:
-    then ``record_held`` says which game on the same deal it waits for."""
+    """The game ended. ``record`` is its whole record (R23), or while it is held its public
+    part: its first player and moves, with ``deck`` and ``reshuffles`` empty (a client of
+    before held records reads it still); then ``record_held`` says which game on the same deal
+    it waits for."""
 
     game_id: str
     result: GameResult
-    record: Record | None
+    record: Record
     record_held: RecordHold | None = None
 
 
