@@ -8,6 +8,7 @@ so an author goes from "my bot lost on time" to the seat replay of that decision
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from ..storage import GameRow
@@ -40,8 +41,10 @@ def _cause(row: GameRow, seat: int) -> str | None:
     return row.end_reason
 
 
-def health(bot: str, rows: list[GameRow]) -> dict[str, Any]:
-    """The health of ``bot`` from its games ``rows`` (most recent first)."""
+def health(bot: str, rows: list[GameRow], held: Collection[str] = ()) -> dict[str, Any]:
+    """The health of ``bot`` from its games ``rows`` (most recent first). The incidents of the
+    games in ``held``, whose records are held (``holds.py``), are counted but not listed: what
+    a bot sent, and the refusal's words, tell its hand, and so the deal still to be played."""
     think: list[float] = []
     slowest: dict[str, Any] | None = None
     counts = dict.fromkeys(("timeouts", "late_answers", "illegal_moves", "invalid_answers", "disconnects",
@@ -79,7 +82,7 @@ def health(bot: str, rows: list[GameRow]) -> dict[str, Any]:
                     counts["illegal_moves" if incident.get("code") == "illegal_move" else "invalid_answers"] += 1
             elif kind in COUNTED:
                 counts[COUNTED[kind]] += 1
-            if kind != "reconnect" and len(incidents) < INCIDENTS_SHOWN:
+            if kind != "reconnect" and len(incidents) < INCIDENTS_SHOWN and row.game_id not in held:
                 incidents.append({"game_id": row.game_id, "started": row.started, **incident})
     think.sort()
     return {

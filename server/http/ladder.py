@@ -15,6 +15,7 @@ from aiohttp import web
 
 from ..arena import ARENA, Arena
 from ..cluster.bus import ClusterUnavailable
+from ..games import holds
 from ..games.health import HEALTH_GAMES, health
 from ..ladder.controls import ControlRefused, LadderOp, carry_out
 from ..storage import BotRow
@@ -81,6 +82,7 @@ async def profile(request: web.Request) -> web.Response:
     await arena.manager.recorder.settle()
     await arena.manager.hear_out()
     games = await arena.storage.games_of(row.name, HEALTH_GAMES, telemetry=True)
+    held = await holds.holds_of(arena.storage, games)  # their incidents could tell a deal still to play
     return json_response({
         "name": row.name,
         "created": row.created,
@@ -91,7 +93,7 @@ async def profile(request: web.Request) -> web.Response:
         "history": history,
         "history_before": older,
         "games": arena.manager.as_they_stand(games[:PROFILE_GAMES]),
-        "health": health(row.name, games),
+        "health": health(row.name, games, held),
     })
 
 

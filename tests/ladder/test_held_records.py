@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from test_ladder import AUTH
 from test_ladder_switch import seeking_bots
 
 from arena_testkit import Harness, LiveStream, WsClient, gather, play_out, random_policy, wait_until
-from protocol.messages import GameOver, GameStart, LiveGameEnded
+from protocol.messages import Decision, Error, GameOver, GameStart, LiveGameEnded
 from test_export import lines, mandala
 
 DECK = '"deck":["'
@@ -251,3 +252,45 @@ async def test_a_first_game_over_before_its_start_is_stored_has_its_record_held(
     for seat in (a, b):
         over = await seat.until(GameOver)
         assert over.game_id == first.game_id and over.record.deck == [] and over.record_held is not None
+
+
+async def test_a_held_games_incidents_are_counted_but_not_listed_until_its_record_is_public(
+        make_arena: Any) -> None:
+    """An illegal move's incident tells what the bot sent and the refusal's words tell its
+    hand ("you hold 2 yellow card(s)"): a hand of a deal still to be played. While the first
+    game's record is held, the bot's profile counts the incident but does not list it; once
+    the return game is over, it lists it. (It listed it at once.)"""
+    arena: Harness = await make_arena(pairing_interval_s=60)
+    a, b = await seeking_bots(arena, 2)
+    ladder = arena.arena.ladder
+    stop_pairing_loop(ladder)
+    await ladder.set_paused(False)
+    ladder.pair_now()
+    first, _ = await gather(a.until(GameStart), b.until(GameStart))
+    name = next(p.name for p in first.players if p.seat == first.seat)
+    rng = random.Random(5)
+
+    async def one_illegal_then_legal(client: WsClient) -> None:
+        tried = False
+        while True:
+            msg = await client.recv()
+            if isinstance(msg, GameOver):
+                return
+            if isinstance(msg, Decision):
+                if not tried and msg.view.phase == "turn":
+                    tried = True
+                    await client.send({"type": "move", "game_id": msg.game_id, "request_id": msg.request_id,
+                                       "move": {"type": "discard", "color": "red", "count": 9}})
+                    await client.until(Error)
+                await client.send_move(msg, rng.choice(msg.legal))
+
+    await gather(one_illegal_then_legal(a), play_out(b, random_policy(2)))
+    await arena.arena.manager.flush()
+    health = (await arena.get_json(f"/api/bots/{name}"))["health"]
+    assert health["illegal_moves"] == 1 and not [i for i in health["incidents"] if i["game_id"] == first.game_id]
+    ladder.pair_now()  # the return game, played out: the first game's record is public, and its incident
+    await gather(play_out(a, random_policy(3)), play_out(b, random_policy(4)))
+    await arena.arena.manager.flush()
+    health = (await arena.get_json(f"/api/bots/{name}"))["health"]
+    listed = [i for i in health["incidents"] if i["game_id"] == first.game_id]
+    assert health["illegal_moves"] == 1 and [i["code"] for i in listed] == ["illegal_move"]
