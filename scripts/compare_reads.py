@@ -163,7 +163,7 @@ def diff(args: argparse.Namespace) -> int:
           f"{len(set(after) - set(before))} only in the second")
     for path in differ[:10]:
         a, b = str(before[path]), str(after.get(path))
-        at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+        at = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
         start = max(0, at - 100)  # where they part, with some of what comes before
         print(f"differs: {path} (from character {at})\n  before: …{a[start:at + 200]}\n  after:  …{b[start:at + 200]}")
     return 1 if differ or set(after) - set(before) else 0
