@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import Counter
+from importlib import metadata
 from typing import Any, get_args
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -166,7 +167,7 @@ async def test_the_counters_move_as_games_are_played(make_arena: Any) -> None:
 
     # Bounded labels only: nothing a client chose, and never a token.
     bounded = {"kind": set(get_args(GameKind)), "reason": set(get_args(EndReason)), "code": set(get_args(ErrorCode)),
-               "le": {repr(b) for b in ACCEPT_BUCKETS_S} | {"+Inf"}, "version": {"0.1.0"}, "protocol": {"1"}}
+               "le": {repr(b) for b in ACCEPT_BUCKETS_S} | {"+Inf"}, "version": {metadata.version("mandala-arena")}, "protocol": {"1"}}
     for samples in [*scrapes, after]:
         for name, labels in samples:
             if name.startswith("mandala_"):
