@@ -101,9 +101,10 @@ async def test_bad_parameters_are_refused_with_a_typed_error_and_change_nothing(
     arena: Harness = await make_arena()
     table = standings_of(250)
     arena.arena.ladder.table = table
-    for query, named in [("limit=0", "limit"), ("limit=501", "limit"), ("limit=ten", "limit"), ("limit=", "limit"),
+    for query, named in [("limit=0", "limit"), ("limit=501", "limit"), ("limit=ten", "limit"), ("limit=+5", "limit"),
                          ("offset=-1", "offset"), ("offset=1.5", "offset"), ("bot=bot-00001&offset=3", "offset")]:
         error = (await arena.get_json(f"/api/ladder?{query}", 400))["error"]
         assert error["code"] == "invalid_request" and named in error["message"], (query, error)
     assert arena.arena.ladder.table is table
     assert ranks((await page(arena, "?limit=2&offset=248"))[0]) == [249, 250]
+    assert len((await page(arena, "?limit=&offset="))[0]["standings"]) == 100  # empty: left out, as everywhere
