@@ -230,7 +230,7 @@ def _run_pool(tasks: list[Task], jobs: int, record: Callable[[dict[str, Any]], b
     """Play ``tasks`` on ``jobs`` worker processes, handing out a few at a time (so memory and
     the wait over what is pending do not grow with the match), until ``record`` says the match
     may stop; whether it did. The workers leave Ctrl-C to the driver, which then stops them at
-    once rather than wait for the pool (a wait a second Ctrl-C could hang)."""
+    once rather than wait for their games (a wait a second Ctrl-C could hang)."""
     pool = ProcessPoolExecutor(max_workers=jobs, initializer=_ignore_ctrl_c)
     queue = iter(tasks)
     pending: set[Future[dict[str, Any]]] = set()
@@ -245,9 +245,11 @@ def _run_pool(tasks: list[Task], jobs: int, record: Callable[[dict[str, Any]], b
             for future in finished:
                 stopped = record(future.result()) or stopped
     except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)
         for child in multiprocessing.active_children():
             child.terminate()
+        # With its workers gone the pool's manager thread ends at once; joined here, it is not
+        # woken at exit through a pipe it may have closed (a traceback, now and then).
+        pool.shutdown(wait=True, cancel_futures=True)
         raise
     pool.shutdown(wait=True, cancel_futures=True)
     return stopped
