@@ -30,17 +30,28 @@ DECK = '"deck":["'
 held record's public part has ``"deck":[]``)."""
 
 
-async def first_game_played(arena: Harness) -> tuple[WsClient, WsClient, GameStart, list[GameOver]]:
-    """bot00 and bot01, listed and seeking, play the first game of a pair and nothing more; the
-    pairing loop is stopped, so its return game waits for ``ladder.pair_now()``. Their
-    connections, the game's start, and the ``game_over`` each seat got."""
+async def bots_ready(arena: Harness) -> tuple[WsClient, WsClient]:
+    """bot00 and bot01, listed and seeking, the ladder running with its pairing loop stopped:
+    a pair starts at :func:`pair_started`, and its return game at the next ``ladder.pair_now()``."""
     a, b = await seeking_bots(arena, 2)
-    ladder = arena.arena.ladder
-    stop_pairing_loop(ladder)
-    await ladder.set_paused(False)
-    ladder.pair_now()
+    stop_pairing_loop(arena.arena.ladder)
+    await arena.arena.ladder.set_paused(False)
+    return a, b
+
+
+async def pair_started(arena: Harness, a: WsClient, b: WsClient) -> GameStart:
+    """Pair ``a`` and ``b``: the first game's start."""
+    arena.arena.ladder.pair_now()
     first, other = await gather(a.until(GameStart), b.until(GameStart))
     assert first.game_id == other.game_id and first.kind == "ladder" and first.pair_id is not None
+    return first
+
+
+async def first_game_played(arena: Harness) -> tuple[WsClient, WsClient, GameStart, list[GameOver]]:
+    """bot00 and bot01 (:func:`bots_ready`) play the first game of a pair and nothing more.
+    Their connections, the game's start, and the ``game_over`` each seat got."""
+    a, b = await bots_ready(arena)
+    first = await pair_started(arena, a, b)
     (over_a,), (over_b,) = await gather(play_out(a, random_policy(1)), play_out(b, random_policy(2)))
     await arena.arena.manager.flush()
     return a, b, first, [over_a, over_b]
@@ -63,13 +74,10 @@ async def exported(arena: Harness) -> tuple[str, dict[str, dict[str, Any]]]:
 
 async def test_a_pairs_first_record_is_held_everywhere_until_its_return_game_is_over(make_arena: Any) -> None:
     arena: Harness = await make_arena(pairing_interval_s=60)
-    a, b = await seeking_bots(arena, 2)
+    a, b = await bots_ready(arena)
     ladder = arena.arena.ladder
-    stop_pairing_loop(ladder)
     live = LiveStream(await arena.client.ws_connect("/live?games=all"))
-    await ladder.set_paused(False)
-    ladder.pair_now()
-    first, _ = await gather(a.until(GameStart), b.until(GameStart))
+    first = await pair_started(arena, a, b)
     watcher, _ = await arena.spectate(first.game_id)
     (over_a,), (over_b,), seen = await gather(play_out(a, random_policy(1)), play_out(b, random_policy(2)),
                                               watcher.until(GameOver))
@@ -222,10 +230,8 @@ async def test_a_first_game_over_before_its_start_is_stored_has_its_record_held(
     then answer that the record is held, as its ``game_over`` says. (They served it: the rule
     found no open pair yet.)"""
     arena: Harness = await make_arena(pairing_interval_s=60)
-    a, b = await seeking_bots(arena, 2)
-    ladder, storage = arena.arena.ladder, arena.arena.storage
-    stop_pairing_loop(ladder)
-    await ladder.set_paused(False)
+    a, b = await bots_ready(arena)
+    storage = arena.arena.storage
     go = asyncio.Event()
     real = storage.write_games
 
@@ -234,8 +240,7 @@ async def test_a_first_game_over_before_its_start_is_stored_has_its_record_held(
         return await real(writes)
 
     storage.write_games = held_up  # type: ignore[method-assign]
-    ladder.pair_now()
-    first, _ = await gather(a.until(GameStart), b.until(GameStart))
+    first = await pair_started(arena, a, b)
     await a.send({"type": "resign", "game_id": first.game_id})
     room = arena.arena.manager.lookup(first.game_id)
     await wait_until(lambda: room is not None and room.status == "finished", 10, "the resignation was not applied")
@@ -261,12 +266,9 @@ async def test_a_held_games_incidents_are_counted_but_not_listed_until_its_recor
     game's record is held, the bot's profile counts the incident but does not list it; once
     the return game is over, it lists it. (It listed it at once.)"""
     arena: Harness = await make_arena(pairing_interval_s=60)
-    a, b = await seeking_bots(arena, 2)
+    a, b = await bots_ready(arena)
     ladder = arena.arena.ladder
-    stop_pairing_loop(ladder)
-    await ladder.set_paused(False)
-    ladder.pair_now()
-    first, _ = await gather(a.until(GameStart), b.until(GameStart))
+    first = await pair_started(arena, a, b)
     name = next(p.name for p in first.players if p.seat == first.seat)
     rng = random.Random(5)
 
