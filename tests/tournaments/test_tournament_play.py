@@ -252,3 +252,33 @@ async def test_a_game_that_ends_while_the_tournament_is_read_is_counted_once(
     assert start.game_id not in manager.running
     view = await arena.get_json(f"/api/tournaments/{tid}")
     assert view["progress"]["played"] == 1  # and the pairing's second game may run by now
+
+
+async def test_the_list_of_tournaments_reads_no_game_of_one_running_here(make_arena: Any) -> None:
+    """``GET /api/tournaments``, which the page's list asks every 5 s, takes a running
+    tournament's progress from its director on a single node, not from a read of every game it
+    played (thousands in a big round robin); the progress is the same: a game running, then
+    played."""
+    arena: Harness = await make_arena()
+    ann, _ben = await arena.bot("ann"), await arena.bot("ben")  # they do not move
+    tid = (await create(arena, participants=["ann", "ben"]))["tournament_id"]
+    await post(arena, f"/api/tournaments/{tid}/start")
+    start = await ann.until(GameStart)
+    storage, manager = arena.arena.storage, arena.arena.manager
+    real = storage.tournament_games
+    reads: list[str] = []
+
+    async def counted(tournament_id: str, **kwargs: Any) -> Any:
+        reads.append(tournament_id)
+        return await real(tournament_id, **kwargs)
+
+    storage.tournament_games = counted  # type: ignore[method-assign]
+    listed = {t["tournament_id"]: t for t in await arena.get_json("/api/tournaments")}
+    assert listed[tid]["progress"]["running"] == 1 and listed[tid]["progress"]["played"] == 0
+    manager.running[start.game_id].resign(0)
+    await manager.flush()
+    listed = {t["tournament_id"]: t for t in await arena.get_json("/api/tournaments")}
+    assert listed[tid]["progress"]["played"] == 1
+    assert tid not in reads
+    storage.tournament_games = real  # type: ignore[method-assign]
+    assert (await arena.get_json(f"/api/tournaments/{tid}"))["progress"]["played"] == 1  # storage says the same
