@@ -34,9 +34,11 @@ def plies(record: dict[str, Any], seat: int | None = None, telemetry: dict[str, 
     return walk(record, seat, telemetry)[0]
 
 
-def walk(record: dict[str, Any], seat: int | None = None,
-         telemetry: dict[str, Any] | None = None) -> tuple[list[dict[str, Any]], mandala.Game]:
-    """:func:`plies`, and the game as it stands at the end of the record."""
+def walk(record: dict[str, Any], seat: int | None = None, telemetry: dict[str, Any] | None = None,
+         asked_last: bool = True) -> tuple[list[dict[str, Any]], mandala.Game]:
+    """:func:`plies`, and the game as it stands at the end of the record. ``asked_last``: whether
+    the decision of the record's last position was asked (not in a forfeited game, which no
+    bot was asked to play)."""
     moves = record["moves"]
     think = iter((telemetry or {}).get("think_ms", [[], []])[seat] if seat is not None else ())
     incidents: defaultdict[int, list[dict[str, Any]]] = defaultdict(list)
@@ -54,7 +56,7 @@ def walk(record: dict[str, Any], seat: int | None = None,
         nonlocal epoch
         epoch = max(epoch, epochs.get(ply, 0))
         entry: dict[str, Any] = {"ply": ply, "move": moves[ply - 1] if ply else None, "view": mandala.view(game, seat)}
-        if seat is not None and not game.is_over and game.to_move == seat:
+        if seat is not None and not game.is_over and game.to_move == seat and (asked_last or ply < len(moves)):
             answer = moves[ply] if ply < len(moves) else None
             entry["decision"] = {
                 "request_id": epoch * REQUEST_EPOCH + ply,
@@ -93,7 +95,7 @@ async def get_replay(request: web.Request) -> web.Response:
         body["measured"] = row.telemetry is not None
         body["decision_ms"] = telemetry.get("decision_ms")
         body["dropped_incidents"] = telemetry.get("dropped", 0)
-    body["plies"], end = walk(row.record, seat, row.telemetry)
+    body["plies"], end = walk(row.record, seat, row.telemetry, asked_last=row.end_reason != "forfeit")
     # Over, so public (R24): both cups as the record leaves them, whatever the eyes.
     body["cups"] = [mandala.view(end, s).private.cup for s in (0, 1)]  # type: ignore[union-attr]
     resp = json_response(body)

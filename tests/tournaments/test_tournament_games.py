@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from tournament_kit import create, post, records
+from tournament_kit import create, finished, post, records
 
 from arena_testkit import Harness, WsClient, first_legal, play_out, random_policy, wait_until
 from protocol.messages import Decision, GameOver, GameStart
@@ -154,3 +154,22 @@ async def test_a_bot_away_with_no_game_left_is_no_longer_listed_as_waited_for(ma
         while (view := await arena.get_json(f"/api/tournaments/{tid}"))["progress"]["forfeits"] < 4:
             await asyncio.sleep(0.05)
     assert view["progress"]["running"] == 1 and view["waiting"] == []
+
+
+async def test_a_forfeits_seat_replay_shows_no_decision_nobody_was_asked(make_arena: Any) -> None:
+    """dan never comes and forfeits; his game's record is its deal and no move. Through either
+    seat's eyes its replay shows the deal and no decision: nobody was asked to play it (it
+    showed the seat to move a decision, unanswered, as if it had run out of time)."""
+    arena: Harness = await make_arena(decision_ms=60_000)
+    ann = await arena.bot("ann")
+    await arena.create_bot("dan")  # never connected
+    tid = (await create(arena, participants=["ann", "dan"], grace_s=0.2))["tournament_id"]
+    await post(arena, f"/api/tournaments/{tid}/start")
+    view = await finished(arena, tid, timeout=20)
+    assert view["progress"]["forfeits"] == 2
+    for game in await games(arena, tid):
+        assert game["result"]["end_reason"] == "forfeit"
+        for seat in (0, 1):
+            replay = await arena.get_json(f"/api/games/{game['game_id']}/replay?seat={seat}")
+            assert [p["ply"] for p in replay["plies"]] == [0] and "decision" not in replay["plies"][0]
+    assert not [f for f in ann.frames if isinstance(f, GameStart)]
