@@ -38,7 +38,8 @@ async def ladder_bot(ladder: Ladder, name: str) -> BotRow:
     if row is None:
         raise ControlRefused(404, "unknown_bot", f"no bot named {name!r}")
     if row.name == ladder.house.name:
-        raise ControlRefused(400, "house_bot", f"{row.name} is the house bot: it plays qualification games only")
+        raise ControlRefused(400, "house_bot", f"{row.name} is the house bot: it is never on the ladder (it plays "
+                                               "the qualification games, and the tournaments it is entered in)")
     return row
 
 
