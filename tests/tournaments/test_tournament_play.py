@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from tournament_kit import create, crosstable_of, finished, play, post, records
+from tournament_kit import create, crosstable_of, finished, games_read, idle_pair_started, play, post, records
 
 from arena_testkit import Harness, WsClient, wait_until
 from mandala_client.bots import GreedyBot, RandomBot
@@ -232,10 +232,7 @@ async def test_a_game_that_ends_while_the_tournament_is_read_is_counted_once(
     (stored, then announced over). The view counts that game, as running or as played, never
     as neither."""
     arena: Harness = await make_arena()
-    ann, _ben = await arena.bot("ann"), await arena.bot("ben")  # they do not move
-    tid = (await create(arena, participants=["ann", "ben"]))["tournament_id"]
-    await post(arena, f"/api/tournaments/{tid}/start")
-    start = await ann.until(GameStart)
+    _, tid, start = await idle_pair_started(arena)
     manager, storage = arena.arena.manager, arena.arena.storage
     tournament_games = storage.tournament_games
 
@@ -260,25 +257,14 @@ async def test_the_list_of_tournaments_reads_no_game_of_one_running_here(make_ar
     played (thousands in a big round robin); the progress is the same: a game running, then
     played."""
     arena: Harness = await make_arena()
-    ann, _ben = await arena.bot("ann"), await arena.bot("ben")  # they do not move
-    tid = (await create(arena, participants=["ann", "ben"]))["tournament_id"]
-    await post(arena, f"/api/tournaments/{tid}/start")
-    start = await ann.until(GameStart)
-    storage, manager = arena.arena.storage, arena.arena.manager
-    real = storage.tournament_games
-    reads: list[str] = []
-
-    async def counted(tournament_id: str, **kwargs: Any) -> Any:
-        reads.append(tournament_id)
-        return await real(tournament_id, **kwargs)
-
-    storage.tournament_games = counted  # type: ignore[method-assign]
-    listed = {t["tournament_id"]: t for t in await arena.get_json("/api/tournaments")}
-    assert listed[tid]["progress"]["running"] == 1 and listed[tid]["progress"]["played"] == 0
-    manager.running[start.game_id].resign(0)
-    await manager.flush()
-    listed = {t["tournament_id"]: t for t in await arena.get_json("/api/tournaments")}
-    assert listed[tid]["progress"]["played"] == 1
+    _, tid, start = await idle_pair_started(arena)
+    manager = arena.arena.manager
+    with games_read(arena) as reads:
+        listed = {t["tournament_id"]: t for t in await arena.get_json("/api/tournaments")}
+        assert listed[tid]["progress"]["running"] == 1 and listed[tid]["progress"]["played"] == 0
+        manager.running[start.game_id].resign(0)
+        await manager.flush()
+        listed = {t["tournament_id"]: t for t in await arena.get_json("/api/tournaments")}
+        assert listed[tid]["progress"]["played"] == 1
     assert tid not in reads
-    storage.tournament_games = real  # type: ignore[method-assign]
     assert (await arena.get_json(f"/api/tournaments/{tid}"))["progress"]["played"] == 1  # storage says the same

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tournament_kit import create, crosstable_of, finished, play, post, records
+from tournament_kit import create, crosstable_of, finished, games_read, play, post, records
 
 from arena_testkit import Harness
 from mandala_client.bots import RandomBot
@@ -43,20 +43,12 @@ async def test_round_robin_every_pairing_plays_the_same_deals_seats_swapped(make
     assert len(lines) == 12 and len({line["game_id"] for line in lines}) == 12
     # Over, it is read from storage once more and then answered from memory: the page's list of
     # tournaments asks every few seconds, and a season's finished tournaments hold many games.
-    storage = arena.arena.storage
-    real = storage.tournament_games
-    reads: list[str] = []
-
-    async def counted(tournament_id: str, **kwargs: Any) -> Any:
-        reads.append(tournament_id)
-        return await real(tournament_id, **kwargs)
-
-    storage.tournament_games = counted  # type: ignore[method-assign]
-    first = [await arena.get_json(p) for p in ("/api/tournaments", f"/api/tournaments/{tid}", f"/api/tournaments/{tid}/results")]
-    assert reads == [] or reads == [tid]  # the director's last publish may have read it already
-    again = [await arena.get_json(p) for p in ("/api/tournaments", f"/api/tournaments/{tid}", f"/api/tournaments/{tid}/results")]
-    assert again == first and len(reads) <= 1
-    storage.tournament_games = real  # type: ignore[method-assign]
+    paths = ("/api/tournaments", f"/api/tournaments/{tid}", f"/api/tournaments/{tid}/results")
+    with games_read(arena) as reads:
+        first = [await arena.get_json(p) for p in paths]
+        assert reads == [] or reads == [tid]  # the director's last publish may have read it already
+        again = [await arena.get_json(p) for p in paths]
+        assert again == first and len(reads) <= 1
     # Each pairing played two deals of its own, each once in each seat order: no deal reached
     # a second pairing, whose bots would have known its cards from the first one's records.
     by_deal: dict[tuple[Any, ...], set[tuple[str, str]]] = defaultdict(set)

@@ -7,11 +7,14 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from arena_testkit import ADMIN, Harness, play
+from arena_testkit import ADMIN, Harness, WsClient, play
+from protocol.messages import GameStart
 
-__all__ = ["AUTH", "create", "crosstable_of", "finished", "play", "post", "records"]
+__all__ = ["AUTH", "create", "crosstable_of", "finished", "games_read", "idle_pair_started", "play", "post", "records"]
 
 AUTH = {"Authorization": f"Bearer {ADMIN}"}
 
@@ -63,3 +66,30 @@ def crosstable_of(lines: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, 
             else:
                 cell["losses"] += 1
     return dict(table)
+
+
+async def idle_pair_started(arena: Harness) -> tuple[WsClient, str, GameStart]:
+    """ann and ben, who never move, in a started two-bot tournament: ann's connection, the
+    tournament's id and its first game's start."""
+    ann, _ben = await arena.bot("ann"), await arena.bot("ben")
+    tid = (await create(arena, participants=["ann", "ben"]))["tournament_id"]
+    await post(arena, f"/api/tournaments/{tid}/start")
+    return ann, tid, await ann.until(GameStart)
+
+
+@contextmanager
+def games_read(arena: Harness) -> Iterator[list[str]]:
+    """The tournaments whose games storage is asked for while the block runs, in order."""
+    storage = arena.arena.storage
+    real = storage.tournament_games
+    reads: list[str] = []
+
+    async def counted(tournament_id: str, **kwargs: Any) -> Any:
+        reads.append(tournament_id)
+        return await real(tournament_id, **kwargs)
+
+    storage.tournament_games = counted  # type: ignore[method-assign]
+    try:
+        yield reads
+    finally:
+        storage.tournament_games = real  # type: ignore[method-assign]
