@@ -9,10 +9,10 @@ is first counted against its address (``connections_per_ip``, as a WebSocket is)
 to ``loop.connect_accepted_socket`` with the TLS context and ``tls_handshake_timeout_s``. The
 count is given back when the connection closes: a failed handshake at once, else when the
 connection is lost (:class:`_Counted` sees it), which for a client that never answers the
-server's closing of TLS is ``tls_handshake_timeout_s`` after it (the loop's default is 30 s). So a client that finishes its handshakes and then
-says nothing holds no more connections than its share, and each is closed once it has been
-idle for ``idle_timeout_s`` (:func:`tls_runner`). A WebSocket on such a connection is this one
-count (``api.connection_slot`` takes none for it). A request that arrives by TLS is
+server's closing of TLS is ``tls_handshake_timeout_s`` after it (the loop's default is 30 s).
+So a client that finishes its handshakes and then says nothing holds no more connections than
+its share, and each is closed once it has been idle for ``idle_timeout_s`` (:func:`tls_runner`).
+A WebSocket on such a connection is this one count (``api.connection_slot`` takes none for it). A request that arrives by TLS is
 ``request.secure`` (aiohttp reads it off the transport).
 """
 

@@ -66,10 +66,8 @@ class Tally:
 
     def update(self, games: Iterable[GameRow]) -> Tally:
         """Count those of ``games`` not counted yet; ``self``."""
-        counted = self.counted
         for game in games:
-            if _key(game) not in counted:
-                self.add(game)
+            self.add(game)
         return self
 
     @property
