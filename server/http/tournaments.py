@@ -32,7 +32,7 @@ from ..games.summary import game_summary
 from ..storage import TournamentRow
 from ..tournaments.results import Tally
 from ..tournaments.schedule import DefinitionError, check, initial_schedule
-from ..tournaments.view import TournamentGame, tournament_game, tournament_info, tournament_results, tournament_view
+from ..tournaments.view import OVER, TournamentGame, tournament_game, tournament_info, tournament_results, tournament_view
 from .api import INT64_MAX, ApiError, _limit, json_response, next_link, query_int, read_body, require_admin
 from .json_lines import stream_json_lines
 
@@ -122,11 +122,26 @@ async def _tournament(arena: Arena, tournament_id: str) -> TournamentRow:
     return row
 
 
-async def _tally(arena: Arena, row: TournamentRow) -> Tally:
-    """``row``'s results as storage has them now."""
+def _kept(arena: Arena, row: TournamentRow) -> tuple[Tally, list[Any]] | None:
+    """``row``'s results and running games without a read of its games, where this node has
+    them: a tournament over (kept since its last read), or one its director runs on a single
+    node (each slot's finished game is handed to it as its game ends, in the same step that
+    takes the game from its running ones). A big round robin has thousands of games, and every
+    page load asks."""
     final = arena.tournaments.tallies.final(row)
     if final is not None:
-        return final
+        return final, []
+    run = arena.tournaments.runs.get(row.tournament_id)
+    if run is None or arena.cluster is not None or row.state in OVER:
+        return None  # one just over is read from storage once more; its tally is final from then on
+    return arena.tournaments.tallies.of(row, run.games.values()), arena.tournaments.running(run)
+
+
+async def _tally(arena: Arena, row: TournamentRow) -> Tally:
+    """``row``'s results as this node or storage has them now."""
+    kept = _kept(arena, row)
+    if kept is not None:
+        return kept[0]
     await arena.manager.recorder.settle()
     return arena.tournaments.tallies.of(row, await arena.storage.tournament_games(row.tournament_id))
 
@@ -139,9 +154,9 @@ async def _tally_and_running(arena: Arena, row: TournamentRow) -> tuple[Tally, l
     """The tournament's results, and its running games. The running ones are taken first: a
     game is stored over before it is announced over, so one that ends while storage is read is
     in one or the other, never in neither; one in both counts as over."""
-    final = arena.tournaments.tallies.final(row)
-    if final is not None:
-        return final, []
+    kept = _kept(arena, row)
+    if kept is not None:
+        return kept
     running = _running(arena, row.tournament_id)
     await arena.manager.recorder.settle()
     games = await arena.storage.tournament_games(row.tournament_id)
@@ -154,13 +169,7 @@ async def list_all(request: web.Request) -> web.Response:
     arena = request.app[ARENA]
     out = []
     for row in await arena.storage.list_tournaments():
-        run = arena.tournaments.runs.get(row.tournament_id)
-        if run is not None and arena.cluster is None:
-            # One node runs it and has each slot's finished game as it ends: its progress needs no
-            # read of every game (the page's list asks every 5 s).
-            tally, running = arena.tournaments.tallies.of(row, run.games.values()), _running(arena, row.tournament_id)
-        else:
-            tally, running = await _tally_and_running(arena, row)
+        tally, running = await _tally_and_running(arena, row)  # the page's list asks every 5 s
         out.append(tournament_info(row, tally, len(running)))
     return json_response(out)
 

@@ -474,10 +474,13 @@ class Director:
             if run.dirty:
                 self._publish(run)
 
+    def running(self, run: Run) -> list[GameSummary]:
+        """``run``'s games running on this node, as they stand."""
+        found = (self.manager.running_summary(g) for g in run.running.values())
+        return [g for g in found if g is not None]
+
     def _publish(self, run: Run) -> None:
         run.dirty = False
-        found = (self.manager.running_summary(g) for g in run.running.values())
-        running = [g for g in found if g is not None]
-        self.publish(LiveTournament(tournament_view(run.row, self.tallies.of(run.row, run.games.values()), running,
-                                                    self.waiting(run.id))))
+        self.publish(LiveTournament(tournament_view(run.row, self.tallies.of(run.row, run.games.values()),
+                                                    self.running(run), self.waiting(run.id))))
 

@@ -130,6 +130,42 @@ async def test_a_game_elsewhere_that_ends_while_a_new_leaders_director_looks_it_
     assert results["played"] == 2 and sum(r["games"] for r in results["ranking"]) == 4
 
 
+async def test_a_game_that_ends_while_a_node_reads_the_tournament_is_counted_once(
+        make_cluster: MakeCluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A node of a cluster reads a tournament's view from storage (its games run on the nodes
+    of their bots). The stored games are read; before the answer comes, the running game ends
+    (stored, then announced over). The view counts that game, as running or as played, never
+    as neither."""
+    n1, n2 = await make_cluster(2)
+    c1 = n1.arena.cluster
+    assert c1 is not None
+    await wait_until(lambda: c1.leading, 10, "n1 never took the pairing lease")
+    tokens = {name: await n1.create_bot(name) for name in ("ann", "ben")}
+    ann, _ben = [await n2.connect(token) for token in tokens.values()]  # they never move
+    body = {"name": "cup", "format": "round_robin", "participants": list(tokens), "decision_ms": 30_000}
+    resp = await n1.client.post("/api/tournaments", json=body, headers=AUTH)
+    assert resp.status == 201, await resp.text()
+    tid = (await resp.json())["tournament_id"]
+    assert (await n1.client.post(f"/api/tournaments/{tid}/start", headers=AUTH)).status == 200
+    start = await ann.until(GameStart)
+    manager, storage = n2.arena.manager, n2.arena.storage
+    tournament_games = storage.tournament_games
+
+    async def it_ends_meanwhile(*args: Any, **kwargs: Any) -> Any:
+        monkeypatch.setattr(storage, "tournament_games", tournament_games)
+        rows = await tournament_games(*args, **kwargs)
+        manager.running[start.game_id].resign(0)
+        await manager.flush()
+        return rows
+
+    monkeypatch.setattr(storage, "tournament_games", it_ends_meanwhile)
+    view = await n2.get_json(f"/api/tournaments/{tid}")
+    assert view["progress"]["played"] + view["progress"]["running"] == 1
+    assert start.game_id not in manager.running
+    view = await n2.get_json(f"/api/tournaments/{tid}")
+    assert view["progress"]["played"] == 1  # and the pairing's second game may run by now
+
+
 async def test_a_node_that_loses_the_lease_while_loading_the_ladder_does_not_run_the_tournaments(
         make_cluster: MakeCluster, monkeypatch: pytest.MonkeyPatch) -> None:
     n1, _n2 = await make_cluster(2)
