@@ -76,6 +76,17 @@ def test_gymnasium_check_env_passes() -> None:
     assert json.loads(made.render())["seat"] is None  # the spectator's view: nothing private
 
 
+def test_gymnasium_check_env_has_no_render_advice() -> None:
+    """Gymnasium's checker, run on the environment made with its one render mode, has nothing
+    to say about rendering (it asks for ``render_fps``, as the PettingZoo environment gives)."""
+    made = gymnasium.make("mandala/Mandala-v0", illegal="forfeit", render_mode="ansi")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        check_env(made.unwrapped)
+    assert [str(w.message) for w in caught if "render" in str(w.message)] == []
+    assert made.metadata["render_fps"] == env().metadata["render_fps"]
+
+
 # ------------------------------------------------------------------ numbering, layout, seeds
 
 

@@ -59,7 +59,7 @@ class MandalaGymEnv(gymnasium.Env[Observation, np.int64]):
       function keeps its own randomness).
     """
 
-    metadata: dict[str, Any] = {"render_modes": ["ansi"]}  # noqa: RUF012  # as gymnasium.Env declares it
+    metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 1}  # noqa: RUF012  # as gymnasium.Env declares it
 
     def __init__(self, opponent: Opponent = "random", seat: int | None = None, reward: RewardMode = "win",
                  illegal: IllegalMode = "raise", illegal_penalty: float = 1.0, render_mode: str | None = None) -> None:
