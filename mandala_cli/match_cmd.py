@@ -36,7 +36,8 @@ from mandala_client.stats import Sprt, Summary, pair_units, sprt, summarize
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("match", help="play two bots against each other offline on duplicate deals and rate them")
-    p.add_argument("a", metavar="A", help="bot spec: random, greedy, search, house:1 … house:5, package.module:Class or 'cmd:COMMAND ...'"
+    p.add_argument("a", metavar="A", help="bot spec: random, greedy, search, house:1 … house:5, package.module:Class,"
+                   " policy:package.module:attr (a policy trained in mandala_client.env) or 'cmd:COMMAND ...'"
                    " (options: search,iterations=400)")
     p.add_argument("b", metavar="B", help="the opponent, same forms as A")
     p.add_argument("--games", type=int, default=100, help="games to play, rounded up to even (default 100)")

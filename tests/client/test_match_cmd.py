@@ -59,6 +59,15 @@ def test_match_refuses_an_unknown_bot() -> None:
     assert done.returncode == 2 and "unknown bot" in done.stderr
 
 
+def test_the_unknown_bot_error_and_the_help_name_the_policy_spec() -> None:
+    """A trained policy plays as ``policy:module:attr`` (docs/training.md): the refusal of a
+    misspelt spec and ``--help`` list that form beside the others."""
+    done = _match("nosuchbot", "random", "--games", "2")
+    assert done.returncode == 2 and "policy:package.module:attr" in done.stderr
+    helped = _match("--help")
+    assert helped.returncode == 0 and "policy:package.module:attr" in " ".join(helped.stdout.split())
+
+
 def test_a_perfect_score_reports_its_finite_lower_bound_in_text_and_json() -> None:
     # greedy beats random in all 20 games of seed 1 (10 deals). Wilson's lower end at a score of
     # 1 over 20 games is 20 / (20 + z²), whose Elo is 400·log10(20 / z²) with z = 1.95996: +286.6.

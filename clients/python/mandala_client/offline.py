@@ -108,7 +108,8 @@ def bot_factory(spec: str) -> Callable[..., Any]:
         except (ImportError, AttributeError) as e:
             raise SpecError(f"cannot load bot {name!r}: {e}") from None
     else:
-        raise SpecError(f"unknown bot {name!r}: use {', '.join(SHORTCUTS)}, package.module:Class or cmd:COMMAND")
+        raise SpecError(f"unknown bot {name!r}: use {', '.join(SHORTCUTS)}, package.module:Class, "
+                        "policy:package.module:attr (a trained policy) or cmd:COMMAND")
     try:
         params = inspect.signature(cls).parameters
     except (TypeError, ValueError):
