@@ -32,7 +32,14 @@ from ..games.summary import game_summary
 from ..storage import TournamentRow
 from ..tournaments.results import Tally
 from ..tournaments.schedule import DefinitionError, check, initial_schedule
-from ..tournaments.view import OVER, TournamentGame, tournament_game, tournament_info, tournament_results, tournament_view
+from ..tournaments.view import (
+    OVER,
+    TournamentGame,
+    tournament_game,
+    tournament_info,
+    tournament_results,
+    tournament_view,
+)
 from .api import INT64_MAX, ApiError, _limit, json_response, next_link, query_int, read_body, require_admin
 from .json_lines import stream_json_lines
 
