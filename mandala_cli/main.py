@@ -11,9 +11,10 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 
+from mandala_client import match as match_cmd
 from mandala_client.credentials import join_values
 
-from . import bot_cmd, demo_cmd, export_cmd, history_cmd, match_cmd, replay_cmd, selfplay_cmd, serve_cmd, tournament_cmd
+from . import bot_cmd, demo_cmd, export_cmd, history_cmd, replay_cmd, selfplay_cmd, serve_cmd, tournament_cmd
 
 COMMANDS = (replay_cmd, selfplay_cmd, serve_cmd, bot_cmd, match_cmd, demo_cmd, tournament_cmd, export_cmd, history_cmd)
 

@@ -12,6 +12,7 @@ Building and installing takes about a minute (scipy's wheel is the largest part)
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import shutil
@@ -150,6 +151,17 @@ def test_the_client_installs_alone(built: Built) -> None:
                 cwd=built.client).split()
     assert where[-2:] == ["no", "server"]
     assert all(Path(p).is_relative_to(built.client) for p in where[:3])
+
+
+def test_the_client_alone_rates_a_bot_offline(built: Built) -> None:
+    """A bot author with the client alone has ``mandala-bot match``: the same match, the same
+    figures, as the arena's ``mandala match``."""
+    args = ("match", "greedy", "random", "--games", "4", "--jobs", "2", "--seed", "3")
+    figures = [json.loads(run(venv / "bin" / command, *args, cwd=venv).strip().splitlines()[-1])
+               for venv, command in ((built.client, "mandala-bot"), (built.arena, "mandala"))]
+    for f in figures:
+        del f["seconds"]
+    assert figures[0] == figures[1] and figures[0]["games"] == 4
 
 
 async def test_the_installed_arena_serves_and_the_installed_bots_play(built: Built) -> None:

@@ -39,7 +39,9 @@ INTERRUPTED = 130
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="mandala-bot", description="Play a bot on a Mandala Arena server.")
+    p = argparse.ArgumentParser(prog="mandala-bot", description="Play a bot on a Mandala Arena server.",
+                                epilog="mandala-bot match A B plays two bots against each other offline and rates"
+                                       " them (mandala-bot match --help).")
     p.add_argument("--version", action="version", version=f"mandala-bot {version()} (protocol {PROTOCOL_VERSION})")
     p.add_argument("--url", default="ws://127.0.0.1:8080/ws", help="the server's WebSocket endpoint, ws:// or wss://"
                    " (default ws://127.0.0.1:8080/ws)")
@@ -105,9 +107,14 @@ async def _play(client: Client) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words[:1] == ["match"]:  # the offline match: a bot rated with no server, nor the arena installed
+        from .match import main as match
+
+        return match(words[1:])
     parser = build_parser()
     # A token from before the ``mdl_`` prefix, and a bot's name, may begin with ``-``.
-    args = parser.parse_args(join_values(sys.argv[1:] if argv is None else argv, ("--token", "--challenge")))
+    args = parser.parse_args(join_values(words, ("--token", "--challenge")))
     if not args.token and not args.token_file:
         args.token = os.environ.get(TOKEN_ENV) or None
     if not args.token and not args.token_file:

@@ -1,4 +1,9 @@
-"""``mandala match A B``: two bots play each other offline on duplicate deals.
+"""``mandala-bot match A B`` (and ``mandala match A B``): two bots play each other offline on
+duplicate deals.
+
+It lives in the bot author's distribution, beside the bots and the offline games it plays, so
+that a bot can be rated with nothing but ``pip install mandala-arena-client``; the arena's
+``mandala`` command offers it too.
 
 Each deal is played twice with the seats swapped (same cards, same first
 player), so luck of the deal cancels out; ``--games`` counts games and is
@@ -23,19 +28,22 @@ import random
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 from mandala import Game, encode_record
-from mandala_client.offline import DECISION_MS, SpecError, bot_factory, close_bots, play_game
-from mandala_client.stats import Sprt, Summary, pair_units, sprt, summarize
+
+from .offline import DECISION_MS, SpecError, bot_factory, close_bots, play_game
+from .stats import Sprt, Summary, pair_units, sprt, summarize
+
+HELP = "play two bots against each other offline on duplicate deals and rate them"
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("match", help="play two bots against each other offline on duplicate deals and rate them")
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The match's arguments, the same under ``mandala-bot match`` and ``mandala match``."""
     p.add_argument("a", metavar="A", help="bot spec: random, greedy, search, house:1 … house:5, package.module:Class,"
                    " policy:package.module:attr (a policy trained in mandala_client.env) or 'cmd:COMMAND ...'"
                    " (options: search,iterations=400)")
@@ -48,7 +56,21 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="test H0: elo=ELO0 against H1: elo=ELO1 (alpha=beta=0.05); stop once decided"
                         " (after at least 10 deals)")
     p.add_argument("--budget", type=float, metavar="SECONDS", help="thinking time per decision for bots that take one")
-    p.set_defaults(run=run)
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """``mandala match``, a subcommand of the arena's command line."""
+    p = sub.add_parser("match", help=HELP, description=HELP)
+    add_arguments(p)
+    p.set_defaults(run=run, prog="mandala match")
+
+
+def main(argv: Sequence[str], prog: str = "mandala-bot match") -> int:
+    """``mandala-bot match``: the match from the arguments after ``match``."""
+    p = argparse.ArgumentParser(prog=prog, description=HELP)
+    add_arguments(p)
+    p.set_defaults(prog=prog)
+    return run(p.parse_args(argv))
 
 
 @dataclass(frozen=True)
@@ -173,14 +195,15 @@ def _elo_line(s: Summary) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Play the match ``args`` describe and print its figures; the exit status."""
     if args.games < 1 or args.jobs < 1:
-        print("mandala match: --games and --jobs must be at least 1", file=sys.stderr)
+        print(f"{args.prog}: --games and --jobs must be at least 1", file=sys.stderr)
         return 2
     for spec in (args.a, args.b):
         try:
             bot_factory(spec)
         except SpecError as e:
-            print(f"mandala match: {e}", file=sys.stderr)
+            print(f"{args.prog}: {e}", file=sys.stderr)
             return 2
     games = args.games + args.games % 2
     # Ctrl-C (SIGINT) stops the match even where it started ignored (a script's `&` sets that).
@@ -222,7 +245,7 @@ def run(args: argparse.Namespace) -> int:
     scores = _decided_prefix(results) if stopped or interrupted else [r["a_score"] for r in results if r is not None]
     counted = results[: len(scores)]
     if interrupted:
-        sys.stderr.write(f"mandala match: interrupted; the {len(scores)} games of the deals played out:\n")
+        sys.stderr.write(f"{args.prog}: interrupted; the {len(scores)} games of the deals played out:\n")
     report(args, games, scores, counted, time.perf_counter() - start, stopped)  # type: ignore[arg-type]
     return 130 if interrupted else 0
 
