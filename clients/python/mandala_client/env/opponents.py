@@ -28,7 +28,7 @@ class Seat:
             return
         if isinstance(opponent, str):
             if opponent.startswith("cmd:"):
-                raise ValueError("cmd: opponents are programs for `mandala match`; give a bot spec, an object or a function")
+                raise ValueError("cmd: opponents are programs for `mandala-bot match`; give a bot spec, an object or a function")
             opponent = load_bot(opponent, seed=seed)
         choose = getattr(opponent, "choose", None)
         if choose is None and not callable(opponent):
