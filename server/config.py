@@ -39,7 +39,8 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     """Everything configurable about one server instance."""
 
     host: str = "127.0.0.1"
-    port: int = 8080
+    port: Annotated[int, Meta(ge=0, le=65535)] = 8080
+    """0: any free port (for tests); above 65535 there is no such port."""
     db: str = "mandala.db"
     """A SQLite file, or a ``postgresql://`` URL for PostgreSQL (env ``DATABASE_URL`` sets it too)."""
     redis: str | None = None
@@ -73,7 +74,7 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     log_format: LogFormat = "text"
     """The log on standard error: lines for a person, or one JSON object a line
     (``server/common/logs.py``; env ``MANDALA_LOG_FORMAT``)."""
-    decision_ms: int = 5000
+    decision_ms: Annotated[int, Meta(ge=10, le=600_000)] = 5000
     """Time a bot has for one decision, measured by the server from sending ``decision``."""
     registration: Registration = "open"
     """``open``: anyone may create a bot (rate-limited per IP); ``admin``: only with the admin token."""
@@ -86,22 +87,22 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     metrics_max_age_s: Annotated[float, Meta(ge=0, le=60)] = 1.0
     """A scrape within this many seconds of the last one gets the same exposition (written
     once, so a scraper that asks too often costs the games little; 0: written for each)."""
-    registrations_per_hour: int = 10
-    max_frame_bytes: int = 16384
-    messages_per_second: float = 20.0
-    burst: int = 40
-    flood_after: int | None = None
+    registrations_per_hour: Annotated[int, Meta(ge=0)] = 10
+    max_frame_bytes: Annotated[int, Meta(ge=1024, le=HARD_FRAME_CAP)] = 16384
+    messages_per_second: Annotated[float, Meta(gt=0)] = 20.0
+    burst: Annotated[int, Meta(ge=1)] = 40
+    flood_after: Annotated[int, Meta(ge=0)] | None = None
     """Refused messages in a row before a connection is closed for flooding; ``None`` means ``burst``."""
-    max_games: int = 64
+    max_games: Annotated[int, Meta(ge=1, le=64)] = 64
     """Upper bound on a connection's ``max_games``."""
-    heartbeat_s: float = 20.0
-    hello_timeout_s: float = 10.0
-    challenge_expiry_s: float = 30.0
-    max_open_challenges: int = 8
+    heartbeat_s: Annotated[float, Meta(gt=0, le=3600)] = 20.0
+    hello_timeout_s: Annotated[float, Meta(gt=0, le=3600)] = 10.0
+    challenge_expiry_s: Annotated[float, Meta(gt=0, le=86_400)] = 30.0
+    max_open_challenges: Annotated[int, Meta(ge=0)] = 8
     """Open challenges one bot may have at a time (so no bot can be buried in ``challenged``)."""
-    send_queue_max: int = 4096
+    send_queue_max: Annotated[int, Meta(ge=1)] = 4096
     """Frames queued for one connection before it is dropped as too slow to read."""
-    finished_cache: int = 512
+    finished_cache: Annotated[int, Meta(ge=0)] = 512
     """Finished games kept in memory (so late moves get ``game_over``, not ``unknown_game``)."""
 
     # The audience: /live viewers and spectators (docs/running-a-competition.md, "The page and /live").
@@ -130,13 +131,13 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     """Where finished games wait while the database fails (``server/recording/spool.py``): put it on
     another disk than the database. Default: beside a SQLite file, or ``mandala-spool.jsonl``
     in the working directory for PostgreSQL."""
-    storage_timeout_s: float = 10.0
+    storage_timeout_s: Annotated[float, Meta(gt=0, le=3600)] = 10.0
     """A storage call that takes longer counts as a failure."""
-    storage_retry_max_s: float = 2.0
+    storage_retry_max_s: Annotated[float, Meta(gt=0, le=3600)] = 2.0
     """Failed writes are retried with backoff from 50 ms, doubling up to this."""
-    storage_probe_s: float = 5.0
+    storage_probe_s: Annotated[float, Meta(gt=0, le=3600)] = 5.0
     """How often storage is pinged when nothing is written (to notice an outage early)."""
-    storage_wait_s: float = 300.0
+    storage_wait_s: Annotated[float, Meta(ge=0)] = 300.0
     """At start, how long to wait for storage to open and take the spooled games before giving up."""
 
     # A cluster's games when their node dies (docs/operating.md, "A game outlives its node").
@@ -147,11 +148,11 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     # The ladder (docs/running-a-competition.md, "The ladder").
     elo_initial: float = 1500.0
     """A new bot's rating (and every bot's after a ratings reset)."""
-    elo_k_provisional: float = 32.0
+    elo_k_provisional: Annotated[float, Meta(ge=0)] = 32.0
     """K while a bot has played fewer than ``elo_provisional_games`` rated games."""
-    elo_k: float = 16.0
+    elo_k: Annotated[float, Meta(ge=0)] = 16.0
     """K after that."""
-    elo_provisional_games: int = 30
+    elo_provisional_games: Annotated[int, Meta(ge=0)] = 30
     qualification_pairs: Annotated[int, Meta(ge=1, le=100)] = 1
     """Duplicate pairs (two games each) a bot plays against the house bot before it is listed."""
     house_bot: str = "house"

@@ -41,7 +41,13 @@ def test_settings_precedence(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("line", ["pairing_spread = 0", "pairing_interval_s = -1", "pairing_wait_s = 1e9",
                                   "pairing_max_lead = 0", "return_wait_s = -5", "qualification_pairs = 0",
-                                  'admin_token = ""', 'admin_token = "  "', 'admin_token = "two words"'])
+                                  'admin_token = ""', 'admin_token = "  "', 'admin_token = "two words"',
+                                  "decision_ms = -5", "decision_ms = 0", "port = 70000", "port = -1", "burst = 0",
+                                  "messages_per_second = -1", "max_games = 0", "max_games = 65", "heartbeat_s = 0",
+                                  "hello_timeout_s = -1", "max_frame_bytes = 0", "send_queue_max = 0",
+                                  "finished_cache = -1", "storage_timeout_s = -1", "storage_probe_s = 0",
+                                  "storage_wait_s = -1", "elo_k = -16", "elo_provisional_games = -1",
+                                  "challenge_expiry_s = -1", "flood_after = -1", "registrations_per_hour = -1"])
 def test_a_setting_out_of_range_stops_the_server_naming_it(tmp_path: Path, line: str,
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     config = tmp_path / "arena.toml"
