@@ -8,6 +8,7 @@ import contextlib
 import gc
 import logging
 import os
+import socket
 import ssl
 import sys
 from pathlib import Path
@@ -142,6 +143,10 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as e:
         print(f"mandala serve: {e}", file=sys.stderr)
         return 2
+    taken = port_taken(settings.host, settings.port)
+    if taken is not None:
+        print(f"mandala serve: {taken}", file=sys.stderr)
+        return 2
     if args.log_level not in LOG_LEVELS:
         print(f"mandala serve: --log-level is one of {', '.join(LOG_LEVELS)}, not {args.log_level!r}", file=sys.stderr)
         return 2
@@ -213,6 +218,28 @@ def run_tls(app: Any, context: ssl.SSLContext, text: str, loop: asyncio.Abstract
             loop.run_until_complete(asyncio.gather(*rest, return_exceptions=True))
             loop.run_until_complete(loop.shutdown_asyncgens())
             loop.close()
+
+
+def port_taken(host: str, port: int) -> str | None:
+    """Why ``host``:``port`` cannot be listened on, if it cannot. Asked before storage is
+    opened: a start opens the database, marks the games it holds as running aborted and publishes
+    the held records of the pairs it does not continue, so a second server started by mistake
+    on a running one's port and database would do that to the running server's games before
+    it found the port taken."""
+    try:
+        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except OSError as e:
+        return f"cannot listen on {host}:{port}: {e}"
+    for family, kind, proto, _, address in infos:
+        with socket.socket(family, kind, proto) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server's own listener
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            try:
+                sock.bind(address)
+            except OSError as e:
+                return f"cannot listen on {host}:{port}: {e.strerror or e}"
+    return None
 
 
 PROBE_TIMEOUT_S = 5.0

@@ -9,9 +9,10 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 
-from arena_testkit import BIN, free_port
+from arena_testkit import BIN, PROCESS_ADMIN, ServeProcess, free_port
 from mandala_cli.http_client import DEFAULT_SERVER
 from mandala_cli.main import build_parser, main
 from mandala_cli.serve_cmd import banner
@@ -179,6 +180,42 @@ def test_a_database_of_a_newer_release_stops_the_server_with_one_line(tmp_path: 
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT version FROM schema_version ORDER BY version").fetchall()[-2:] == [
             (_sqlite_schema(),), (999,)]
+
+
+async def test_a_second_server_on_a_taken_port_stops_before_it_touches_the_database(tmp_path: Path) -> None:
+    """``mandala serve`` run again by mistake, on the running server's port and database: it
+    stops with one line before opening storage, so the running server's game is not marked
+    aborted under it (nor its held records published)."""
+    db, port, log = str(tmp_path / "arena.db"), free_port(), tmp_path / "server.log"
+    config = tmp_path / "arena.toml"
+    config.write_text("decision_ms = 600000\n")
+    async with aiohttp.ClientSession() as http:
+        server = ServeProcess(db, port, config, log)
+        try:
+            await server.ready(http)
+            tokens = await server.create_bots(http, ["ann", "bob"])
+            ws = [await http.ws_connect(f"ws://127.0.0.1:{port}/ws") for _ in tokens]
+            for conn, token in zip(ws, tokens.values(), strict=True):
+                await conn.send_json({"type": "hello", "protocol": 1, "token": token})
+                assert (await conn.receive_json(timeout=10))["type"] == "welcome"
+            async with http.post(f"http://127.0.0.1:{port}/api/games", json={"players": ["ann", "bob"]},
+                                 headers={"Authorization": f"Bearer {PROCESS_ADMIN}"}) as resp:
+                assert resp.status == 201, await resp.text()
+                game_id = (await resp.json())["game_id"]
+            again = await asyncio.create_subprocess_exec(
+                str(BIN / "mandala"), "serve", "--port", str(port), "--db", db, cwd=tmp_path,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            _, err = await asyncio.wait_for(again.communicate(), 60)
+            assert again.returncode == 2
+            assert err.decode() == f"mandala serve: cannot listen on 127.0.0.1:{port}: Address already in use\n"
+            with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+                assert conn.execute("SELECT status FROM games WHERE id = ?", (game_id,)).fetchall() == [("running",)]
+            async with http.get(f"http://127.0.0.1:{port}/api/games/{game_id}") as resp:
+                assert (await resp.json())["status"] == "running"
+            for conn in ws:
+                await conn.close()
+        finally:
+            server.kill()
 
 
 def _sqlite_schema() -> int:
