@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import gc
+import hashlib
 import logging
 import os
 import socket
@@ -143,12 +145,16 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as e:
         print(f"mandala serve: {e}", file=sys.stderr)
         return 2
+    if args.log_level not in LOG_LEVELS:
+        print(f"mandala serve: --log-level is one of {', '.join(LOG_LEVELS)}, not {args.log_level!r}", file=sys.stderr)
+        return 2
     taken = port_taken(settings.host, settings.port)
     if taken is not None:
         print(f"mandala serve: {taken}", file=sys.stderr)
         return 2
-    if args.log_level not in LOG_LEVELS:
-        print(f"mandala serve: --log-level is one of {', '.join(LOG_LEVELS)}, not {args.log_level!r}", file=sys.stderr)
+    claim = claim_database(settings.db)
+    if isinstance(claim, str):
+        print(f"mandala serve: {claim}", file=sys.stderr)
         return 2
     logs.configure(args.log_level, settings.log_format, settings.node_name)
     if settings.redis is not None:
@@ -177,6 +183,9 @@ def run(args: argparse.Namespace) -> int:
     except ClusterUnavailable as e:
         print(f"mandala serve: {e}", file=sys.stderr)
         return 1
+    finally:
+        if claim is not None:
+            claim.close()
     return 0
 
 
@@ -240,6 +249,33 @@ def port_taken(host: str, port: int) -> str | None:
             except OSError as e:
                 return f"cannot listen on {host}:{port}: {e.strerror or e}"
     return None
+
+
+def claim_database(db: str) -> socket.socket | str | None:
+    """This machine's one ``mandala serve`` of a SQLite file, or why there cannot be another.
+
+    A start marks the games the database holds as running aborted and publishes the held
+    records of the pairs it does not continue: a second server on a running one's file (on
+    another port, say) would do that to the running server's games. The claim is a Unix
+    socket in Linux's abstract namespace named after the file's real path: nothing is written
+    to disk or left behind, no file is held open on the database's disk (which may be
+    unmounted and mended while the server runs, "Storage faults"), and the kernel gives the
+    name up when the process ends, ``kill -9`` included. Elsewhere than Linux, and for
+    PostgreSQL (whose nodes share one database), nothing is claimed (``None``)."""
+    from server.storage import is_postgres_url
+
+    if is_postgres_url(db) or not sys.platform.startswith("linux"):
+        return None
+    path = os.path.realpath(db.removeprefix("sqlite://") if db.startswith("sqlite:///") else db)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(b"\0mandala-serve-sqlite:" + hashlib.sha256(path.encode()).hexdigest().encode())
+    except OSError as e:
+        sock.close()
+        if e.errno != errno.EADDRINUSE:
+            return None  # no claim to be had (a sandbox without Unix sockets): serve as before
+        return f"{path} is served by another mandala serve on this machine (one database, one server)"
+    return sock
 
 
 PROBE_TIMEOUT_S = 5.0

@@ -12,7 +12,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from arena_testkit import BIN, PROCESS_ADMIN, ServeProcess, free_port
+from arena_testkit import BIN, PROCESS_ADMIN, ServeProcess, exit_of, free_port
 from mandala_cli.http_client import DEFAULT_SERVER
 from mandala_cli.main import build_parser, main
 from mandala_cli.serve_cmd import banner
@@ -182,10 +182,10 @@ def test_a_database_of_a_newer_release_stops_the_server_with_one_line(tmp_path: 
             (_sqlite_schema(),), (999,)]
 
 
-async def test_a_second_server_on_a_taken_port_stops_before_it_touches_the_database(tmp_path: Path) -> None:
-    """``mandala serve`` run again by mistake, on the running server's port and database: it
-    stops with one line before opening storage, so the running server's game is not marked
-    aborted under it (nor its held records published)."""
+async def _second_serve(tmp_path: Path, *, same_port: bool) -> tuple[int, str, str, str]:
+    """A server with a game running, and ``mandala serve`` run again by mistake on its database
+    (on its port, or on another): the second one's exit status and stderr, and the game's
+    status as the database and the running server then say."""
     db, port, log = str(tmp_path / "arena.db"), free_port(), tmp_path / "server.log"
     config = tmp_path / "arena.toml"
     config.write_text("decision_ms = 600000\n")
@@ -203,19 +203,35 @@ async def test_a_second_server_on_a_taken_port_stops_before_it_touches_the_datab
                 assert resp.status == 201, await resp.text()
                 game_id = (await resp.json())["game_id"]
             again = await asyncio.create_subprocess_exec(
-                str(BIN / "mandala"), "serve", "--port", str(port), "--db", db, cwd=tmp_path,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-            _, err = await asyncio.wait_for(again.communicate(), 60)
-            assert again.returncode == 2
-            assert err.decode() == f"mandala serve: cannot listen on 127.0.0.1:{port}: Address already in use\n"
+                str(BIN / "mandala"), "serve", "--port", str(port if same_port else free_port()), "--db", db,
+                cwd=tmp_path, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+            code, err = await exit_of(again, 30)  # one that serves is killed and fails the test
             with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
-                assert conn.execute("SELECT status FROM games WHERE id = ?", (game_id,)).fetchall() == [("running",)]
+                (stored,), = conn.execute("SELECT status FROM games WHERE id = ?", (game_id,)).fetchall()
             async with http.get(f"http://127.0.0.1:{port}/api/games/{game_id}") as resp:
-                assert (await resp.json())["status"] == "running"
+                served = (await resp.json())["status"]
             for conn in ws:
                 await conn.close()
         finally:
             server.kill()
+    return code, err, stored, served
+
+
+async def test_a_second_server_on_a_taken_port_stops_before_it_touches_the_database(tmp_path: Path) -> None:
+    """It stops with one line before opening storage, so the running server's game is not
+    marked aborted under it (nor its held records published)."""
+    code, err, stored, served = await _second_serve(tmp_path, same_port=True)
+    assert (code, stored, served) == (2, "running", "running")
+    assert err.startswith("mandala serve: cannot listen on 127.0.0.1:") and err.endswith(": Address already in use\n")
+
+
+async def test_a_second_server_on_the_same_sqlite_file_is_refused(tmp_path: Path) -> None:
+    """On another port it would serve beside the first one, having marked its running game
+    aborted as it started: it is refused, naming the file, and the game plays on."""
+    code, err, stored, served = await _second_serve(tmp_path, same_port=False)
+    assert (code, stored, served) == (2, "running", "running")
+    assert err == (f"mandala serve: {(tmp_path / 'arena.db').resolve()} is served by another mandala serve "
+                   "on this machine (one database, one server)\n")
 
 
 def _sqlite_schema() -> int:
