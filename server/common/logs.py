@@ -12,15 +12,17 @@ A JSON line has ``time`` (ISO 8601, UTC), ``level``, ``logger`` (the module that
 
 Tokens are never logged, in either format: no log call is given one (a bot's token exists only
 in its ``hello`` and in the answer that creates the bot; the admin token only in headers,
-which no log line prints).
+which no log line prints). A client may still put one where it does not belong, in a URL's
+query (``/api/bots?token=mdl_…``), which the access line quotes: :class:`Redacted` blanks it.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from contextvars import ContextVar
-from typing import Literal
+from typing import Any, Literal
 
 from aiohttp.http_exceptions import HttpProcessingError
 
@@ -48,6 +50,35 @@ class RequestIds(logging.Filter):
         request_id = REQUEST_ID.get()
         if request_id is not None and not hasattr(record, "request_id"):
             record.request_id = request_id
+        return True
+
+
+_SECRET = re.compile(r"mdl_[A-Za-z0-9_-]{20,}|(?<=[?&])([^=&\s\"]*token[^=&\s\"]*=)[^&\s\"]*", re.IGNORECASE)
+"""A token as the server issues them, anywhere, and the value of any query parameter whose name
+says ``token`` (a token from before the ``mdl_`` prefix, or a client's own name for it)."""
+
+
+def redact(value: Any) -> Any:
+    """``value`` (a text, or a dict or list of them) with what looks like a token blanked."""
+    if isinstance(value, str):
+        return _SECRET.sub(lambda m: f"{m[1]}…" if m[1] else "mdl_…", value)
+    if isinstance(value, dict):
+        return {k: redact(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact(v) for v in value]
+    return value
+
+
+class Redacted(logging.Filter):
+    """An access line (``aiohttp.access``) quotes the request's line, query included, and its
+    fields again (a JSON line's extra keys: the line, the headers it quotes): a token a client
+    put in a URL, or in a header the line quotes, is blanked in all of them."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg, record.args = redact(record.getMessage()), None
+        for key, value in list(vars(record).items()):
+            if key not in ("msg", "args", "exc_info"):
+                setattr(record, key, redact(value))
         return True
 
 

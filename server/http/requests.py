@@ -12,6 +12,7 @@ a hundred requests a second; ``docs/performance.md``). Their access lines are sk
 
 from __future__ import annotations
 
+import logging
 import random
 import re
 from collections.abc import Awaitable, Callable
@@ -20,7 +21,7 @@ from aiohttp import web
 from aiohttp.web_log import AccessLogger
 
 from ..arena import ARENA
-from ..common.logs import REQUEST_ID
+from ..common.logs import REQUEST_ID, Redacted
 
 HEADER = "X-Request-Id"
 _GIVEN = re.compile(r"[A-Za-z0-9._-]{1,64}")
@@ -60,7 +61,13 @@ async def stamp_request_id(request: web.Request, response: web.StreamResponse) -
 
 class AccessLog(AccessLogger):
     """aiohttp's access line (``aiohttp.access``, at ``info``), except for a successful answer to
-    one of :data:`QUIET_PATHS`: a refused scrape (401, 404) is still logged."""
+    one of :data:`QUIET_PATHS`: a refused scrape (401, 404) is still logged. A token in the
+    request's URL is blanked (:class:`~server.common.logs.Redacted`)."""
+
+    def __init__(self, logger: logging.Logger, log_format: str) -> None:
+        super().__init__(logger, log_format)
+        if not any(isinstance(f, Redacted) for f in logger.filters):
+            logger.addFilter(Redacted())
 
     def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
         if response.status == 200 and request.path in QUIET_PATHS:

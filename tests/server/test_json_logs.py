@@ -83,6 +83,13 @@ async def test_a_json_log_line_by_line(tmp_path: Path) -> None:
             async with http.get(url + "/metrics", headers={"Authorization": f"Bearer {wrong_admin}"}) as resp:
                 assert resp.status == 403
             wrong_bot = "wrong-bot-token-abcdefghijklmnopqrstuvwxyz0"
+            # A token a client puts in a URL, its own or a page's it came from, which the access
+            # line quotes: blanked there.
+            async with http.get(url + f"/api/bots/ann?token={tokens['ann']}",
+                                headers={"Referer": f"{url}/?t={tokens['bob']}"}) as resp:
+                assert resp.status in (200, 400)
+            async with http.get(url + f"/api/games?access_token={wrong_bot}") as resp:
+                assert resp.status == 400
             refused = await hello(http, url, wrong_bot)
             assert json.loads((await refused.receive()).data)["code"] == "bad_token"
             await refused.close()
@@ -133,5 +140,7 @@ async def test_a_json_log_line_by_line(tmp_path: Path) -> None:
     scrapes = [line["message"] for line in lines if line["logger"] == "aiohttp.access" and "GET /metrics" in line["message"]]
     assert len(scrapes) == 1 and '" 403 ' in scrapes[0], scrapes  # a scrape answered gets no line; a refused one does
 
+    quoted = [line["message"] for line in lines if line["logger"] == "aiohttp.access" and "token=" in line["message"]]
+    assert len(quoted) == 2 and all("token=…" in m for m in quoted) and "t=mdl_…" in quoted[0], quoted
     for secret in (ADMIN, wrong_admin, wrong_bot, *tokens.values()):
         assert secret not in text
