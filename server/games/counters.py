@@ -50,6 +50,13 @@ class Histogram:
         return out
 
 
+REFUSED_ANSWER_CODES = ("bad_json", "not_object", "unknown_type", "invalid_message", "binary_frame", "frame_too_large",
+                        "not_your_turn", "stale_request", "illegal_move", "game_over")
+"""The codes an answer to a decision can be refused with (a frame that does not read, a move
+the game refuses): the metrics show each from the start, at 0, so that a rate over them has a
+series before the first refusal."""
+
+
 class GameCounters:
     """The counts of one server's games (see the module's docstring); the manager keeps one and
     hands it to every room."""

@@ -28,9 +28,10 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
 
-from protocol.messages import PROTOCOL_VERSION, GameKind
+from protocol.messages import PROTOCOL_VERSION, EndReason, GameKind
 
 from ..arena import ARENA, Arena
+from ..games.counters import REFUSED_ANSWER_CODES
 from .api import ApiError, require_admin
 from .pages import VERSION
 
@@ -67,7 +68,10 @@ class ArenaCollector(Collector):
         yield started
         finished = CounterMetricFamily("mandala_games_finished", "Games that ended on this node (announced with "
                                        "game_over), by kind and end reason.", labels=["kind", "reason"])
-        for (kind, reason), n in sorted(counters.finished.items()):
+        # Every kind and reason from the start, at 0 (a forfeit is never announced): a rate has
+        # a series before a game first ends so.
+        ends = {(kind, reason): 0 for kind in get_args(GameKind) for reason in get_args(EndReason) if reason != "forfeit"}
+        for (kind, reason), n in sorted({**ends, **counters.finished}.items()):
             finished.add_metric([kind, reason], n)
         yield finished
         yield CounterMetricFamily("mandala_games_taken_over", "Games of a dead node this node took over.",
@@ -78,7 +82,7 @@ class ArenaCollector(Collector):
                                   value=counters.timeouts)
         refused = CounterMetricFamily("mandala_refused_answers", "Answers to decisions refused, by error code.",
                                       labels=["code"])
-        for code, n in sorted(counters.refused.items()):
+        for code, n in sorted({**dict.fromkeys(REFUSED_ANSWER_CODES, 0), **counters.refused}.items()):
             refused.add_metric([code], n)
         yield refused
         accepted = counters.accepted

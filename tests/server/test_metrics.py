@@ -66,6 +66,21 @@ async def test_metrics_want_the_admin_token_unless_the_operator_opens_them(make_
     assert resp.status == 404 and (await resp.json())["error"]["code"] == "not_found"
 
 
+async def test_the_labelled_counters_have_their_series_before_their_first_event(make_arena: Any) -> None:
+    """A fresh server shows every refusal code an answer can get, and every kind and end reason
+    of a finished game, at 0: ``rate()`` over a series that appears only with its first event
+    shows nothing for it, and misses that event."""
+    samples, _ = await scrape(await make_arena())
+    refused = {dict(labels)["code"]: v for (name, labels), v in samples.items() if name == "mandala_refused_answers_total"}
+    assert refused == dict.fromkeys(("bad_json", "not_object", "unknown_type", "invalid_message", "binary_frame",
+                                     "frame_too_large", "not_your_turn", "stale_request", "illegal_move",
+                                     "game_over"), 0.0)
+    finished = {tuple(sorted(dict(labels).values())): v for (name, labels), v in samples.items()
+                if name == "mandala_games_finished_total"}
+    assert len(finished) == 5 * 7 and set(finished.values()) == {0.0}
+    assert finished[("ladder", "timeout")] == finished[("aborted", "tournament")] == 0.0
+
+
 async def test_openmetrics_for_a_scraper_that_asks_for_it(make_arena: Any) -> None:
     h = await make_arena()
     resp = await h.client.get("/metrics", headers={**AUTH, "Accept": "application/openmetrics-text; version=1.0.0"})
@@ -149,7 +164,7 @@ async def test_the_counters_move_as_games_are_played(make_arena: Any) -> None:
     finished = Counter((started[g], o.result.end_reason) for g, o in overs.items())
     assert finished[("admin", "timeout")] == 1 and finished[("challenge", "resign")] == 1
     assert {(dict(k[1])["kind"], dict(k[1])["reason"]): v for k, v in after.items()
-            if k[0] == "mandala_games_finished_total"} == {k: float(n) for k, n in finished.items()}
+            if k[0] == "mandala_games_finished_total" and v} == {k: float(n) for k, n in finished.items()}
     assert value(after, "mandala_games_running") == 0.0
     assert value(after, "mandala_decisions_total") == sum(isinstance(f, Decision) for f in frames)
     accepted = sum(isinstance(f, MoveAccepted) for f in frames)
@@ -160,7 +175,7 @@ async def test_the_counters_move_as_games_are_played(make_arena: Any) -> None:
     assert buckets == sorted(buckets)
     assert value(after, "mandala_timeouts_total") == 1.0
     # In the game played badly: one illegal move, one frame that is no move.
-    assert {dict(k[1])["code"]: v for k, v in after.items() if k[0] == "mandala_refused_answers_total"} == {
+    assert {dict(k[1])["code"]: v for k, v in after.items() if k[0] == "mandala_refused_answers_total" and v} == {
         "illegal_move": 1.0, "invalid_message": 1.0}
     assert value(after, "mandala_audience_spectators") == 0.0 and value(after, "mandala_degraded") == 0.0
     assert value(after, "mandala_recorder_spooled_games") == 0.0
