@@ -143,10 +143,13 @@ async def _shutdown(app: web.Application) -> None:
     await arena.live.close()
     arena.audience.close()
     arena.challenges.clear()
+    running = len(arena.manager.running)
     if arena.cluster is not None:
         arena.cluster.leave()  # its games are taken over by another node, not aborted
+        log.info("stopping: %d running game(s) left to the other nodes to take over", running)
     else:
         arena.manager.abort_all()
+        log.info("stopping: %d running game(s) aborted", running)
     await arena.manager.judged()  # every game over is announced before the connections close
     conns = list(arena.presence.connections)
     for conn in conns:
@@ -162,3 +165,4 @@ async def _cleanup(app: web.Application) -> None:
     await arena.loop_lag.stop()
     await arena.manager.recorder.close(SHUTDOWN_DRAIN_S)
     await arena.storage.close()
+    log.info("stopped")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import sqlite3
 import subprocess
 from pathlib import Path
@@ -185,7 +186,8 @@ def test_a_database_of_a_newer_release_stops_the_server_with_one_line(tmp_path: 
 async def _second_serve(tmp_path: Path, *, same_port: bool) -> tuple[int, str, str, str]:
     """A server with a game running, and ``mandala serve`` run again by mistake on its database
     (on its port, or on another): the second one's exit status and stderr, and the game's
-    status as the database and the running server then say."""
+    status as the database and the running server then say. The first one is then stopped
+    (``SIGTERM``): its log says it aborted the game."""
     db, port, log = str(tmp_path / "arena.db"), free_port(), tmp_path / "server.log"
     config = tmp_path / "arena.toml"
     config.write_text("decision_ms = 600000\n")
@@ -213,7 +215,9 @@ async def _second_serve(tmp_path: Path, *, same_port: bool) -> tuple[int, str, s
             for conn in ws:
                 await conn.close()
         finally:
-            server.kill()
+            stopped = server.kill(signal.SIGTERM)
+    said = log.read_text()
+    assert stopped == 0 and "stopping: 1 running game(s) aborted" in said and said.rstrip().endswith("stopped"), said
     return code, err, stored, served
 
 
