@@ -260,14 +260,15 @@ start() {
     pid=$(cat "$STATE/haproxy.pid")
     wait_http "$scheme://$SHOW_HOST:$PORT/health" "200 503" "$pid" "$STATE/haproxy.log" >/dev/null || exit 1
 
-    local rel=${STATE#"$ROOT"/}
+    local rel=${STATE#"$ROOT"/} kept
+    if [ -n "${MANDALA_ADMIN_TOKEN:-}" ]; then kept="MANDALA_ADMIN_TOKEN's"; else kept="kept in $rel/admin-token"; fi
     cat <<EOF
 Mandala Arena cluster: ${#NODES[@]} nodes behind HAProxy, one address for everything:
   $scheme://$SHOW_HOST:$PORT/        the page and the HTTP API
   $wscheme://$SHOW_HOST:$PORT/ws        bots connect here
 $(tls_note "$scheme")
 
-Admin token (every node's; kept in $rel/admin-token):
+Admin token (every node's; $kept):
   $token
 
   nodes:      $(for i in "${!NODES[@]}"; do printf '%s 127.0.0.1:%s' "${NODES[$i]}" "$(node_port "$i")"; [ "$i" -lt $((${#NODES[@]} - 1)) ] && printf ', '; done)
