@@ -138,12 +138,32 @@ def why_not_json(data: str | bytes, error: Exception) -> str:
     """What is wrong with ``data``, which msgspec refused with ``error``. A string with a lone
     surrogate escape (``"\\ud800"`` without its pair) is valid JSON syntax but no text, and
     msgspec calls it "Input data was truncated"; Python's own parser, which accepts it, tells
-    the two apart (tried only on this error path)."""
+    the two apart (tried only on this error path). That parser also takes ``NaN``,
+    ``Infinity`` and numbers past a float's range, which msgspec names rightly: only a
+    surrogate actually found in what it read is blamed."""
     try:
-        json.loads(data.decode("utf-8") if isinstance(data, bytes) else data)
+        value = json.loads(data.decode("utf-8") if isinstance(data, bytes) else data)
     except (ValueError, RecursionError):
         return str(error)
+    if not _holds_lone_surrogate(value):
+        return str(error)
     return "a string holds a lone surrogate escape (\\ud800 to \\udfff without its pair), which is no text"
+
+
+def _holds_lone_surrogate(value: Any) -> bool:
+    """Whether a key or a string anywhere in ``value`` (parsed JSON) holds a surrogate code point."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if any("\ud800" <= c <= "\udfff" for c in item):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
 
 
 async def read_body(request: web.Request, tp: type[Any]) -> Any:

@@ -16,7 +16,7 @@ from multidict import CIMultiDict
 import mandala
 from arena_testkit import ADMIN, Harness, first_legal, gather, play_out
 from mandala import COLORS, Game
-from protocol.messages import Decision, Error, GameOver, MoveAccepted, Update, Welcome
+from protocol.messages import Decision, Error, GameOver, MoveAccepted, Pong, Update, Welcome
 from server.common.logs import BadRequests
 from server.connections.auth import hash_token
 
@@ -331,6 +331,29 @@ async def test_inputs_at_the_edges_get_typed_errors_and_change_nothing(make_aren
     assert refusal["message"] == f"the body is not JSON: {LONE_SURROGATE}"
     await ws.send({"type": "hello", "protocol": 1, "token": arena.tokens["alice"]})
     assert (await ws.expect(Welcome)).bot == "alice"  # the connection lives on
+
+
+async def test_json_that_python_stretches_is_refused_in_msgspecs_words_not_as_a_lone_surrogate(make_arena: Any) -> None:
+    """``NaN``, ``Infinity`` and a number past a float's range are no JSON (or none a message can
+    hold), and Python's own parser takes them all the same: the refusal gives msgspec's reason,
+    not the lone surrogate escape that no frame or body here holds."""
+    arena: Harness = await make_arena()
+    ws = await arena.ws()
+    await ws.send({"type": "hello", "protocol": 1})
+    await ws.expect(Welcome)
+    cases = [('{"type": "ping", "data": NaN}', "JSON is malformed: invalid character (byte 25)"),
+             ('{"type": "ping", "data": -Infinity}', "JSON is malformed: invalid character (byte 26)"),
+             ('{"type": "ping", "data": 1e999}', "Number out of range - at `$[...]`")]
+    for frame, reason in cases:
+        await ws.ws.send_str(frame)
+        refused = await ws.expect(Error)
+        assert (refused.code, refused.message) == ("bad_json", f"not JSON: {reason}")
+    refusal = await api_error(await arena.client.post("/api/bots", data=b'{"name": NaN}'), 400, "bad_json")
+    assert refusal["message"] == "the body is not JSON: JSON is malformed: invalid character (byte 9)"
+    await ws.ws.send_str('{"type": "ping", "data": "\\udfff", "n": NaN}')  # both: the surrogate is named
+    assert (await ws.expect(Error)).message == f"not JSON: {LONE_SURROGATE}"
+    await ws.send({"type": "ping", "data": "still here"})
+    assert (await ws.expect(Pong)).data == "still here"
 
 
 async def test_a_request_http_refuses_is_one_line_in_the_log_not_an_error_with_its_traceback(
