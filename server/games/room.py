@@ -575,12 +575,17 @@ class GameRoom:
     # ------------------------------------------------------------------ presence
 
     def resume(self, seat: int) -> None:
-        """The bot in ``seat`` (re)connected: replay where the game stands, same pending request."""
+        """The bot in ``seat`` (re)connected: replay where the game stands, same pending request,
+        and whether its opponent is away now."""
         name = self.players[seat]
         self._deliver(name, self._game_start(seat, resumed=True))
         self._deliver(name, Update(self.id, self.ply, None, self._view(seat)))
         if self.pending is not None and self.pending.seat == seat:
             self._send_decision(self.remaining_ms() or 0)
+        other = 1 - seat
+        if other in self.away:  # it left while this seat was away too: the opponent_back to come needs this
+            grace = self.remaining_ms() if self.pending is not None and self.pending.seat == other else None
+            self._deliver(name, OpponentAway(self.id, other, grace))  # type: ignore[arg-type]
         if seat in self.away:
             self.away.discard(seat)
             since = self._away_since.pop(seat, None)

@@ -137,6 +137,36 @@ async def test_reconnect_resumes_the_same_decision_and_play_goes_on(make_arena) 
     assert over_a.record.moves[0].player == 0
 
 
+async def test_a_bot_that_comes_back_while_its_opponent_is_away_is_told_so(make_arena) -> None:
+    """Both seats drop; the first back resumes and hears its opponent is away (with the time
+    left on the absent seat's pending decision), so the ``opponent_back`` that follows answers
+    an ``opponent_away`` it saw."""
+    arena = await make_arena(decision_ms=5000)
+    token = await arena.create_bot("alice")
+    a = await arena.connect(token)
+    b = await arena.bot("bob")
+    game_id = await arena.start_game(["alice", "bob"], first_player=1)
+    await b.until(Decision)
+    await b.close()  # bob leaves with his decision pending
+    first = await a.until(OpponentAway)
+    assert (first.game_id, first.seat) == (game_id, 1) and first.grace_ms is not None
+    await a.close()
+
+    a2 = await arena.ws()
+    await a2.send({"type": "hello", "protocol": 1, "token": token})
+    assert (await a2.expect(Welcome)).games == [game_id]
+    assert (await a2.expect(GameStart)).resumed
+    assert (await a2.expect(Update)).move is None
+    away = await a2.expect(OpponentAway)
+    assert (away.game_id, away.seat) == (game_id, 1)
+    assert away.grace_ms is not None and 0 < away.grace_ms <= first.grace_ms
+
+    b2 = await arena.connect(arena.tokens["bob"])
+    assert (await b2.until(Decision)).request_id == 0
+    back = await a2.expect(OpponentBack)
+    assert (back.game_id, back.seat) == (game_id, 1)
+
+
 async def test_away_without_a_pending_decision_then_timeout_while_away(make_arena) -> None:
     arena = await make_arena(decision_ms=500)
     a = await arena.bot("alice")
