@@ -245,7 +245,11 @@ class Session:
                 break
         if row is None:
             log.info("a hello with a token no bot has (unknown, rotated or revoked) from %s", conn.peer)
-            conn.error("bad_token", "no bot has this token")
+            if m.token != m.token.strip():  # read with its file's newline: say so, whoever's it is
+                conn.error("bad_token", "no bot has this token: it has white space around it (the newline of its "
+                                        "file?), which no token holds; send the token alone")
+            else:
+                conn.error("bad_token", "no bot has this token")
             conn.close(CLOSE_BAD_TOKEN, "bad token")
             return
         if conn.closing:

@@ -174,6 +174,31 @@ async def test_a_hello_whose_token_is_retired_while_it_is_looked_up_is_refused(m
     assert not arena.arena.presence.is_connected("alice")
 
 
+async def test_a_token_sent_with_the_newline_of_its_file_is_refused_with_words_that_say_so(make_arena: Any) -> None:
+    """``--token-file`` files hold the token and a newline; a bot that sends both is refused
+    (a token is compared whole), with a message that names the white space instead of saying
+    that no bot has the token. The token alone is welcome."""
+    arena = await make_arena()
+    token = await arena.create_bot("alice")
+    for sent in (token + "\n", " " + token, token + "\r\n"):
+        client = await arena.ws()
+        await client.send({"type": "hello", "protocol": PROTOCOL_VERSION, "token": sent})
+        refused = await client.expect(Error)
+        assert (refused.code, refused.message) == (
+            "bad_token", "no bot has this token: it has white space around it (the newline of its file?), "
+                         "which no token holds; send the token alone")
+        assert await client.closed() == 4001
+    client = await arena.ws()
+    await client.send({"type": "hello", "protocol": PROTOCOL_VERSION, "token": new_token() + "\n"})
+    assert (await client.expect(Error)).message.startswith("no bot has this token: it has white space")
+    client = await arena.ws()
+    await client.send({"type": "hello", "protocol": PROTOCOL_VERSION, "token": new_token()})
+    assert (await client.expect(Error)).message == "no bot has this token"
+    client = await arena.ws()
+    await client.send({"type": "hello", "protocol": PROTOCOL_VERSION, "token": token})
+    assert (await client.expect(Welcome)).bot == "alice"
+
+
 async def test_tokens_never_reach_a_log_an_error_health_live_a_record_a_replay_or_an_export(
         make_arena: Any, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
