@@ -12,6 +12,10 @@ wherever the organizer's request arrived, each game hosted by the node of one of
 - **Due.** A slot is due when no game of it is running or over. Due slots start in schedule
   order while the tournament has fewer than ``max_concurrent`` games running and each bot
   fewer than ``max_games_per_bot`` (and a free slot of its connection's ``max_games``).
+- **One game of a deal at a time.** A due slot waits while the other slot of its deal
+  (``holds.deal_slots``: the same deal, seats swapped) has a game running: each bot would
+  hold, in one game, the cards its opponent holds in the other, and see there the draws still
+  to come in the other.
 - **Tournament games come first.** A due game that could start now but for a bot's free slots
   (both bots connected, the tournament's limits permitting) holds a slot of each of its two
   bots (:attr:`Director.held`): the ladder starts no game in it, so the slot freed when a bot's
@@ -45,6 +49,7 @@ from ..common.clock import utc_now
 from ..common.refusal import Refusal
 from ..games.deals import Deal
 from ..games.forfeits import forfeit_row
+from ..games.holds import deal_slots
 from ..games.manager import GameManager
 from ..games.room import GameRoom
 from ..storage import GameRow, Storage, TournamentRow
@@ -99,6 +104,11 @@ class Run:
 
     def busy(self, bot: str) -> int:
         return sum(1 for slot in self.running if bot in self.row.schedule[slot][1:3])
+
+    def twin_running(self, slot: int) -> bool:
+        """Whether the other slot of ``slot``'s deal has a game running (here or on another
+        node): then ``slot`` waits for its end, so no bot plays both seats of one deal at once."""
+        return any(s != slot and (s in self.running or s in self.elsewhere) for s in deal_slots(slot))
 
     def playing(self) -> Counter[str]:
         """Each bot's games of this tournament running (here or on another node)."""
@@ -302,6 +312,8 @@ class Director:
         for slot in due:
             if len(run.running) >= d.max_concurrent:
                 break
+            if run.twin_running(slot):
+                continue
             _, a, b, _ = run.row.schedule[slot]
             away = [p for p in (a, b) if not self.manager.can_play(p)]
             if away:
@@ -402,6 +414,8 @@ class Director:
         for slot in run.due():
             if concurrent >= d.max_concurrent:
                 break
+            if run.twin_running(slot):
+                continue  # cannot start before its twin ends, whose end recomputes the holds
             _, a, b, _ = run.row.schedule[slot]
             if per_bot[a] >= d.max_games_per_bot or per_bot[b] >= d.max_games_per_bot:
                 continue

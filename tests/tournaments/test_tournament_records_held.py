@@ -3,8 +3,9 @@ tells the other slot's hidden cards, is held while that slot is still to be play
 §12.1): in ``game_over``, ``GET /api/games/{id}/record`` and ``…/replay``, and the tournament's
 ``…/records``. Once the other slot is over, or the tournament is cancelled, it is served.
 
-Each test pauses the tournament while its first game runs (``max_concurrent`` 1), so the
-second slot starts exactly when it resumes."""
+The tests of what is held pause the tournament while its first game runs (``max_concurrent``
+1), so the second slot starts exactly when it resumes; the last one checks that the two slots
+of a deal are never played at once."""
 
 from __future__ import annotations
 
@@ -98,3 +99,27 @@ async def test_a_tournament_cancelled_or_the_other_slot_forfeited_releases_the_r
     if end == "forfeited":
         assert (lines[1]["slot"], lines[1]["result"]["end_reason"], lines[1]["record"]["moves"]) == (1, "forfeit", [])
         assert lines[1]["record"]["deck"] == record["deck"]
+
+
+async def test_the_two_games_of_a_deal_never_run_at_once(make_arena: Any) -> None:
+    """Bots with room for several games, at the default ``max_games_per_bot`` (2): the two
+    slots of one deal (seats swapped) are never played at the same time, or each bot would
+    hold in one game its opponent's hand and cup of the other, and see there the draws still
+    to come in the other. The tournament's other deal is played meanwhile instead."""
+    arena: Harness = await make_arena()
+    ann, ben = await arena.bot("ann", max_games=4), await arena.bot("ben", max_games=4)
+    tid = (await create(arena, participants=["ann", "ben"], games_per_pairing=4))["tournament_id"]
+    await post(arena, f"/api/tournaments/{tid}/start")
+    firsts = [await ann.until(GameStart), await ann.until(GameStart)]
+    games = await arena.get_json(f"/api/tournaments/{tid}/games")
+    slot_of = {g["game_id"]: g["slot"] for g in games}
+    assert sorted(slot_of[s.game_id] for s in firsts) == [0, 2]  # one game of each deal
+
+    await gather(play_out(ann, random_policy(5), games=4, timeout=30), play_out(ben, random_policy(6), games=4, timeout=30))
+    games = await arena.get_json(f"/api/tournaments/{tid}/games")
+    slot_of = {g["game_id"]: g["slot"] for g in games}
+    assert sorted(slot_of.values()) == [0, 1, 2, 3] and all(g["status"] == "finished" for g in games)
+    for client in (ann, ben):
+        events = [(type(f).__name__, slot_of[f.game_id]) for f in client.frames if isinstance(f, (GameStart, GameOver))]
+        for first, second in ((0, 1), (2, 3)):
+            assert events.index(("GameOver", first)) < events.index(("GameStart", second)), events
