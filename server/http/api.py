@@ -14,7 +14,7 @@ import re
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 from urllib.parse import urlencode
 
 import msgspec
@@ -40,6 +40,24 @@ from ..storage.packing import UnreadableRecord
 log = logging.getLogger(__name__)
 
 _json = msgspec.json.Encoder()
+
+T = TypeVar("T")
+
+REPLAYS_AT_ONCE = 2
+"""Stored games replayed at once for HTTP (a replay, a game's last view), each in a worker
+thread. A long game's seat replay costs a tenth of a second of CPU: on the event loop, a few
+dozen requests at once held every clock of the node for seconds, and bots that answered at
+once lost on time. In a thread, the loop takes its turn between the replay's slices of the
+interpreter, and the requests past these wait their turn."""
+REPLAY_SLOTS = web.AppKey("replay_slots", asyncio.Semaphore)
+
+
+async def replayed(request: web.Request, work: Callable[..., T], *args: Any) -> T:
+    """``work(*args)``, a replay of a stored game (pure, CPU-bound), run in a worker thread,
+    at most :data:`REPLAYS_AT_ONCE` at a time: the event loop, which runs the games' clocks,
+    is never held for its length."""
+    async with request.app[REPLAY_SLOTS]:
+        return await asyncio.to_thread(work, *args)
 
 
 class ApiError(Exception):
@@ -435,11 +453,16 @@ async def get_game(request: web.Request) -> web.Response:
         game, view = game_summary(row), None
         if row.record is not None:
             try:
-                view = mandala.view(mandala.replay(row.record), None)
+                view = await replayed(request, _last_view, row.record)
             except RecordError:
                 log.exception("stored record of %s does not replay", game_id, extra=about(game=game_id))
     return json_response({"game_id": game.game_id, "players": game.players, "status": game.status, "ply": game.ply,
                           "view": view, "result": game.result, "kind": game.kind, "tournament_id": game.tournament_id})
+
+
+def _last_view(record: dict[str, Any]) -> mandala.View:
+    """The spectator's view where a stored record ends."""
+    return mandala.view(mandala.replay(record), None)
 
 
 async def over_game(arena: Arena, game_id: str) -> GameRow:
@@ -466,6 +489,7 @@ async def get_record(request: web.Request) -> web.Response:
 
 
 def setup(app: web.Application) -> None:
+    app[REPLAY_SLOTS] = asyncio.Semaphore(REPLAYS_AT_ONCE)
     app.router.add_post("/api/bots", create_bot)
     app.router.add_get("/api/bots", list_bots)
     app.router.add_post("/api/games", create_game)

@@ -18,13 +18,17 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+import msgspec
 from aiohttp import web
 
 import mandala
 
 from ..arena import ARENA
 from ..games.room import REQUEST_EPOCH
-from .api import ApiError, json_response, over_game
+from ..storage import GameRow
+from .api import ApiError, over_game, replayed
+
+_json = msgspec.json.Encoder()
 
 
 def plies(record: dict[str, Any], seat: int | None = None, telemetry: dict[str, Any] | None = None) -> list[dict[str, Any]]:
@@ -83,10 +87,8 @@ def seat_param(request: web.Request) -> int | None:
     return int(raw)
 
 
-async def get_replay(request: web.Request) -> web.Response:
-    """``GET /api/games/{id}/replay[?seat=0|1]``: players, result and every ply's move and view."""
-    seat = seat_param(request)
-    row = await over_game(request.app[ARENA], request.match_info["game_id"])
+def replay_body(row: GameRow, seat: int | None) -> bytes:
+    """The answer's JSON for the game ``row`` (over, with its record) seen by ``seat``."""
     assert row.record is not None
     body: dict[str, Any] = {"game_id": row.game_id, "players": row.players, "status": row.status,
                             "result": row.result, "seat": seat}
@@ -98,7 +100,15 @@ async def get_replay(request: web.Request) -> web.Response:
     body["plies"], end = walk(row.record, seat, row.telemetry, asked_last=row.end_reason != "forfeit")
     # Over, so public (R24): both cups as the record leaves them, whatever the eyes.
     body["cups"] = [mandala.view(end, s).private.cup for s in (0, 1)]  # type: ignore[union-attr]
-    resp = json_response(body)
+    return _json.encode(body)
+
+
+async def get_replay(request: web.Request) -> web.Response:
+    """``GET /api/games/{id}/replay[?seat=0|1]``: players, result and every ply's move and view,
+    replayed off the event loop (``replayed``)."""
+    seat = seat_param(request)
+    row = await over_game(request.app[ARENA], request.match_info["game_id"])
+    resp = web.Response(body=await replayed(request, replay_body, row, seat), content_type="application/json")
     resp.enable_compression()  # ~1.2 kB a ply, over 1 MB for a long game; gzip makes it ~30 times smaller
     return resp
 

@@ -4,10 +4,14 @@ card (R24); a running game, an unknown one and one without a record are refused.
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from typing import Any
 
 import msgspec
+import pytest
 
+import mandala
 from arena_testkit import Harness, gather, play_out, random_policy
 from protocol.messages import GameOver, Update
 from server.storage import GameRow
@@ -122,3 +126,34 @@ async def test_replay_refusals(make_arena: Any) -> None:
         game_id="lost", players=["alice", "bob"], status="aborted", rated=False, first_player=0, ply=3,
         started="2030-01-01T00:00:00.000Z", ended="2030-01-01T00:01:00.000Z", end_reason="aborted"))
     await api_error(await arena.client.get("/api/games/lost/replay"), 404, "no_record")
+
+
+@pytest.mark.parametrize("path", ["replay?seat=0", "replay", ""])
+async def test_a_stored_game_is_replayed_off_the_event_loop(make_arena: Any, monkeypatch: Any, path: str) -> None:
+    """A long game's seat replay costs a tenth of a second of CPU: built on the event loop, a
+    few dozen requests at once held every clock of the server for seconds, and bots that
+    answered at once lost on time. While a replay (or a stored game's last view) is being
+    built, here held in its worker until the test lets it go, the server answers a bot."""
+    arena: Harness = await make_arena()
+    a, b = await arena.bot("alice"), await arena.bot("bob")
+    game_id = await arena.start_game(["alice", "bob"], reshuffle_seed=5)
+    await gather(play_out(a, random_policy(1)), play_out(b, random_policy(2)))
+    arena.arena.manager.finished.clear()  # read back from storage, as any game that ended a while ago
+    loop = asyncio.get_running_loop()
+    building, release = asyncio.Event(), threading.Event()
+
+    replay = mandala.replay
+
+    def held(*args: Any, **kwargs: Any) -> Any:
+        loop.call_soon_threadsafe(building.set)
+        release.wait(2.0)  # bounded: on the event loop (the defect), it would hold it this long
+        return replay(*args, **kwargs)
+
+    monkeypatch.setattr(mandala, "replay", held)
+    request = asyncio.create_task(arena.client.get(f"/api/games/{game_id}/{path}".rstrip("/")))
+    await building.wait()
+    await a.ping()  # answered while the replay is being built
+    assert not request.done()
+    release.set()
+    resp = await request
+    assert resp.status == 200 and (await resp.json())["game_id"] == game_id
