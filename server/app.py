@@ -35,6 +35,7 @@ from .games.manager import GameManager
 from .http.api import json_errors
 from .http.api import setup as setup_api
 from .http.export import setup as setup_export
+from .http.json_lines import setup as setup_json_lines
 from .http.ladder import setup as setup_ladder_api
 from .http.live import setup as setup_live
 from .http.metrics import setup as setup_metrics
@@ -95,6 +96,7 @@ def create_app(settings: Settings, storage: Storage | None = None) -> web.Applic
         app[ARENA].cluster = cluster
         app[ARENA].tournaments.games_elsewhere = cluster.summaries
     app.router.add_get("/ws", websocket_handler)
+    setup_json_lines(app)
     setup_export(app)  # before /api/games/{game_id}
     setup_api(app)
     setup_tokens(app)

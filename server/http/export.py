@@ -29,7 +29,7 @@ from ..common.clock import utc_now
 from ..games import holds
 from ..storage import GameFilter, GameRow, GameStatus
 from .api import ApiError, only_params, query_int
-from .json_lines import stream_json_lines
+from .json_lines import page_of, stream_json_lines
 
 EXPORT_PAGE = 200
 """Games read from storage at a time (about 2 MB of records)."""
@@ -132,7 +132,7 @@ async def export(request: web.Request) -> web.StreamResponse:
         nonlocal left
         after = start
         while True:
-            rows = await arena.storage.export_games(which, after, EXPORT_PAGE)
+            rows = await page_of(request, arena.storage.export_games, which, after, EXPORT_PAGE)
             if limit is not None:
                 rows = rows[:left]
                 left -= len(rows)

@@ -9,14 +9,37 @@ endpoint is asked for one: a file ``gunzip`` reads, which a client saves as it c
 
 from __future__ import annotations
 
+import asyncio
 import zlib
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
 
 import msgspec
 from aiohttp import web
 
 _encoder = msgspec.json.Encoder()
+
+T = TypeVar("T")
+
+PAGES_AT_ONCE = 1
+"""Pages of records (an export's, a tournament's ``…/records``) read from storage at a time,
+whatever the number of exports. SQLite has one worker thread, which stores the games too: a
+page of long games takes it a few hundred milliseconds, and four dozen exports at once, each
+with a page in its queue, held a game's write past ``storage_timeout_s``, so that the server
+took its storage for failing and started no game. One page at a time, a write waits for one
+page at most; the exports take turns."""
+PAGE_SLOTS = web.AppKey("record_page_slots", asyncio.Semaphore)
+
+
+async def page_of(request: web.Request, read: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
+    """``await read(*args, **kwargs)``, a page of records from storage, once no other such page
+    is being read (:data:`PAGES_AT_ONCE`)."""
+    async with request.app[PAGE_SLOTS]:
+        return await read(*args, **kwargs)
+
+
+def setup(app: web.Application) -> None:
+    app[PAGE_SLOTS] = asyncio.Semaphore(PAGES_AT_ONCE)
 GZIP_LEVEL = 3
 """Records compress 3 times faster at level 3 than at zlib's default 6, to a file a third
 larger (14 times smaller than the JSON; docs/performance.md, "Bulk export")."""

@@ -41,7 +41,7 @@ from ..tournaments.view import (
     tournament_view,
 )
 from .api import INT64_MAX, ApiError, _limit, json_response, next_link, query_int, read_body, require_admin
-from .json_lines import stream_json_lines
+from .json_lines import page_of, stream_json_lines
 
 log = logging.getLogger(__name__)
 
@@ -276,8 +276,8 @@ async def get_records(request: web.Request) -> web.StreamResponse:
     async def pages() -> AsyncIterator[list[RecordLine]]:
         after = -1
         while True:
-            page = await arena.storage.tournament_games(row.tournament_id, records=True, finished=True,
-                                                        after_slot=after, limit=RECORDS_PAGE)
+            page = await page_of(request, arena.storage.tournament_games, row.tournament_id, records=True,
+                                 finished=True, after_slot=after, limit=RECORDS_PAGE)
             held = await holds.holds_of(arena.storage, page)
             yield [RecordLine(g.game_id, g.players, g.result,
                               holds.public_part(g.record) if g.game_id in held and g.record is not None else g.record,

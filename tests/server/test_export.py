@@ -10,6 +10,7 @@ import asyncio
 import gzip
 import json
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -232,3 +233,41 @@ async def test_mandala_replay_replays_every_game_of_an_export_plain_or_gzip(make
     out, err_bytes = await proc.communicate()
     assert proc.returncode == 2 and len(out.splitlines()) == 1  # the first game, then the broken one stops it
     assert err_bytes.decode().startswith(f"mandala replay: {tmp_path / 'broken.jsonl'}: game {ids[1]}: ply ")
+
+
+async def test_a_game_written_while_exports_stream_waits_for_one_page_at_most(make_arena: Any, monkeypatch: Any) -> None:
+    """SQLite's one worker thread stores the games and reads the exports' pages. Four exports
+    at once each have their page read in turn, while a write that comes meanwhile is done
+    after the page being read, not behind all of them: four dozen exports of long games had
+    held a game's write past ``storage_timeout_s``, and the server took its storage for failing
+    and started no game. Here each page read waits in the thread until the test lets it go."""
+    arena: Harness = await make_arena()
+    storage: Any = arena.arena.storage
+    order: list[str] = []
+    pages = threading.Semaphore(0)
+    read_page, create_bot = storage._export_games, storage._create_bot
+
+    def slow_page(*args: Any) -> Any:
+        order.append("page")
+        pages.acquire(timeout=5.0)  # bounded: a test that fails still ends
+        return read_page(*args)
+
+    def write(*args: Any) -> Any:
+        order.append("write")
+        return create_bot(*args)
+
+    async def no_games(which: Any) -> int:
+        return 0
+
+    monkeypatch.setattr(storage, "_export_games", slow_page)
+    monkeypatch.setattr(storage, "_create_bot", write)
+    monkeypatch.setattr(storage, "count_games", no_games)  # counted off the thread: only pages queue there
+    # Each answer's headers come once its handler waits for its first page (or its turn to read one).
+    exports = [await arena.client.get("/api/games/export") for _ in range(4)]
+    created = asyncio.create_task(storage.create_bot("newcomer", "0" * 64, utc_now(), 1500.0))
+    await asyncio.sleep(0)  # the write is in the thread's queue
+    for _ in exports:
+        pages.release()
+    await created
+    assert [(await r.read(), r.status) for r in exports] == [(b"", 200)] * 4
+    assert order == ["page", "write", "page", "page", "page"]
