@@ -61,9 +61,30 @@ def token_allowed(request: web.Request, settings: Settings) -> bool:
             or is_loopback(client_address(request, settings)))
 
 
+IPV6_CLIENT_PREFIX = 64
+"""The IPv6 network one client is counted by: a host (a rented server, a home line) is given a
+whole /64, 2⁶⁴ addresses it may use as it likes, so counted by address it would have no limit."""
+
+
+def client_key(address: str) -> str:
+    """What the per-address limits (connections, registrations) count ``address`` as: an IPv4
+    address as it is, an IPv6 address as its /64 network (an IPv4 one written in IPv6 as that
+    IPv4 address), anything else as it is."""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip, IPV6_CLIENT_PREFIX), strict=False))
+    return address
+
+
 class AddressCap:
-    """At most ``limit`` open WebSocket connections per client address (0: no limit), so one
-    client cannot hold thousands on a public server; ``exempt`` addresses are never capped."""
+    """At most ``limit`` open WebSocket connections per client (0: no limit), so one client
+    cannot hold thousands on a public server; ``exempt`` addresses are never capped. A client
+    is its address, or for IPv6 its /64 (:func:`client_key`)."""
 
     def __init__(self, limit: int, exempt: list[str]) -> None:
         self.limit = limit
@@ -74,18 +95,20 @@ class AddressCap:
         """Count one more connection from ``address``; False (nothing counted) at the limit."""
         if not self.limit or address in self.exempt:
             return True
-        held = self.open.get(address, 0)
+        key = client_key(address)
+        held = self.open.get(key, 0)
         if held >= self.limit:
             return False
-        self.open[address] = held + 1
+        self.open[key] = held + 1
         return True
 
     def give_back(self, address: str) -> None:
         """A connection ``take`` counted has closed."""
-        held = self.open.get(address)
+        key = client_key(address)
+        held = self.open.get(key)
         if held is None:
             return
         if held <= 1:
-            del self.open[address]
+            del self.open[key]
         else:
-            self.open[address] = held - 1
+            self.open[key] = held - 1

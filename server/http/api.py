@@ -29,7 +29,7 @@ from ..common.clock import utc_now
 from ..common.logs import about
 from ..common.refusal import Refusal
 from ..connections.auth import check_admin, hash_token, new_token
-from ..connections.peers import client_address, token_allowed
+from ..connections.peers import client_address, client_key, token_allowed
 from ..games import holds
 from ..games.deals import Deal
 from ..games.room import GameRoom
@@ -85,7 +85,8 @@ def connection_slot(request: web.Request) -> Iterator[None]:
     address = client_address(request, arena.settings)
     if not arena.addresses.take(address):
         raise ApiError(429, "too_many_connections",
-                       f"{address} has {arena.addresses.limit} WebSocket connections open, the most one address may")
+                       f"{client_key(address)} has {arena.addresses.limit} WebSocket connections open, the most one "
+                       "address (for IPv6, one /64) may")
     try:
         yield
     finally:
@@ -224,12 +225,13 @@ async def create_bot(request: web.Request) -> web.Response:
     if arena.settings.registration == "admin" or request.headers.get("Authorization"):
         require_admin(request, arena)
     else:
-        counted = client_address(request, arena.settings)
+        counted = client_key(client_address(request, arena.settings))
         retry = arena.registrations.hit(counted, asyncio.get_running_loop().time())
         if retry is not None:
             seconds = max(1, math.ceil(retry))
             raise ApiError(429, "rate_limited",
-                           f"at most {arena.settings.registrations_per_hour} bots an hour from one address",
+                           f"at most {arena.settings.registrations_per_hour} bots an hour from one address "
+                           f"(for IPv6, one /64)",
                            {"Retry-After": str(seconds)}, retry_after=seconds)
     try:
         body: CreateBot = await read_body(request, CreateBot)

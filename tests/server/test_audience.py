@@ -358,6 +358,25 @@ async def test_connections_per_address_are_capped_with_a_typed_refusal(make_aren
     await wait_until(lambda: not arena.arena.addresses.open, 5, "slots were not given back")
 
 
+async def test_the_connections_of_one_ipv6_slash_64_are_counted_together(make_arena: Any) -> None:
+    """Behind a proxy, WebSockets from three addresses of one IPv6 /64 (one host's) share its
+    cap, as those of one IPv4 address do; another /64 has its own."""
+    arena: Harness = await make_arena(connections_per_ip=2, connections_per_ip_exempt=[], trust_forwarded_for=True)
+
+    def upgrade(address: str) -> dict[str, str]:
+        return {"Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Version": "13",
+                "Sec-WebSocket-Key": base64.b64encode(os.urandom(16)).decode(), "X-Forwarded-For": address}
+
+    held = [await arena.client.ws_connect("/live", headers={"X-Forwarded-For": a}) for a in ("2001:db8::a", "2001:db8::b")]
+    resp = await arena.client.get("/ws", headers=upgrade("2001:db8::c:c"))
+    assert resp.status == 429 and (await resp.json())["error"]["code"] == "too_many_connections"
+    other = await arena.client.ws_connect("/live", headers={"X-Forwarded-For": "2001:db8:0:1::a"})
+    assert arena.arena.addresses.open == {"2001:db8::/64": 2, "2001:db8:0:1::/64": 1}
+    for ws in (*held, other):
+        await ws.close()
+    await wait_until(lambda: not arena.arena.addresses.open, 5, "slots were not given back")
+
+
 def test_loopback_is_exempt_by_default_and_the_cap_counts_per_address() -> None:
     from server.config import Settings
     from server.connections.peers import AddressCap

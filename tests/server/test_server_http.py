@@ -85,6 +85,24 @@ async def test_behind_a_trusted_proxy_each_forwarded_client_has_its_own_registra
                     "rate_limited")
 
 
+async def test_an_ipv6_client_is_counted_by_its_slash_64_not_by_each_address(make_arena: Any) -> None:
+    """A host on IPv6 is given a whole /64 and may send from any of its addresses: counted by
+    address it would register bots without end. Its /64 is the client; another /64 is another."""
+    arena: Harness = await make_arena(registrations_per_hour=2, trust_forwarded_for=True)
+    client = arena.client
+
+    def via(address: str) -> dict[str, str]:
+        return {"X-Forwarded-For": address}
+
+    for name, address in (("alice", "2001:db8:1:2::1"), ("bob", "2001:db8:1:2:aaaa::2")):
+        assert (await client.post("/api/bots", json={"name": name}, headers=via(address))).status == 201
+    body = await api_error(await client.post("/api/bots", json={"name": "carol"}, headers=via("2001:db8:1:2:ffff::3")),
+                           429, "rate_limited")
+    assert "/64" in body["message"]
+    assert (await client.post("/api/bots", json={"name": "dave"}, headers=via("2001:db8:1:3::1"))).status == 201
+    assert (await client.post("/api/bots", json={"name": "erin"}, headers=via("198.51.100.7"))).status == 201
+
+
 async def test_behind_a_proxy_only_the_line_it_added_counts_not_the_clients_own(make_arena: Any) -> None:
     """HAProxy's ``option forwardfor`` appends its own ``X-Forwarded-For`` line after any the
     client sent (likewise a proto header): the client's own lines, first, must not name it."""
