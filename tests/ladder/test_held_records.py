@@ -197,8 +197,9 @@ async def test_mandala_replay_passes_over_a_record_an_export_held(make_arena: An
     """``mandala export`` while a pair's first record is held, then ``mandala replay`` of the
     file: the game without its record is passed over, named on standard error, and every other
     game replays (a challenge played meanwhile); once the return game is over, a new export
-    replays both."""
-    arena: Harness = await make_arena(pairing_interval_s=60)
+    replays both. The bots read nothing while the commands run (seconds each on a busy machine):
+    the heartbeat is set past that."""
+    arena: Harness = await make_arena(pairing_interval_s=60, heartbeat_s=60.0)
     a, b, first, _ = await first_game_played(arena)
     challenge = await arena.start_game(["bot01", "bot00"])
     await gather(play_out(a, random_policy(5)), play_out(b, random_policy(6)))
