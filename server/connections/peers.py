@@ -103,7 +103,10 @@ class AddressCap:
         return True
 
     def give_back(self, address: str) -> None:
-        """A connection ``take`` counted has closed."""
+        """A connection ``take`` counted has closed. An exempt address's was never counted: its
+        /64 may hold other clients' counts, which its close must leave as they are."""
+        if not self.limit or address in self.exempt:
+            return
         key = client_key(address)
         held = self.open.get(key)
         if held is None:

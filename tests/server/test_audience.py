@@ -17,6 +17,7 @@ import struct
 import time
 from typing import Any
 
+import aiohttp
 import msgspec
 import pytest
 from aiohttp import WSMsgType
@@ -388,3 +389,31 @@ def test_loopback_is_exempt_by_default_and_the_cap_counts_per_address() -> None:
     assert not cap.take("203.0.113.7") and cap.take("203.0.113.8")
     cap.give_back("203.0.113.7")
     assert cap.take("203.0.113.7")
+
+
+async def test_an_exempt_address_leaving_gives_back_nothing_of_its_slash_64(make_arena: Any) -> None:
+    """An exempt IPv6 address is never counted, so its connections' closes take nothing from
+    the count of the other clients of its /64, which stay capped."""
+    arena: Harness = await make_arena(connections_per_ip=2, connections_per_ip_exempt=["2001:db8::1"],
+                                      trust_forwarded_for=True)
+    cap = arena.arena.addresses
+    closed: list[str] = []
+    give_back = cap.give_back
+
+    def noted(address: str) -> None:
+        give_back(address)
+        closed.append(address)
+
+    cap.give_back = noted  # type: ignore[method-assign]
+    held = [await arena.client.ws_connect("/live", headers={"X-Forwarded-For": a}) for a in ("2001:db8::a", "2001:db8::b")]
+    for _ in range(2):
+        exempt = await arena.client.ws_connect("/live", headers={"X-Forwarded-For": "2001:db8::1"})
+        await exempt.close()
+    await wait_until(lambda: closed == ["2001:db8::1"] * 2, 5, "the exempt connections did not close")
+    assert cap.open == {"2001:db8::/64": 2}
+    with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+        await arena.client.ws_connect("/live", headers={"X-Forwarded-For": "2001:db8::c"})
+    assert refused.value.status == 429
+    for ws in held:
+        await ws.close()
+    await wait_until(lambda: not cap.open, 5, "slots were not given back")
