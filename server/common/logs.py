@@ -53,9 +53,11 @@ class RequestIds(logging.Filter):
         return True
 
 
-_SECRET = re.compile(r"mdl_[A-Za-z0-9_-]{20,}|(?<=[?&])([^=&\s\"]*token[^=&\s\"]*=)[^&\s\"]*", re.IGNORECASE)
+_SECRET = re.compile(r"mdl_[A-Za-z0-9_-]{29,}|(?<=[?&])([^=&\s\"]*token[^=&\s\"]*=)[^&\s\"]*", re.IGNORECASE)
 """A token as the server issues them, anywhere, and the value of any query parameter whose name
-says ``token`` (a token from before the ``mdl_`` prefix, or a client's own name for it)."""
+says ``token`` (a token from before the ``mdl_`` prefix, or a client's own name for it). A run
+after ``mdl_`` is a token's from 29 characters on: a bot's name, which may start with ``mdl_``
+too, holds 28 at most (``BOT_NAME``), and stays in the lines of its pages."""
 
 
 def redact(value: Any) -> Any:

@@ -144,3 +144,43 @@ async def test_a_json_log_line_by_line(tmp_path: Path) -> None:
     assert len(quoted) == 2 and all("token=…" in m for m in quoted) and "t=mdl_…" in quoted[0], quoted
     for secret in (ADMIN, wrong_admin, wrong_bot, *tokens.values()):
         assert secret not in text
+
+
+async def test_a_bot_named_like_a_token_keeps_its_name_in_the_access_line(tmp_path: Path) -> None:
+    """A bot name may start with ``mdl_`` (32 characters at most, fewer than any token's 47):
+    the access lines of its page name it whole, while a token in the same URL is blanked."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = {**os.environ, "MANDALA_ADMIN_TOKEN": ADMIN}
+    env.pop("DATABASE_URL", None)
+    log = tmp_path / "server.log"
+    name = "mdl_champion_bot_v2_final_32char"
+    assert len(name) == 32
+    with open(log, "wb") as stderr, open(tmp_path / "stdout", "wb") as stdout:
+        server = subprocess.Popen([sys.executable, "-c", SERVE, "serve", "--port", str(port), "--db",
+                                   str(tmp_path / "arena.db")], env=env, stdout=stdout, stderr=stderr)
+    try:
+        async with aiohttp.ClientSession() as http:
+            async def up() -> bool:
+                assert server.poll() is None, log.read_text()
+                try:
+                    async with http.get(url + "/health") as resp:
+                        return resp.status == 200
+                except aiohttp.ClientConnectionError:
+                    return False
+
+            await wait_until(up, 30, "the server did not come up")
+            async with http.post(url + "/api/bots", json={"name": name}, headers={"Authorization": f"Bearer {ADMIN}"}) as resp:
+                assert resp.status == 201
+                token = (await resp.json())["token"]
+            async with http.get(f"{url}/api/bots/{name}/history?t={token}") as resp:
+                assert resp.status in (200, 400)
+            async with http.get(f"{url}/api/bots/{name}") as resp:
+                assert resp.status == 200
+            await wait_until(lambda: log.read_text().count("GET /api/bots/mdl_") == 2, 10, "no access lines")
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(30)
+    text = log.read_text()
+    assert f'"GET /api/bots/{name}/history?t=mdl_… HTTP/1.1"' in text and f'"GET /api/bots/{name} HTTP/1.1"' in text, text
+    assert token not in text
