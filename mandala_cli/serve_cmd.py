@@ -261,10 +261,11 @@ def claim_database(db: str) -> socket.socket | str | None:
     to disk or left behind, no file is held open on the database's disk (which may be
     unmounted and mended while the server runs, "Storage faults"), and the kernel gives the
     name up when the process ends, ``kill -9`` included. Elsewhere than Linux, and for
-    PostgreSQL (whose nodes share one database), nothing is claimed (``None``)."""
+    PostgreSQL (whose nodes share one database), nothing is claimed (``None``); nor for
+    SQLite's ``:memory:``, a database of the process alone, not a file another could serve."""
     from server.storage import is_postgres_url
 
-    if is_postgres_url(db) or not sys.platform.startswith("linux"):
+    if is_postgres_url(db) or db == ":memory:" or not sys.platform.startswith("linux"):
         return None
     path = os.path.realpath(db.removeprefix("sqlite://") if db.startswith("sqlite:///") else db)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -238,6 +238,22 @@ async def test_a_second_server_on_the_same_sqlite_file_is_refused(tmp_path: Path
                    "on this machine (one database, one server)\n")
 
 
+
+async def test_two_servers_on_in_memory_databases_both_serve(tmp_path: Path) -> None:
+    """``--db :memory:`` is a database of the process alone, none other's: a second one is not
+    refused as if they shared a file."""
+    config = tmp_path / "arena.toml"
+    config.write_text("")
+    servers = [ServeProcess(":memory:", free_port(), config, tmp_path / f"server{i}.log", "--spool",
+                            str(tmp_path / f"spool{i}.jsonl")) for i in range(2)]
+    try:
+        async with aiohttp.ClientSession() as http:
+            for server in servers:
+                await server.ready(http)
+    finally:
+        for server in servers:
+            server.kill()
+
 def _sqlite_schema() -> int:
     from server.storage.sqlite_schema import SCHEMA_VERSION
 
