@@ -39,7 +39,10 @@ async def page_of(request: web.Request, read: Callable[..., Awaitable[T]], *args
 
 
 def setup(app: web.Application) -> None:
+    """The application's one turn of reading pages (:func:`page_of`)."""
     app[PAGE_SLOTS] = asyncio.Semaphore(PAGES_AT_ONCE)
+
+
 GZIP_LEVEL = 3
 """Records compress 3 times faster at level 3 than at zlib's default 6, to a file a third
 larger (14 times smaller than the JSON; docs/performance.md, "Bulk export")."""
