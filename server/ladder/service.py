@@ -59,7 +59,7 @@ from ..games.house import HouseBot
 from ..games.manager import GameManager
 from ..games.room import GameRoom
 from ..ratings.bradley_terry import Z95
-from ..storage import NameTaken, Storage
+from ..storage import GameRow, NameTaken, Storage
 from ..storage.base import LadderStanding, score_of_seat0
 from .large import WAIT_SLACK, Field
 from .matchmaking import Meetings, RecentGames, Seeker, next_wait_end, pair_round
@@ -538,7 +538,11 @@ class Ladder:
                 await asyncio.sleep(recorder.retry_after)
 
     def rated_game_stored(self, room: GameRoom) -> None:
-        row = room.to_row(record=False)
+        self._rated_row_stored(room.to_row(record=False))
+
+    def _rated_row_stored(self, row: GameRow) -> None:
+        """A rated game is in the database (played, or a return game forfeited): its result
+        joins the pairs' totals in memory, as it joined the stored ones."""
         self.tally.add(row.players[0], row.players[1], score_of_seat0(row.result))
         self.field.result(row.players[0], row.players[1], score_of_seat0(row.result))
         self.changed()
@@ -625,7 +629,9 @@ class Ladder:
         self.returns.remove(pair)
         pair.games.append(row.game_id)
         self._end_pair(pair)
-        self.manager.recorder.finish(row, durable=self.changed)
+        # Counted like a played rated game once stored: the pairs' totals, which the rating and
+        # W/D/L are computed from, have it as storage does (and as a restart reads them).
+        self.manager.recorder.finish(row, durable=self.changed, stored=lambda: self._rated_row_stored(row))
 
     def _drop_return(self, pair: Pair, why: str) -> None:
         """Give up a pair's return game: the first game stays rated and counts as any other."""
