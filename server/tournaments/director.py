@@ -292,6 +292,10 @@ class Director:
         run.row = row
         for game_id in [*run.running.values(), *run.elsewhere.values()]:
             self.manager.abort(game_id, f"tournament {run.id} was cancelled")
+        # Their ends reach no run (it is dropped now), so the last view pushed, which every
+        # new viewer's fresh start repeats, must already list none of them as running.
+        run.running.clear()
+        run.elsewhere.clear()
         log.info("tournament %s cancelled", run.id)
         self._publish(run)
 
