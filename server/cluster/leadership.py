@@ -10,14 +10,14 @@ import itertools
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from protocol.messages import LiveStandings, Seek, Unseek
+from protocol.messages import LiveGameEnded, LiveStandings, Seek, Unseek
 from protocol.tournaments import LiveTournament
 
 from ..common.refusal import Refusal
 from ..ladder.controls import LadderOp, answer_of
 from .bus import ClusterBus, ClusterUnavailable
 from .lease import Lease
-from .messages import FromBot, LadderAnswer, LadderCall, LeaderIs, Refused, Standings, TournamentNews
+from .messages import FromBot, LadderAnswer, LadderCall, LeaderIs, LiveNews, Refused, Standings
 from .parts import ServerParts
 from .presence import text_of
 
@@ -56,7 +56,7 @@ class Leadership:
     def handlers(self) -> dict[type, Callable[[str, Any], None]]:
         """What this part hears on the bus, by the message's type."""
         return {LeaderIs: self._on_leader_is, Standings: self._on_standings,
-                TournamentNews: self._on_tournament_news, Refused: self._on_refused,
+                LiveNews: self._on_live_news, Refused: self._on_refused,
                 LadderCall: self._on_ladder_call, LadderAnswer: self._on_ladder_answer}
 
     async def load(self) -> None:
@@ -176,14 +176,15 @@ class Leadership:
             self._table = m.table
             self.parts.live.publish(m.table)
 
-    def publish_tournament(self, message: LiveTournament) -> None:
-        """The director's ``publish``: every node's ``/live`` hears the leader's tournaments."""
+    def publish_live(self, message: LiveTournament | LiveGameEnded) -> None:
+        """The director's ``publish`` and the ends of the forfeits the leader stores: every
+        node's ``/live`` hears them."""
         if self.bus.healthy:
-            self.bus.post(None, TournamentNews(message))
+            self.bus.post(None, LiveNews(message))
         else:
             self.parts.live.publish(message)
 
-    def _on_tournament_news(self, sender: str, m: TournamentNews) -> None:
+    def _on_live_news(self, sender: str, m: LiveNews) -> None:
         self.parts.live.publish(m.message)
 
     # ------------------------------------------------------------------ the organizer's controls

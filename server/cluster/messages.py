@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import msgspec
 
-from protocol.messages import ClientMessage, GameSummary, LiveStandings
+from protocol.messages import ClientMessage, GameSummary, LiveGameEnded, LiveStandings
 from protocol.tournaments import LiveTournament
 
 from ..games.seams import GameSetup
@@ -195,11 +195,11 @@ class Refused(msgspec.Struct, tag="refused", frozen=True):
     game_id: str | None
 
 
-class TournamentNews(msgspec.Struct, tag="tournament_news", frozen=True):
-    """A tournament changed on the leader (which runs the tournaments): every node pushes it
-    to its ``/live`` viewers."""
+class LiveNews(msgspec.Struct, tag="live_news", frozen=True):
+    """An event of the leader's for every node's ``/live`` viewers: a tournament changed (the
+    leader runs the tournaments), or a game it stored as forfeited ended (no node hosted it)."""
 
-    message: LiveTournament
+    message: LiveTournament | LiveGameEnded
 
 
 
@@ -222,6 +222,6 @@ class LadderAnswer(msgspec.Struct, tag="ladder_answer", frozen=True):
 
 ClusterMessage = (
     Attached | Detached | Capacity | ToBot | ToConn | FromBot | TokenRetired | Watching | GameBegan | GameEnded | LeaderIs
-    | Standings | Refused | LadderCall | LadderAnswer | TournamentNews | PliesAsked | PliesTold
+    | Standings | Refused | LadderCall | LadderAnswer | LiveNews | PliesAsked | PliesTold
     | GameAsked | GameTold | StartGame | GameNotStarted | AbortGame
 )

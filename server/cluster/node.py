@@ -113,8 +113,9 @@ class ClusterNode:
         parts.manager.journal = parts.manager.recorder
         parts.manager.listeners.append(games)
         parts.ladder.publish = leadership.publish_standings
+        parts.ladder.announce_end = leadership.publish_live
         parts.ladder.may_act = leading
-        parts.tournaments.publish = leadership.publish_tournament
+        parts.tournaments.publish = parts.tournaments.announce_end = leadership.publish_live
         parts.tournaments.may_act = leading
         parts.challenges.held_elsewhere = bots.challenge_node
         parts.challenges.forward = games.forward

@@ -9,12 +9,13 @@ from collections.abc import Collection
 import msgspec
 
 import mandala
-from protocol.messages import GameKind, GameResult
+from protocol.messages import GameKind, GameResult, LiveGameEnded
 
 from ..common.clock import utc_now
 from ..common.ids import new_id
 from ..storage import GameRow
 from .deals import Deal, build_game
+from .summary import game_summary
 
 
 def forfeit_row(players: tuple[str, str], deal: Deal, away: Collection[str], *, kind: GameKind, rated: bool,
@@ -31,3 +32,9 @@ def forfeit_row(players: tuple[str, str], deal: Deal, away: Collection[str], *, 
         result=msgspec.to_builtins(GameResult(winner, "forfeit", list(game.scores()), list(game.cup_sizes()))),  # type: ignore[arg-type]
         record=msgspec.to_builtins(mandala.record_of(game)),
     )
+
+
+def forfeit_ended(row: GameRow) -> LiveGameEnded:
+    """The ``/live`` event of a forfeit once stored: no room played it, so none announces its
+    end, and a viewer following every game (``?games=all``) would miss it."""
+    return LiveGameEnded(game_summary(row))

@@ -44,7 +44,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from protocol.messages import Error, GameKind, LadderState, LadderStatus, LiveStandings
+from protocol.messages import Error, GameKind, LadderState, LadderStatus, LiveGameEnded, LiveStandings
 
 from ..common.callbacks import spawn
 from ..common.clock import seconds_since, utc_now
@@ -54,7 +54,7 @@ from ..config import Settings
 from ..connections.presence import Presence
 from ..connections.ratelimit import WindowLimiter
 from ..games.deals import Deal
-from ..games.forfeits import forfeit_row
+from ..games.forfeits import forfeit_ended, forfeit_row
 from ..games.house import HouseBot
 from ..games.manager import GameManager
 from ..games.room import GameRoom
@@ -131,6 +131,9 @@ class Ladder:
         self.presence = presence
         self.manager = manager
         self.publish = publish
+        self.announce_end: Callable[[LiveGameEnded], None] = publish
+        """Where a forfeited return game's end goes once stored: ``/live`` (in a cluster, every
+        node's)."""
         self.leading = False
         self.may_act: Callable[[], bool] = lambda: True
         """Checked before each pairing: in a cluster, whether this node's lease still holds."""
@@ -631,7 +634,8 @@ class Ladder:
         self._end_pair(pair)
         # Counted like a played rated game once stored: the pairs' totals, which the rating and
         # W/D/L are computed from, have it as storage does (and as a restart reads them).
-        self.manager.recorder.finish(row, durable=self.changed, stored=lambda: self._rated_row_stored(row))
+        self.manager.recorder.finish(row, durable=lambda: self.announce_end(forfeit_ended(row)),
+                                     stored=lambda: self._rated_row_stored(row))
 
     def _drop_return(self, pair: Pair, why: str) -> None:
         """Give up a pair's return game: the first game stays rated and counts as any other."""

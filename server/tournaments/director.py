@@ -42,13 +42,13 @@ from typing import Any
 
 import msgspec
 
-from protocol.messages import GameSummary
+from protocol.messages import GameSummary, LiveGameEnded
 from protocol.tournaments import BusyGame, LiveTournament, TournamentDefinition, Waiting
 
 from ..common.clock import utc_now
 from ..common.refusal import Refusal
 from ..games.deals import Deal
-from ..games.forfeits import forfeit_row
+from ..games.forfeits import forfeit_ended, forfeit_row
 from ..games.holds import deal_slots
 from ..games.manager import GameManager
 from ..games.room import GameRoom
@@ -123,6 +123,8 @@ class Director:
         self.storage = storage
         self.manager = manager
         self.publish = publish
+        self.announce_end: Callable[[LiveGameEnded], None] = publish
+        """Where a forfeit's end goes once stored: ``/live`` (in a cluster, every node's)."""
         self.may_act: Callable[[], bool] = lambda: True
         """In a cluster, whether this node still holds the lead."""
         self.leading = False
@@ -370,6 +372,7 @@ class Director:
         def durable() -> None:
             run.forfeiting.discard(slot)
             run.games[slot] = msgspec.structs.replace(row, record=None)
+            self.announce_end(forfeit_ended(row))
             self._changed(run)
             self.wake()
 

@@ -8,13 +8,16 @@ from typing import Any
 
 from test_held_records import away, exported, first_game_played
 
-from arena_testkit import Harness, wait_until
+from arena_testkit import Harness, LiveStream, wait_until
+from protocol.messages import LiveGameEnded
 
 
 async def test_a_forfeited_return_game_counts_in_the_standings_at_once(make_arena: Any) -> None:
     arena: Harness = await make_arena(pairing_interval_s=60, return_wait_s=0.2)
     a, b, first, _ = await first_game_played(arena)
     ladder = arena.arena.ladder
+    viewer = LiveStream(await arena.client.ws_connect("/live?games=all"))
+    await viewer.batch()  # the fresh start
     await away(arena, {"bot01": b})
 
     def forfeited() -> bool:
@@ -43,4 +46,10 @@ async def test_a_forfeited_return_game_counts_in_the_standings_at_once(make_aren
     # The totals in memory are the stored ones: a restart would show the same table.
     stored = await arena.arena.storage.pair_tallies()
     assert {k: tuple(v) for k, v in ladder.tally.counts.items()} == {k: tuple(v) for k, v in stored.items()}
+    # Its end reached a viewer following every game on /live, as a played game's does.
+    (forfeit,) = [g for g in pair_games if g["result"]["end_reason"] == "forfeit"]
+    ended = (await viewer.next_of(LiveGameEnded)).game
+    assert (ended.game_id, ended.pair_id, ended.rated) == (forfeit["game_id"], first.pair_id, True)
+    assert ended.result is not None and ended.result.end_reason == "forfeit"
+    await viewer.close()
     await a.close()

@@ -12,16 +12,21 @@ from typing import Any
 import pytest
 from tournament_kit import create, crosstable_of, finished, games_read, idle_pair_started, play, post, records
 
-from arena_testkit import Harness, WsClient, wait_until
+from arena_testkit import Harness, LiveStream, WsClient, wait_until
 from mandala_client.bots import GreedyBot, RandomBot
-from protocol.messages import Decision, GameOver, GameStart
+from protocol.messages import Decision, GameOver, GameStart, LiveGameEnded
 from server.http import tournaments as tournaments_http
 
 
 async def test_a_bot_that_never_comes_forfeits_after_the_grace(make_arena: Any) -> None:
+    """cat never comes: it forfeits its four games once the grace is over, each lost to the
+    right opponent, in the results, the records and the ranking, and each forfeit's end
+    reaches a viewer following every game on ``/live``, as a played game's does."""
     arena: Harness = await make_arena()
     clients = {n: await arena.bot(n, max_games=2) for n in ("ann", "ben")}
     await arena.create_bot("cat")  # registered, never connected
+    viewer = LiveStream(await arena.client.ws_connect("/live?games=all"))
+    await viewer.batch()  # the fresh start
     tasks = [asyncio.create_task(play(c, RandomBot(seed=i))) for i, c in enumerate(clients.values())]
     try:
         tid = (await create(arena, participants=["ann", "ben", "cat"], grace_s=1.0))["tournament_id"]
@@ -47,6 +52,14 @@ async def test_a_bot_that_never_comes_forfeits_after_the_grace(make_arena: Any) 
     ranking = {r["bot"]: r for r in (await arena.get_json(f"/api/tournaments/{tid}/results"))["ranking"]}
     assert ranking["cat"]["forfeits"] == 4 and ranking["cat"]["score"] == 0.0 and ranking["cat"]["rank"] == 3
     assert ranking["ann"]["forfeits"] == ranking["ben"]["forfeits"] == 0
+    ends: dict[str, str] = {}
+    while len(ends) < len(lines):
+        ended = (await viewer.next_of(LiveGameEnded)).game
+        if ended.tournament_id == tid:
+            assert ended.result is not None and ended.game_id not in ends
+            ends[ended.game_id] = ended.result.end_reason
+    assert ends == {line["game_id"]: line["result"]["end_reason"] for line in lines}
+    await viewer.close()
 
 
 async def leave_after(client: WsClient, decisions: int) -> None:
