@@ -97,9 +97,11 @@ class Qualifier:
         return q if q is not None and q.pair is pair else None
 
     def refused(self, bot: str, refusal: Refusal) -> None:
-        """A bot drew an ``error``: during qualification, a protocol break fails it."""
+        """A bot drew an ``error``: during qualification, a protocol break fails it. A move for
+        a game already over is not one: it came too late, and the game's end, which follows
+        once stored, says how the game ended (a time-out fails the bot, in those words)."""
         q = self.bots.get(bot)
-        if q is None:
+        if q is None or refusal.code == "game_over":
             return
         if refusal.code in PROTOCOL_BREAKS or refusal.game_id in q.games:
             self.fail(bot, f"qualification failed: {refusal.code} ({refusal.message}); seek again to retry")

@@ -13,6 +13,7 @@ import asyncio
 from typing import Any
 
 import msgspec
+import pytest
 
 from arena_testkit import ADMIN, Harness, LiveStream, WsClient, gather, play_out, random_policy, wait_until
 from protocol.messages import (
@@ -134,6 +135,34 @@ async def test_a_bot_that_times_out_in_qualification_is_not_listed(make_arena: A
     assert (await arena.get_json("/api/bots/slow"))["state"] == "failed"
     status = await seek(slow)  # a new seek qualifies afresh
     assert (status.state, status.qualification_left) == ("qualifying", 2)
+
+
+async def test_a_move_too_late_in_qualification_fails_it_for_the_timeout(
+        make_arena: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The clock runs out in a qualification game and the bot's move comes after, before the
+    game's end is stored (storage is held up here): the bot fails for the time-out, as the
+    game's end says. It failed for the move's refusal, ``game_over``, which pointed its author
+    at the wrong thing."""
+    arena: Harness = await make_arena(decision_ms=200, **FAST)
+    slow = await arena.bot("slow")
+    await seek(slow)
+    decision = await slow.until(Decision)
+    storage, go = arena.arena.storage, asyncio.Event()
+    write_games = storage.write_games
+
+    async def held_up(writes: Any) -> Any:
+        await go.wait()
+        return await write_games(writes)
+
+    monkeypatch.setattr(storage, "write_games", held_up)
+    room = arena.arena.manager.running[decision.game_id]
+    await wait_until(lambda: room.over, 5, "the decision's clock did not run out")
+    await slow.send_move(decision, decision.legal[0])
+    assert (await slow.expect(Error)).code == "game_over"
+    go.set()
+    status = await slow.until(LadderStatus)
+    assert (status.state, status.seeking) == ("failed", False)
+    assert status.message == f"qualification failed: game {decision.game_id} ended by timeout; seek again to retry"
 
 
 async def test_a_protocol_break_in_qualification_fails_it(make_arena: Any) -> None:
