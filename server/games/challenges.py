@@ -77,6 +77,9 @@ class ChallengeBook:
         if name == challenger:
             raise Refusal("challenge_self", "a bot cannot challenge itself")
         conn = self.presence.get(name)
+        if conn is None and name == self.settings.house_bot:
+            raise Refusal("bot_offline", f"{name}, the house bot, plays qualification games and the tournaments it is"
+                          " entered in, not challenges: challenge a connected bot (GET /api/ladder says which are)")
         if conn is None:
             raise Refusal("bot_offline", f"{name} is not connected")
         if not conn.reachable:

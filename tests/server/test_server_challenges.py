@@ -47,6 +47,10 @@ async def test_challenge_refusals(make_arena) -> None:
         await a.send({"type": "challenge", "opponent": opponent})
         err = await a.error()
         assert err.code == code, (opponent, err)
+    # The house bot is never connected: its refusal says what it plays instead.
+    await a.send({"type": "challenge", "opponent": "House"})
+    err = await a.error()
+    assert err.code == "bot_offline" and err.message.startswith("house, the house bot, plays qualification games")
     assert arena.arena.challenges.pending == {}
 
 
