@@ -188,7 +188,8 @@ class Session:
         elif isinstance(m, Unwatch):
             arena.manager.unwatch(conn, m.game_id)
         elif conn.bot is None:
-            raise Refusal("spectator", f"a spectator may watch, unwatch and ping, not {type(m).__struct_config__.tag}")
+            raise Refusal("spectator", f"a spectator may watch, unwatch and ping, not {type(m).__struct_config__.tag}",
+                          game_id=getattr(m, "game_id", None), request_id=getattr(m, "request_id", None))
         elif isinstance(m, PlayMove):
             arena.manager.play(conn.bot, m.game_id, m.request_id, m.move)
         elif isinstance(m, Challenge):

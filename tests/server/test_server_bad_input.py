@@ -134,10 +134,11 @@ async def test_before_hello_and_spectator_limits(make_arena: Any) -> None:
     welcome = await s.expect(Welcome)
     assert welcome.bot is None and welcome.games == []
     assert welcome.limits.max_frame_bytes == 16384 and welcome.limits.decision_ms == 5000
-    for frame in ({"type": "move", "game_id": "g", "request_id": 0, "move": {"type": "pass"}},
+    for frame in ({"type": "move", "game_id": "g", "request_id": 3, "move": {"type": "pass"}},
                   {"type": "resign", "game_id": "g"}, {"type": "capacity", "max_games": 2},
                   {"type": "accept", "challenge_id": "x"}):
-        await refused(s, frame, "spectator")
+        err = await refused(s, frame, "spectator")
+        assert (err.game_id, err.request_id) == (frame.get("game_id"), frame.get("request_id"))  # what it named
     await refused(s, {"type": "hello", "protocol": 1}, "already_authenticated")
 
 
