@@ -466,9 +466,9 @@ class GameManager:
         if room is None:
             raise Refusal("unknown_game", f"no running game {game_id!r}", game_id=game_id)
         if room.over:
-            raise Refusal(
-                "game_over", f"game {game_id} is over: its record is at /api/games/{game_id}/record", game_id=game_id
-            )
+            raise Refusal("game_over", f"game {game_id} is over: its record is at /api/games/{game_id}/record (which"
+                          " answers 409 record_held while another game on its deal is still to be played)",
+                          game_id=game_id)
         room.watch(conn)
 
     def unwatch(self, conn: Connection, game_id: str) -> None:
