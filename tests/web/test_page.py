@@ -1204,3 +1204,48 @@ async def test_a_game_whose_record_is_held_shows_its_end_and_what_it_waits_for_t
     await expect(page.get_by_test_id("replay-controls")).to_be_visible()
     await expect(page.get_by_test_id("board")).to_have_attribute("data-ply", str(len(replay["plies"]) - 1))
     assert not errors
+
+
+async def test_a_tournament_with_long_names_stays_within_its_column_and_the_window(
+        make_arena: Any, browser: Any) -> None:
+    """Bot names may be 32 characters long: the ranking and the crosstable scroll inside their
+    panels, which stay left of the games beside them on a wide window and within a phone's
+    width on a narrow one, and the games list wraps a long winner's name instead of running
+    out of its panel."""
+    from playwright.async_api import expect
+
+    arena: Harness = await make_arena()
+    names = [c * 32 for c in "WMQ"]
+    for name in names:
+        await arena.create_bot(name)
+    tid = (await create(arena, name="wide cup", participants=names, games_per_pairing=2))["tournament_id"]
+    pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
+    for slot, (a, b) in enumerate(pairs):
+        await arena.arena.storage.save_game(GameRow(
+            game_id=f"g{slot:02d}", players=[a, b], status="finished", rated=False, first_player=0, ply=30,
+            started=f"2020-01-01T00:{slot:02d}:00.000Z", kind="tournament", tournament_id=tid, slot=slot,
+            ended=f"2020-01-01T00:{slot:02d}:30.000Z", end_reason="river",
+            result={"winner": 0, "end_reason": "river", "scores": [30, 20], "cup_sizes": [5, 5]}))
+    page = await browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    overflow = """() => {
+      const main = document.querySelector('.t-main'), side = main.nextElementSibling;
+      const right = Math.max(...[...main.children].map((p) => p.getBoundingClientRect().right));
+      const meta = Math.max(...[...document.querySelectorAll('[data-testid=t-game] .g-meta')]
+        .map((m) => m.scrollWidth - m.clientWidth));
+      return {panels: right - main.getBoundingClientRect().right, side: side.getBoundingClientRect().left,
+              main: main.getBoundingClientRect().right, page: document.documentElement.scrollWidth - innerWidth, meta};
+    }"""
+    for width in (1280, 390):
+        await page.set_viewport_size({"width": width, "height": 900})
+        await page.goto(str(arena.client.make_url("/")) + f"#/tournaments/{tid}")
+        await expect(page.get_by_test_id("t-game")).to_have_count(len(pairs), timeout=WAIT_MS)
+        await expect(page.get_by_test_id("crosstable")).to_contain_text(names[2])
+        got = await page.evaluate(overflow)
+        assert got["panels"] <= 0.5, got  # no panel wider than its column
+        assert got["page"] == 0, got  # no sideways scrolling of the whole page
+        assert got["meta"] == 0, got  # a long winner's name wraps inside its game
+        if width == 1280:
+            assert got["main"] < got["side"], got  # the column ends before the games beside it
+    assert errors == []
