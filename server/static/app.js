@@ -166,7 +166,7 @@
 
   // ---------------------------------------------------------------- words
 
-  const botLink = (name) => h("a.bot", { href: `#/bot/${enc(name)}`, text: name });
+  const botLink = (name) => h("a.bot", { href: `#/bot/${enc(name)}`, title: name, text: name });
 
   function chip(color, count, small) {
     return h(`span.chip.${color}${small ? ".sm" : ""}`, {

@@ -1249,3 +1249,35 @@ async def test_a_tournament_with_long_names_stays_within_its_column_and_the_wind
         if width == 1280:
             assert got["main"] < got["side"], got  # the column ends before the games beside it
     assert errors == []
+
+
+async def test_a_phone_sees_the_rating_of_a_bot_with_a_long_name(make_arena: Any, browser: Any) -> None:
+    """On a phone's width the standings keep the rank, the name, the rating and the Elo on
+    screen: a 32-character name is cut short (its link still opens its profile and shows it
+    whole on hover) rather than pushing the rating out of sight behind a sideways scroll."""
+    from playwright.async_api import expect
+
+    arena: Harness = await make_arena()
+    table = standings_of(3)
+    long = "W" * 32
+    table = msgspec.structs.replace(
+        table, standings=[msgspec.structs.replace(table.standings[0], bot=long), *table.standings[1:]])
+    arena.arena.ladder.table = table
+    arena.arena.live.publish(table)
+    page = await browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    await page.set_viewport_size({"width": 390, "height": 844})
+    await page.goto(str(arena.client.make_url("/")))
+    first = page.get_by_test_id("standing-row").first
+    await expect(first).to_have_attribute("data-bot", long, timeout=WAIT_MS)
+    await expect(first.locator("a.bot")).to_have_attribute("href", f"#/bot/{long}")
+    await expect(first.locator("a.bot")).to_have_attribute("title", long)  # the whole name on hover
+    got = await page.evaluate("""() => {
+      const wrap = document.querySelector('[data-testid=standings]').closest('.table-wrap');
+      const row = document.querySelector('[data-testid=standing-row]');
+      return {elo: row.querySelector('td.elo').getBoundingClientRect().right,
+              edge: wrap.getBoundingClientRect().right};
+    }""")
+    assert got["elo"] <= got["edge"], got  # the rating and the Elo in sight without scrolling
+    assert errors == []
