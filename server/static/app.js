@@ -19,6 +19,8 @@
   const PAGE_ROWS = 50;  // rows of a page below the top
   const PAGE_REFRESH_MS = 10000;  // a page below the top is read again at most this often, as the ladder moves
   const HELD_RETRY_MS = 2000;  // a game whose record is held asks for its replay again this often
+  const BOT_REFRESH_MS = 10000;  // a bot's profile is read again at most this often, as its games start and end
+  const BOT_POLL_MS = 60000;  // ... and this often while the tab is shown (the stream tells of a sample of games)
   const KIND = { ladder: "ladder", qualification: "qualification", challenge: "challenge", admin: "organizer", tournament: "tournament" };
 
   // ---------------------------------------------------------------- small helpers
@@ -1269,10 +1271,34 @@
       health.incidents.length >= 50 ? h("p.empty", { text: "The 50 most recent are listed; all are counted above." }) : null);
   }
 
-  async function showBot(root, name, view) {
-    root.replaceChildren(h("p.empty", { text: "Loading…" }));
+  // A bot's profile, read again when one of its games starts or ends on the stream, after the
+  // stream reconnects, and every BOT_POLL_MS while the tab is shown (the default stream tells of
+  // a sample of games), at most every BOT_REFRESH_MS: a bot author leaves it open.
+  function botPage(root, name) {
+    const mine = name.toLowerCase();
+    const view = {
+      alive: true, due: null, last: Date.now(), poll: null,
+      destroy() { this.alive = false; clearTimeout(this.due); clearInterval(this.poll); },
+      refresh() {
+        if (this.due !== null || !this.alive) return;
+        this.due = setTimeout(() => {
+          this.due = null;
+          this.last = Date.now();
+          showBot(root, name, this, true);
+        }, Math.max(0, this.last + BOT_REFRESH_MS - Date.now()));
+      },
+      resync() { this.refresh(); },
+      onGame(msg) { if (msg.game.players.some((p) => p.toLowerCase() === mine)) this.refresh(); },
+    };
+    view.poll = setInterval(() => { if (document.visibilityState === "visible") view.refresh(); }, BOT_POLL_MS);
+    showBot(root, name, view, false);
+    return view;
+  }
+
+  async function showBot(root, name, view, again) {
+    if (!again) root.replaceChildren(h("p.empty", { text: "Loading…" }));
     const { status, body } = await getJson(`/api/bots/${enc(name)}`);
-    if (!view.alive) return;
+    if (!view.alive || (again && status !== 200)) return;  // read again: what is shown stays
     if (status !== 200) {
       root.replaceChildren(h("p.empty", { text: status === 404 ? `There is no bot named ${name}.` : `The bot could not be loaded (${status}).` }),
         h("a.back", { href: "#/", text: "← Ladder" }));
@@ -1849,9 +1875,7 @@
       const name = decoded(m[1]);
       document.title = `${name} · Mandala Arena`;
       $("#bot").hidden = false;
-      const view = { alive: true, destroy() { this.alive = false; } };
-      current = view;
-      showBot($("#bot"), name, view);
+      current = botPage($("#bot"), name);
     } else if ((m = hash.match(/^#\/tournaments\/([^/?#]+)/))) {
       const id = decoded(m[1]);
       document.title = `Tournament ${id} · Mandala Arena`;

@@ -1281,3 +1281,28 @@ async def test_a_phone_sees_the_rating_of_a_bot_with_a_long_name(make_arena: Any
     }""")
     assert got["elo"] <= got["edge"], got  # the rating and the Elo in sight without scrolling
     assert errors == []
+
+
+async def test_a_bot_s_profile_left_open_follows_its_games(make_arena: Any, browser: Any) -> None:
+    """A bot author leaves its bot's profile open: a game of the bot starts and ends, and the
+    profile shows it playing, then its result, without being loaded again by hand (it stayed
+    as first read). Reading it again keeps what is shown, so the page never flashes empty."""
+    from playwright.async_api import expect
+
+    arena: Harness = await make_arena(heartbeat_s=60.0)  # the bots read nothing while the page loads
+    alice, bob = await arena.bot("alice"), await arena.bot("bob")
+    page = await browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    await page.goto(str(arena.client.make_url("/")) + "#/bot/Alice")  # any case, as names are
+    await expect(page.locator("#bot")).to_contain_text("No game yet.", timeout=WAIT_MS)
+    game_id = await arena.start_game(["alice", "bob"])
+    row = page.get_by_test_id("bot-game")
+    await expect(row).to_have_count(1, timeout=WAIT_MS)
+    await expect(row.locator("a")).to_have_attribute("href", f"#/game/{game_id}")
+    await gather(play_out(alice, random_policy(1)), play_out(bob, random_policy(2)))
+    over = await arena.get_json(f"/api/games/{game_id}")
+    winner = over["result"]["winner"]
+    text = "draw" if winner is None else "win" if over["players"][winner] == "alice" else "loss"
+    await expect(row.locator("td.outcome")).to_contain_text(text, timeout=WAIT_MS)
+    assert errors == []
