@@ -116,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
     from server.common import logs
     from server.config import ConfigError, load_settings
     from server.http.tls import tls_context
+    from server.recording.recorder import StorageUnavailable
     from server.recording.spool import SpoolError
     from server.storage.base import SchemaTooNew
 
@@ -182,6 +183,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     except ClusterUnavailable as e:
         print(f"mandala serve: {e}", file=sys.stderr)
+        return 1
+    except StorageUnavailable as e:
+        print(f"mandala serve: cannot serve {_safe(settings.db)}: {e}", file=sys.stderr)
         return 1
     finally:
         if claim is not None:

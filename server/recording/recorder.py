@@ -61,6 +61,11 @@ def describe(e: BaseException) -> str:
     return f"{text[:200]} ({type(e).__module__}.{type(e).__qualname__})"
 
 
+class StorageUnavailable(Exception):
+    """Storage did not open, or its spool was not stored, within ``storage_wait_s`` of the
+    start: the server does not serve without it."""
+
+
 class FaultLog:
     """Each distinct storage failure logged once, with its traceback, then only counted."""
 
@@ -264,7 +269,9 @@ class GameRecorder:
             except Exception as e:
                 self._fail("at start" if not opened else "storing the spooled games", e)
                 if loop.time() + self._backoff > deadline:
-                    raise
+                    waited = self.settings.storage_wait_s
+                    raise StorageUnavailable(f"storage did not {'open' if not opened else 'take the spooled games'}"
+                                             f" in {waited:g} s (storage_wait_s): {describe(e)}") from e
                 await asyncio.sleep(self._backoff)
                 self._backoff = min(self._backoff * 2, self.settings.storage_retry_max_s)
         if rows:

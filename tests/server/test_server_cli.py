@@ -183,6 +183,20 @@ def test_a_database_of_a_newer_release_stops_the_server_with_one_line(tmp_path: 
             (_sqlite_schema(),), (999,)]
 
 
+def test_a_database_that_cannot_be_opened_stops_the_server_naming_it(tmp_path: Path) -> None:
+    """Storage is waited for ``storage_wait_s`` at start (a disk not mounted yet); then the
+    server stops with one line naming the database and why (it ended in a traceback that
+    named neither)."""
+    config = tmp_path / "arena.toml"
+    config.write_text("storage_wait_s = 0\n")
+    done = subprocess.run([str(BIN / "mandala"), "serve", "--port", str(free_port()), "--db", "/proc/arena.db",
+                           "--config", str(config)], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[-1] == (
+        "mandala serve: cannot serve /proc/arena.db: storage did not open in 0 s (storage_wait_s): "
+        "unable to open database file (sqlite3.OperationalError)")
+
+
 async def _second_serve(tmp_path: Path, *, same_port: bool) -> tuple[int, str, str, str]:
     """A server with a game running, and ``mandala serve`` run again by mistake on its database
     (on its port, or on another): the second one's exit status and stderr, and the game's
