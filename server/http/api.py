@@ -7,6 +7,7 @@ aiohttp's own 404/405 and any unexpected exception (see :func:`json_errors`).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import math
@@ -95,6 +96,19 @@ def connection_slot(request: web.Request) -> Iterator[None]:
 
 def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
     return web.Response(body=_json.encode(data), status=status, content_type="application/json", headers=headers)
+
+
+def revalidated_json(request: web.Request, data: Any) -> web.Response:
+    """``data`` as JSON with an ETag of its bytes and ``Cache-Control: no-cache``: a client that
+    asks again with ``If-None-Match`` (a browser does by itself) gets ``304`` and no body while
+    nothing changed. For what a page polls (the list of tournaments, every 5 s)."""
+    body = _json.encode(data)
+    tag = hashlib.blake2b(body, digest_size=12).hexdigest()
+    if any(e.value in (tag, "*") for e in request.if_none_match or ()):
+        return web.Response(status=304, headers={"ETag": f'"{tag}"', "Cache-Control": "no-cache"})
+    resp = web.Response(body=body, content_type="application/json", headers={"Cache-Control": "no-cache"})
+    resp.etag = tag
+    return resp
 
 
 def error_response(status: int, code: str, message: str, headers: dict[str, str] | None = None, **extra: Any) -> web.Response:

@@ -40,7 +40,17 @@ from ..tournaments.view import (
     tournament_results,
     tournament_view,
 )
-from .api import INT64_MAX, ApiError, _limit, json_response, next_link, query_int, read_body, require_admin
+from .api import (
+    INT64_MAX,
+    ApiError,
+    _limit,
+    json_response,
+    next_link,
+    query_int,
+    read_body,
+    require_admin,
+    revalidated_json,
+)
 from .json_lines import page_of, stream_json_lines
 
 log = logging.getLogger(__name__)
@@ -178,7 +188,7 @@ async def list_all(request: web.Request) -> web.Response:
     for row in await arena.storage.list_tournaments():
         tally, running = await _tally_and_running(arena, row)  # the page's list asks every 5 s
         out.append(tournament_info(row, tally, len(running)))
-    return json_response(out)
+    return revalidated_json(request, out)
 
 
 async def get_one(request: web.Request) -> web.Response:

@@ -91,3 +91,23 @@ async def test_controls_follow_the_states_and_refuse_the_rest_with_409(make_aren
         assert (resp.status, (await resp.json())["error"]["code"]) == (404, "unknown_tournament")
     resp = await arena.client.get(f"/api/tournaments/{tid}/results?format=xml")
     assert (resp.status, (await resp.json())["error"]["code"]) == (400, "invalid_request")
+
+
+async def test_the_list_of_tournaments_answers_304_while_it_has_not_changed(make_arena: Any) -> None:
+    """The page's list asks every 5 s, and the list grows with every tournament ever made: a
+    client that asks again with the ETag it was given (a browser does by itself, the answer
+    being ``no-cache``) gets ``304`` and no body until something in it changes."""
+    arena: Harness = await make_arena()
+    await arena.create_bot("ann")
+    await arena.create_bot("ben")
+    first = await arena.client.get("/api/tournaments")
+    tag = first.headers["ETag"]
+    assert first.status == 200 and await first.json() == [] and first.headers["Cache-Control"] == "no-cache"
+    again = await arena.client.get("/api/tournaments", headers={"If-None-Match": tag})
+    assert (again.status, await again.read(), again.headers["ETag"]) == (304, b"", tag)
+    created = await create(arena, participants=["ann", "ben"])
+    changed = await arena.client.get("/api/tournaments", headers={"If-None-Match": tag})
+    assert changed.status == 200 and changed.headers["ETag"] != tag
+    assert [t["tournament_id"] for t in await changed.json()] == [created["tournament_id"]]
+    other = await arena.client.get("/api/tournaments", headers={"If-None-Match": '"not-it", ' + changed.headers["ETag"]})
+    assert other.status == 304
