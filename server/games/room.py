@@ -582,10 +582,8 @@ class GameRoom:
         self._deliver(name, Update(self.id, self.ply, None, self._view(seat)))
         if self.pending is not None and self.pending.seat == seat:
             self._send_decision(self.remaining_ms() or 0)
-        other = 1 - seat
-        if other in self.away:  # it left while this seat was away too: the opponent_back to come needs this
-            grace = self.remaining_ms() if self.pending is not None and self.pending.seat == other else None
-            self._deliver(name, OpponentAway(self.id, other, grace))  # type: ignore[arg-type]
+        if 1 - seat in self.away:  # it left while this seat was away too: the opponent_back to come needs this
+            self._deliver(name, self._away_notice(1 - seat))
         if seat in self.away:
             self.away.discard(seat)
             since = self._away_since.pop(seat, None)
@@ -593,13 +591,18 @@ class GameRoom:
             self._deliver(self.players[1 - seat], OpponentBack(self.id, seat))  # type: ignore[arg-type]
         self._release_views()
 
+    def _away_notice(self, seat: int) -> OpponentAway:
+        """What the other seat is told of ``seat`` being away: with the time its pending
+        decision has left, if it is the one to decide."""
+        grace = self.remaining_ms() if self.pending is not None and self.pending.seat == seat else None
+        return OpponentAway(self.id, seat, grace)  # type: ignore[arg-type]
+
     def went_away(self, seat: int) -> None:
         """The bot in ``seat`` lost its connection: its clock runs on; tell the opponent."""
         self.away.add(seat)
         self._away_since[seat] = self._loop.time()
         self._note("disconnect", seat, after_ms=self._thought(seat))
-        grace = self.remaining_ms() if self.pending is not None and self.pending.seat == seat else None
-        self._deliver(self.players[1 - seat], OpponentAway(self.id, seat, grace))  # type: ignore[arg-type]
+        self._deliver(self.players[1 - seat], self._away_notice(seat))
 
     def watch(self, conn: Spectator) -> None:
         self.spectators.add(conn)

@@ -104,11 +104,10 @@ def revalidated_json(request: web.Request, data: Any) -> web.Response:
     nothing changed. For what a page polls (the list of tournaments, every 5 s)."""
     body = _json.encode(data)
     tag = hashlib.blake2b(body, digest_size=12).hexdigest()
+    headers = {"ETag": f'"{tag}"', "Cache-Control": "no-cache"}
     if any(e.value in (tag, "*") for e in request.if_none_match or ()):
-        return web.Response(status=304, headers={"ETag": f'"{tag}"', "Cache-Control": "no-cache"})
-    resp = web.Response(body=body, content_type="application/json", headers={"Cache-Control": "no-cache"})
-    resp.etag = tag
-    return resp
+        return web.Response(status=304, headers=headers)
+    return web.Response(body=body, content_type="application/json", headers=headers)
 
 
 def error_response(status: int, code: str, message: str, headers: dict[str, str] | None = None, **extra: Any) -> web.Response:
@@ -245,7 +244,7 @@ async def create_bot(request: web.Request) -> web.Response:
             seconds = max(1, math.ceil(retry))
             raise ApiError(429, "rate_limited",
                            f"at most {arena.settings.registrations_per_hour} bots an hour from one address "
-                           f"(for IPv6, one /64)",
+                           "(for IPv6, one /64)",
                            {"Retry-After": str(seconds)}, retry_after=seconds)
     try:
         body: CreateBot = await read_body(request, CreateBot)
