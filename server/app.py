@@ -27,7 +27,7 @@ from .config import Settings
 from .connections.auth import new_admin_token
 from .connections.outbox import CLOSE_GOING_AWAY, SHUTDOWN_WAIT_S
 from .connections.pacing import Audience
-from .connections.peers import AddressCap
+from .connections.peers import AddressBudget, AddressCap
 from .connections.presence import Presence
 from .connections.ratelimit import WindowLimiter
 from .games.challenges import ChallengeBook
@@ -82,6 +82,8 @@ def create_app(settings: Settings, storage: Storage | None = None) -> web.Applic
         live=live,
         audience=Audience(settings),
         addresses=AddressCap(settings.connections_per_ip, settings.connections_per_ip_exempt),
+        frames=AddressBudget(settings.messages_per_second_per_ip, settings.burst_per_ip,
+                             settings.connections_per_ip_exempt),
         tournaments=Director(storage, manager, live.publish),
     )
     live.state = lambda: (app[ARENA].ladder.table, app[ARENA].manager.running_summaries())

@@ -17,7 +17,7 @@ from .audience.live import LiveHub
 from .common.loop_lag import LoopLag
 from .config import Settings
 from .connections.pacing import Audience
-from .connections.peers import AddressCap
+from .connections.peers import AddressBudget, AddressCap
 from .connections.presence import Presence
 from .connections.ratelimit import WindowLimiter
 from .games.challenges import ChallengeBook
@@ -44,6 +44,8 @@ class Arena:
     audience: Audience
     addresses: AddressCap
     """The WebSocket connections each client address holds (``connections_per_ip``)."""
+    frames: AddressBudget
+    """The frames a second all of a client address's ``/ws`` connections share (``messages_per_second_per_ip``)."""
     tournaments: Director
     cluster: ClusterNode | None = None
     """This node's part in a cluster (``--redis``); ``None`` on one node."""

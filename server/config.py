@@ -93,6 +93,13 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     burst: Annotated[int, Meta(ge=1)] = 40
     flood_after: Annotated[int, Meta(ge=0)] | None = None
     """Refused messages in a row before a connection is closed for flooding; ``None`` means ``burst``."""
+    messages_per_second_per_ip: Annotated[float, Meta(ge=0)] = 200.0
+    """Frames a second all of one client address's ``/ws`` connections may send together (for
+    IPv6, its /64; 0: no such limit), beside each connection's own ``messages_per_second``:
+    a client may hold ``connections_per_ip`` connections. The addresses of
+    ``connections_per_ip_exempt`` have no such limit, and a bot's first answer to each of its
+    decisions counts against neither."""
+    burst_per_ip: Annotated[int, Meta(ge=1)] = 400
     max_games: Annotated[int, Meta(ge=1, le=64)] = 64
     """Upper bound on a connection's ``max_games``."""
     heartbeat_s: Annotated[float, Meta(gt=0, le=3600)] = 20.0

@@ -21,7 +21,7 @@ from protocol.messages import CLOSE_FLOOD, Error, ErrorCode
 from ..config import Settings
 from .outbox import Outbox
 from .pacing import Audience, Feed
-from .peers import arrived_by_tls, client_address, token_allowed
+from .peers import AddressBudget, arrived_by_tls, client_address, client_key, token_allowed
 from .ratelimit import TokenBucket
 
 log = logging.getLogger(__name__)
@@ -42,7 +42,8 @@ class Connection:
     reachable = True
     """A connection to this node is always reachable (one on another node may not be)."""
 
-    def __init__(self, ws: web.WebSocketResponse, settings: Settings, request: web.Request, audience: Audience) -> None:
+    def __init__(self, ws: web.WebSocketResponse, settings: Settings, request: web.Request, audience: Audience,
+                 shared: AddressBudget | None = None) -> None:
         self.id = next(_ids)
         self.ws = ws
         self.peer = client_address(request, settings)
@@ -62,6 +63,9 @@ class Connection:
         loop = asyncio.get_running_loop()
         self._loop = loop
         self._bucket = TokenBucket(settings.messages_per_second, settings.burst, loop.time())
+        self._budget = shared
+        self._shared = None if shared is None else shared.join(self.peer, loop.time())
+        """The bucket all of this client address's connections share (``messages_per_second_per_ip``)."""
         self._refused_in_row = 0
         self.outbox = Outbox(ws, request.transport, settings.send_queue_max, f"connection {self.id} ({self.peer})")
         self._audience = audience
@@ -96,26 +100,37 @@ class Connection:
 
     async def shutdown(self) -> None:
         """Once the reader is done: let a close we asked for finish, else drop what is left."""
+        if self._budget is not None:
+            self._budget.leave(self.peer)
+            self._budget = None
         await self.outbox.shutdown()
 
     # ------------------------------------------------------------------ rate limit
 
     def admit(self) -> bool:
         """Charge one incoming frame to the bucket. On refusal send ``rate_limited`` (or, past
-        the flood limit, ``flood`` and close 4008) and return False: the frame is not processed."""
-        retry = self._bucket.take(self._loop.time())
+        the flood limit, ``flood`` and close 4008) and return False: the frame is not processed.
+        A frame the connection's own bucket admits is charged to its address's too, so that one
+        connection flooding spends no more of its neighbours' budget than its own limit."""
+        now = self._loop.time()
+        retry = self._bucket.take(now)
+        limit = "messages"
+        if retry is None and self._shared is not None:
+            retry = self._shared.take(now)
+            limit = "address"
         if retry is None:
             self._refused_in_row = 0
             return True
         self._refused_in_row += 1
-        if self._refused_in_row > self.settings.flood_limit:
+        s = self.settings
+        if self._refused_in_row > s.flood_limit:
             self.error("flood", "kept sending while rate limited: closing")
             self.close(CLOSE_FLOOD, "flood")
+        elif limit == "messages":
+            self.error("rate_limited", f"more than {s.messages_per_second:g} messages a second (burst {s.burst})",
+                       limit=limit, retry_after=round(retry, 3))
         else:
-            self.error(
-                "rate_limited",
-                f"more than {self.settings.messages_per_second:g} messages a second (burst {self.settings.burst})",
-                limit="messages",
-                retry_after=round(retry, 3),
-            )
+            self.error("rate_limited", f"more than {s.messages_per_second_per_ip:g} messages a second from "
+                       f"{client_key(self.peer)}, all its connections together (burst {s.burst_per_ip})",
+                       limit=limit, retry_after=round(retry, 3))
         return False

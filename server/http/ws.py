@@ -310,7 +310,7 @@ async def websocket_handler(request: web.Request) -> web.WebSocketResponse:
 
 async def _session(arena: Arena, ws: web.WebSocketResponse, request: web.Request) -> web.WebSocketResponse:
     settings = arena.settings
-    conn = Connection(ws, settings, request, arena.audience)
+    conn = Connection(ws, settings, request, arena.audience, arena.frames)
     arena.presence.opened(conn)
     session = Session(arena, conn)
     session.hello_timer = asyncio.get_running_loop().call_later(settings.hello_timeout_s, session.hello_timeout)

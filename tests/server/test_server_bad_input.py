@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arena_testkit import Harness, WsClient, illegal_move
+from arena_testkit import Harness, WsClient, illegal_move, wait_until
 from protocol.messages import (
     CLOSE_BAD_TOKEN,
     CLOSE_FLOOD,
@@ -212,6 +212,38 @@ async def test_rate_limited_carries_limit_and_retry_after(make_arena: Any) -> No
     await asyncio.sleep(err.retry_after)  # the server said when a token is back
     await c.send({"type": "ping", "data": "3"})
     assert (await c.expect(Pong)).data == "3"
+
+
+async def test_the_connections_of_one_address_share_a_budget_of_frames(make_arena: Any) -> None:
+    """Each connection keeps its own bucket, and all those of one client address share one
+    more (§15.1): frames past it get ``rate_limited`` with ``"limit": "address"``, on whichever
+    connection sent them; another address is not touched, and a bot's first answer to its
+    decision is still not charged."""
+    arena = await make_arena(messages_per_second_per_ip=0.01, burst_per_ip=6, connections_per_ip_exempt=[],
+                             trust_forwarded_for=True)
+    a = await arena.bot("alice")  # each hello takes one of the address's 6 tokens
+    await arena.bot("bob")
+    game_id = await arena.start_game(["alice", "bob"])
+    d = await a.until(Decision)
+    s1, s2 = await arena.connect(None), await arena.connect(None)  # 2 tokens left
+    assert await s1.ping() == [] and await s1.ping() == []  # each spectator's own bucket has plenty
+    await s2.send({"type": "ping", "data": "over"})
+    err = await s2.expect(Error)
+    assert (err.code, err.limit) == ("rate_limited", "address")
+    assert err.message == "more than 0.01 messages a second from 127.0.0.1, all its connections together (burst 6)"
+    assert err.retry_after is not None and err.retry_after > 50
+    await a.send_move(d, d.legal[0])  # the answer to a decision is paced by the server, not charged
+    await a.expect(MoveAccepted)
+    assert arena.arena.manager.running[game_id].ply == 1
+    other = WsClient(await arena.client.ws_connect("/ws", headers={"X-Forwarded-For": "203.0.113.9"}))
+    await other.send({"type": "hello", "protocol": 1})
+    await other.expect(Welcome)
+    assert await other.ping() == []
+    assert arena.arena.frames.held["127.0.0.1"][1] == 4 and arena.arena.frames.held["203.0.113.9"][1] == 1
+    for c in (s1, s2, other):
+        await c.ws.close()
+    await wait_until(lambda: set(arena.arena.frames.held) == {"127.0.0.1"} and arena.arena.frames.held["127.0.0.1"][1] == 2,
+                     5, "the closed connections still share the budget")
 
 
 async def test_flood_closes_4008(make_arena: Any) -> None:
