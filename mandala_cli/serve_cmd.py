@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     from server.http.tls import tls_context
     from server.recording.recorder import StorageUnavailable
     from server.recording.spool import SpoolError
-    from server.storage.base import SchemaTooNew
+    from server.storage.base import DatabaseServed, SchemaTooNew
 
     try:
         settings = load_settings(
@@ -180,6 +180,9 @@ def run(args: argparse.Namespace) -> int:
             run_tls(app, context, text, loop)
     except (SpoolError, SchemaTooNew) as e:
         print(f"mandala serve: {e}", file=sys.stderr)
+        return 2
+    except DatabaseServed as e:
+        print(f"mandala serve: cannot serve {_safe(settings.db)}: {e}", file=sys.stderr)
         return 2
     except ClusterUnavailable as e:
         print(f"mandala serve: {e}", file=sys.stderr)

@@ -43,7 +43,7 @@ from ..config import Settings
 from ..ratings import elo
 from ..ratings.elo import EloSettings
 from ..storage import GameRow, RatingChange, Standing, Storage
-from ..storage.base import GameWrite, MoveWrite, PairClose, Rate, SchemaTooNew, score_of_seat0
+from ..storage.base import DatabaseServed, GameWrite, MoveWrite, PairClose, Rate, SchemaTooNew, score_of_seat0
 from .spool import Spool, SpoolError
 
 log = logging.getLogger(__name__)
@@ -259,12 +259,13 @@ class GameRecorder:
             try:
                 if not opened:
                     await asyncio.wait_for(self.storage.open(), self.settings.storage_timeout_s)
+                    await self.storage.claim_database(self.settings.redis is not None, self.settings.storage_wait_s)
                     opened = True
                 while stored < len(rows):
                     await asyncio.wait_for(self.store_final(rows[stored]), self.settings.storage_timeout_s)
                     stored += 1
                 break
-            except (SpoolError, SchemaTooNew, RuntimeError, ValueError):
+            except (SpoolError, SchemaTooNew, DatabaseServed, RuntimeError, ValueError):
                 raise  # not a fault that waiting mends (a schema too new, a bad URL)
             except Exception as e:
                 self._fail("at start" if not opened else "storing the spooled games", e)

@@ -32,6 +32,12 @@ class SchemaTooNew(Exception):
     ones): this one refuses to start on it rather than read what it does not know."""
 
 
+class DatabaseServed(Exception):
+    """Another server serves the database in a way this one may not join (a single server
+    beside anything else, a cluster's node beside a single server): this one refuses to
+    start, because a start marks the games the database holds as running aborted."""
+
+
 class BotRow(msgspec.Struct, frozen=True):
     name: str
     token_hash: str
@@ -334,6 +340,12 @@ class Storage(Protocol):
         """Connect and create the schema if needed."""
 
     async def close(self) -> None: ...
+
+    async def claim_database(self, shared: bool, wait: float) -> None:
+        """Hold the open database for this server until :meth:`close`: ``shared`` with the
+        other nodes of a cluster, else alone. Raises :class:`DatabaseServed` if another server
+        holds it otherwise after up to ``wait`` seconds (a server cut off may hold it a little
+        while). A SQLite file is claimed by ``mandala serve`` before it opens it."""
 
     async def ping(self) -> None:
         """Raise if the database cannot be reached (a cheap read)."""

@@ -26,6 +26,7 @@ from .base import (
     UNFINISHED,
     BotRow,
     Claim,
+    DatabaseServed,
     GameFilter,
     GameList,
     GameRow,
@@ -72,6 +73,15 @@ MIGRATION_TIMEOUT_S = 3600.0
 COMMAND_TIMEOUT_S = 10.0
 """A statement gives up after this long, so a server that stopped answering is a failure."""
 _MIGRATION_LOCK = 0x4D414E44  # pg_advisory_xact_lock key: one server migrates at a time
+_SERVE_LOCK = 0x4D4E5356
+"""With the schema's ``hashtext``, the advisory lock a serving server holds (``claim_database``)."""
+CLAIM_WAIT_S = 30.0
+"""How long a start waits for another server's claim to go before it refuses: a server that
+was cut off without closing its connection (a host gone, a network cut) is dropped by the
+database within about 25 s (``CLAIM_KEEPALIVES``), so a restart in its place gets the claim."""
+CLAIM_KEEPALIVES = {"tcp_keepalives_idle": "10", "tcp_keepalives_interval": "5", "tcp_keepalives_count": "3"}
+"""The claim's connection is probed by the database after 10 s of silence, and dropped after
+three probes unanswered, 5 s apart: its lock does not outlive the server by hours."""
 
 _GAME_COLUMNS = ("id, seat0, seat1, status, rated, first_player, ply, record, result, end_reason, started, ended,"
                  " kind, pair_id, tournament_id, slot, telemetry, host, epoch, deal, decision_ms, record_z, telemetry_z,"
@@ -168,6 +178,10 @@ class PostgresStorage(OneGameWrites):
         self._min_size = min_size
         self._max_size = max_size
         self._pool: asyncpg.Pool | None = None
+        self._claim: asyncpg.Connection | None = None
+        """The connection holding the advisory lock of :meth:`claim_database` (``None``: not claimed)."""
+        self._claimed_shared = False
+        self._schema_name = schema or "public"
 
     def _p(self) -> asyncpg.Pool:
         if self._pool is None:
@@ -213,7 +227,66 @@ class PostgresStorage(OneGameWrites):
                             await conn.execute(stmt, timeout=MIGRATION_TIMEOUT_S)
                     await conn.execute("INSERT INTO schema_version (version) VALUES ($1)", version)
 
+    async def claim_database(self, shared: bool, wait: float) -> None:
+        """Hold the database on a connection of its own, by an advisory lock on its schema:
+        shared by a cluster's nodes, alone by a single server. The lock goes with the
+        connection, so a server that stops, ``kill -9`` included, lets go of it at once, and
+        one cut off within about 25 s (:data:`CLAIM_KEEPALIVES`); a start waits ``wait``
+        seconds, at most :data:`CLAIM_WAIT_S`, before it refuses with :class:`DatabaseServed`."""
+        if self._claim is not None and not self._claim.is_closed():
+            return
+        self._claimed_shared = shared
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + min(wait, CLAIM_WAIT_S)
+        said = False
+        while True:
+            holder = await self._try_claim(shared)
+            if holder is None:
+                return
+            if loop.time() >= deadline:
+                mine, theirs = ("a cluster's node", "a single server") if shared else ("a single server", "another server")
+                raise DatabaseServed(f"{theirs} ({holder}) serves this database, schema {self._schema_name!r}, and "
+                                     f"{mine} may not serve it beside that: stop it first (a cluster's nodes all start "
+                                     "with --redis)")
+            if not said:
+                log.warning("another server (%s) holds the database: waiting up to %g s for it to let go", holder,
+                            min(wait, CLAIM_WAIT_S))
+                said = True
+            await asyncio.sleep(1.0)
+
+    async def _try_claim(self, shared: bool) -> str | None:
+        """Take the lock on a new connection (kept in ``_claim``), or say who holds it."""
+        settings = dict(CLAIM_KEEPALIVES)
+        if self.schema is not None:
+            settings["search_path"] = self.schema
+        conn = await asyncpg.connect(self.url, timeout=CONNECT_TIMEOUT_S, server_settings=settings,
+                                     command_timeout=COMMAND_TIMEOUT_S)
+        try:
+            self._schema_name = await conn.fetchval("SELECT current_schema()")
+            take = "pg_try_advisory_lock_shared" if shared else "pg_try_advisory_lock"
+            if await conn.fetchval(f"SELECT {take}($1, hashtext($2))", _SERVE_LOCK, self._schema_name):
+                self._claim, conn = conn, None
+                return None
+            row = await conn.fetchrow(
+                "SELECT host(a.client_addr) AS addr, a.pid, a.backend_start FROM pg_locks l"
+                " JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted"
+                " AND l.classid::bigint = $1 AND l.objid::bigint = (hashtext($2)::bigint & 4294967295)"
+                " AND l.objsubid = 2 ORDER BY a.backend_start LIMIT 1", _SERVE_LOCK, self._schema_name)
+            if row is None:
+                return "it has just let go"
+            return (f"connected from {row['addr'] or 'a local socket'} since {row['backend_start']:%Y-%m-%d %H:%M:%S %Z},"
+                    f" database process {row['pid']}")
+        finally:
+            if conn is not None:
+                await conn.close()
+
     async def close(self) -> None:
+        claim, self._claim = self._claim, None
+        if claim is not None:
+            try:
+                await asyncio.wait_for(claim.close(), CONNECT_TIMEOUT_S)
+            except (TimeoutError, OSError, asyncpg.PostgresError):
+                claim.terminate()
         pool, self._pool = self._pool, None
         if pool is not None:
             try:
@@ -223,6 +296,17 @@ class PostgresStorage(OneGameWrites):
 
     async def ping(self) -> None:
         await self._p().fetchval("SELECT 1")
+        if self._claim is not None and self._claim.is_closed():
+            await self._claim_again()
+
+    async def _claim_again(self) -> None:
+        """The claim's connection closed under a running server (the database restarted):
+        take it again, or say, once, that another server took it meanwhile."""
+        holder = await self._try_claim(self._claimed_shared)
+        if holder is not None:
+            self._claim = None
+            log.error("the database restarted and another server (%s) now holds it: two servers may be serving "
+                      "it; stop one", holder)
 
     # ------------------------------------------------------------------ bots
 

@@ -628,6 +628,9 @@ class SqliteStorage(OneGameWrites):
         self._executor.shutdown(wait=True)
         self._executor = None
 
+    async def claim_database(self, shared: bool, wait: float) -> None:
+        """Nothing: one file has one server, which ``mandala serve`` claims before it opens it."""
+
     async def ping(self) -> None:
         await self._run(self._ping)
 
