@@ -73,7 +73,7 @@ MIGRATION_TIMEOUT_S = 3600.0
 COMMAND_TIMEOUT_S = 10.0
 """A statement gives up after this long, so a server that stopped answering is a failure."""
 _MIGRATION_LOCK = 0x4D414E44  # pg_advisory_xact_lock key: one server migrates at a time
-_SERVE_LOCK = 0x4D4E5356
+SERVE_LOCK = 0x4D4E5356
 """With the schema's ``hashtext``, the advisory lock a serving server holds (``claim_database``)."""
 CLAIM_WAIT_S = 30.0
 """How long a start waits for another server's claim to go before it refuses: a server that
@@ -181,6 +181,7 @@ class PostgresStorage(OneGameWrites):
         self._claim: asyncpg.Connection | None = None
         """The connection holding the advisory lock of :meth:`claim_database` (``None``: not claimed)."""
         self._claimed_shared = False
+        self._reclaim: asyncio.Task[None] | None = None
         self._schema_name = schema or "public"
 
     def _p(self) -> asyncpg.Pool:
@@ -264,14 +265,15 @@ class PostgresStorage(OneGameWrites):
         try:
             self._schema_name = await conn.fetchval("SELECT current_schema()")
             take = "pg_try_advisory_lock_shared" if shared else "pg_try_advisory_lock"
-            if await conn.fetchval(f"SELECT {take}($1, hashtext($2))", _SERVE_LOCK, self._schema_name):
+            if await conn.fetchval(f"SELECT {take}($1, hashtext($2))", SERVE_LOCK, self._schema_name):
                 self._claim, conn = conn, None
+                self._claim.add_termination_listener(self._claim_lost)
                 return None
             row = await conn.fetchrow(
                 "SELECT host(a.client_addr) AS addr, a.pid, a.backend_start FROM pg_locks l"
                 " JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted"
                 " AND l.classid::bigint = $1 AND l.objid::bigint = (hashtext($2)::bigint & 4294967295)"
-                " AND l.objsubid = 2 ORDER BY a.backend_start LIMIT 1", _SERVE_LOCK, self._schema_name)
+                " AND l.objsubid = 2 ORDER BY a.backend_start LIMIT 1", SERVE_LOCK, self._schema_name)
             if row is None:
                 return "it has just let go"
             return (f"connected from {row['addr'] or 'a local socket'} since {row['backend_start']:%Y-%m-%d %H:%M:%S %Z},"
@@ -280,7 +282,35 @@ class PostgresStorage(OneGameWrites):
             if conn is not None:
                 await conn.close()
 
+    def _claim_lost(self, conn: asyncpg.Connection) -> None:
+        """The claim's connection closed under a running server (the database restarted, or
+        the network between them was cut): take the lock again as soon as it can be had."""
+        if conn is self._claim:
+            self._claim = None
+            self._reclaim = asyncio.get_running_loop().create_task(self._claim_again(), name="claim-database")
+
+    async def _claim_again(self) -> None:
+        """Retry the claim every second until it is held again, or say, once, that another
+        server took the database meanwhile."""
+        failed = False
+        while self._claim is None:
+            try:
+                holder = await self._try_claim(self._claimed_shared)
+            except Exception as e:  # not back yet
+                if not failed:
+                    log.warning("the database is out of reach (%s): its claim is retried every second", e)
+                    failed = True
+                await asyncio.sleep(1.0)
+                continue
+            if holder is not None:
+                log.error("another server (%s) took the database while it was out of reach: two servers may be "
+                          "serving it; stop one", holder)
+                return
+
     async def close(self) -> None:
+        reclaim, self._reclaim = self._reclaim, None
+        if reclaim is not None:
+            reclaim.cancel()
         claim, self._claim = self._claim, None
         if claim is not None:
             try:
@@ -296,17 +326,6 @@ class PostgresStorage(OneGameWrites):
 
     async def ping(self) -> None:
         await self._p().fetchval("SELECT 1")
-        if self._claim is not None and self._claim.is_closed():
-            await self._claim_again()
-
-    async def _claim_again(self) -> None:
-        """The claim's connection closed under a running server (the database restarted):
-        take it again, or say, once, that another server took it meanwhile."""
-        holder = await self._try_claim(self._claimed_shared)
-        if holder is not None:
-            self._claim = None
-            log.error("the database restarted and another server (%s) now holds it: two servers may be serving "
-                      "it; stop one", holder)
 
     # ------------------------------------------------------------------ bots
 

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import asyncpg
 import msgspec
 import pytest
 
@@ -56,6 +57,7 @@ from server.config import Settings
 from server.recording.recorder import GameRecorder
 from server.recording.spool import Spool
 from server.storage import GameRow, Storage, open_storage
+from server.storage.postgres import SERVE_LOCK
 from server.storage.sqlite import SqliteStorage
 
 BOTS = ["ann", "ben", "cat", "dan"]
@@ -94,6 +96,10 @@ class Fault:
     def clear(self) -> None: ...
 
     def close(self) -> None: ...
+
+    async def held(self) -> bool:
+        """Whether the server holds its database again (a PostgreSQL one by its lock)."""
+        return True
 
 
 class FullDisk(Fault):
@@ -216,6 +222,16 @@ class PostgresDown(Fault):
     def close(self) -> None:
         self._script("stop")
 
+    async def held(self) -> bool:
+        """The server took its lock again once PostgreSQL was back (``claim_database``): one
+        backend, of a connection from a running server, holds it."""
+        conn = await asyncpg.connect(self.db)
+        try:
+            return await conn.fetchval("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"
+                                       " AND classid = $1 AND objsubid = 2", SERVE_LOCK) == 1
+        finally:
+            await conn.close()
+
 
 # ---------------------------------------------------------------------- one run
 
@@ -270,6 +286,7 @@ async def outage(tmp_path: Path, fault: Fault, kill_during: bool) -> None:
             await wait_until(lambda: _rated_at_least(server, http, rated_then + 6), 60,
                              "the ladder did not resume by itself")
             assert server.proc.pid == pid and server.proc.poll() is None  # no restart was needed
+            await wait_until(fault.held, 30, "the server did not hold its database again")
         finally:
             for task in bots:
                 task.cancel()
