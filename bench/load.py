@@ -116,6 +116,9 @@ class Stats:
         self.audience_rss_kb = 0.0
         self.scrapes = 0
         """Scrapes of ``/metrics`` answered while measuring."""
+        self.to_over: list[float] = []
+        """A challenger's last frame of a game to its ``game_over``: what storing the game's end
+        takes (``game_over`` is sent once the game is durable)."""
 
 
 class Frame(msgspec.Struct):
@@ -139,6 +142,7 @@ async def bot(http: aiohttp.ClientSession, url: str, token: str, opponent: str |
     ``welcomed`` once the server said welcome). It reads only what it needs so that one load
     core can drive more than one server core."""
     sent: float | None = None
+    last = 0.0
     challenge = json.dumps({"type": "challenge", "opponent": opponent})
     async with http.ws_connect(url.replace("http", "ws", 1) + "/ws", max_msg_size=1 << 20) as ws:
         await ws.send_json({"type": "hello", "protocol": 1, "token": token, "max_games": 1})
@@ -170,6 +174,8 @@ async def bot(http: aiohttp.ClientSession, url: str, token: str, opponent: str |
             elif kind == "challenged":
                 await ws.send_json({"type": "accept", "challenge_id": msg.challenge_id})
             elif opponent and kind in ("game_over", "challenge_declined"):
+                if kind == "game_over" and stats.measuring:
+                    stats.to_over.append(now - last)
                 stats.running.pop(msg.game_id or "", None)
                 sent = None
                 stats.games += stats.measuring and kind == "game_over"
@@ -178,6 +184,7 @@ async def bot(http: aiohttp.ClientSession, url: str, token: str, opponent: str |
                 sent = None
             elif kind == "error":
                 stats.errors[msg.code or "?"] = stats.errors.get(msg.code or "?", 0) + 1
+            last = now
 
 
 class Sink(asyncio.Protocol):
