@@ -34,6 +34,7 @@ from .games.challenges import ChallengeBook
 from .games.manager import GameManager
 from .http.api import json_errors
 from .http.api import setup as setup_api
+from .http.budget import request_budget
 from .http.export import setup as setup_export
 from .http.json_lines import setup as setup_json_lines
 from .http.ladder import setup as setup_ladder_api
@@ -61,7 +62,7 @@ def create_app(settings: Settings, storage: Storage | None = None) -> web.Applic
     """The whole server, on the storage ``settings.db`` names (a SQLite file or a
     ``postgresql://`` URL) unless ``storage`` is given. With no ``admin_token`` in ``settings`` one is generated
     (``app[ARENA].admin_token``; ``mandala serve`` prints it)."""
-    app = web.Application(middlewares=[request_ids, json_errors], client_max_size=1 << 20,
+    app = web.Application(middlewares=[request_ids, json_errors, request_budget], client_max_size=1 << 20,
                           handler_args={"access_log_class": AccessLog})
     app.on_response_prepare.append(stamp_request_id)
     storage = storage if storage is not None else open_storage(settings.db)
@@ -84,6 +85,8 @@ def create_app(settings: Settings, storage: Storage | None = None) -> web.Applic
         addresses=AddressCap(settings.connections_per_ip, settings.connections_per_ip_exempt),
         frames=AddressBudget(settings.messages_per_second_per_ip, settings.burst_per_ip,
                              settings.connections_per_ip_exempt),
+        requests=AddressBudget(settings.requests_per_second_per_ip, settings.request_burst_per_ip,
+                               settings.connections_per_ip_exempt),
         tournaments=Director(storage, manager, live.publish),
     )
     live.state = lambda: (app[ARENA].ladder.table, app[ARENA].manager.running_summaries())

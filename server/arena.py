@@ -46,6 +46,8 @@ class Arena:
     """The WebSocket connections each client address holds (``connections_per_ip``)."""
     frames: AddressBudget
     """The frames a second all of a client address's ``/ws`` connections share (``messages_per_second_per_ip``)."""
+    requests: AddressBudget
+    """Each client address's HTTP requests a second (``requests_per_second_per_ip``)."""
     tournaments: Director
     cluster: ClusterNode | None = None
     """This node's part in a cluster (``--redis``); ``None`` on one node."""

@@ -100,6 +100,11 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     ``connections_per_ip_exempt`` have no such limit, and a bot's first answer to each of its
     decisions counts against neither."""
     burst_per_ip: Annotated[int, Meta(ge=1)] = 400
+    requests_per_second_per_ip: Annotated[float, Meta(ge=0)] = 50.0
+    """HTTP requests a second one client address may make (for IPv6, its /64; 0: no limit),
+    WebSocket upgrades and requests with the admin token aside; the addresses of
+    ``connections_per_ip_exempt`` have no such limit (``server/http/budget.py``)."""
+    request_burst_per_ip: Annotated[int, Meta(ge=1)] = 200
     max_games: Annotated[int, Meta(ge=1, le=64)] = 64
     """Upper bound on a connection's ``max_games``."""
     heartbeat_s: Annotated[float, Meta(gt=0, le=3600)] = 20.0

@@ -63,9 +63,8 @@ class Connection:
         loop = asyncio.get_running_loop()
         self._loop = loop
         self._bucket = TokenBucket(settings.messages_per_second, settings.burst, loop.time())
-        self._budget = shared
-        self._shared = None if shared is None else shared.join(self.peer, loop.time())
-        """The bucket all of this client address's connections share (``messages_per_second_per_ip``)."""
+        self._shared = shared
+        """The buckets all of a client address's connections share (``messages_per_second_per_ip``)."""
         self._refused_in_row = 0
         self.outbox = Outbox(ws, request.transport, settings.send_queue_max, f"connection {self.id} ({self.peer})")
         self._audience = audience
@@ -100,9 +99,6 @@ class Connection:
 
     async def shutdown(self) -> None:
         """Once the reader is done: let a close we asked for finish, else drop what is left."""
-        if self._budget is not None:
-            self._budget.leave(self.peer)
-            self._budget = None
         await self.outbox.shutdown()
 
     # ------------------------------------------------------------------ rate limit
@@ -116,7 +112,7 @@ class Connection:
         retry = self._bucket.take(now)
         limit = "messages"
         if retry is None and self._shared is not None:
-            retry = self._shared.take(now)
+            retry = self._shared.take(self.peer, now)
             limit = "address"
         if retry is None:
             self._refused_in_row = 0

@@ -8,7 +8,7 @@ import ipaddress
 from aiohttp import web
 
 from ..config import Settings
-from .ratelimit import TokenBucket
+from .ratelimit import KeyedBuckets
 
 
 def _last(request: web.Request, header: str) -> str | None:
@@ -119,37 +119,19 @@ class AddressCap:
 
 
 class AddressBudget:
-    """One token bucket for all of a client's ``/ws`` connections together
-    (``messages_per_second_per_ip``, ``burst_per_ip``), beside each connection's own: a client
-    may hold ``connections_per_ip`` of them, and their own buckets alone would let it send a
-    thousand times one connection's rate. ``exempt`` addresses share none; a rate of 0 is no
-    budget. A client's bucket lives while one of its connections is open."""
+    """A token bucket for each client (an address, or for IPv6 its /64: :func:`client_key`),
+    beside what a single connection may send: ``/ws`` frames of all of a client's connections
+    together (``messages_per_second_per_ip``), or its HTTP requests
+    (``requests_per_second_per_ip``). ``exempt`` addresses have none; a rate of 0 is no limit."""
 
     def __init__(self, rate: float, burst: int, exempt: list[str]) -> None:
         self.rate = rate
         self.burst = burst
         self.exempt = frozenset(exempt)
-        self.held: dict[str, tuple[TokenBucket, int]] = {}
-        """Each client's shared bucket and how many of its connections share it."""
+        self.buckets = KeyedBuckets(rate, burst)
 
-    def join(self, address: str, now: float) -> TokenBucket | None:
-        """The bucket a new connection from ``address`` shares (``None``: it shares none)."""
+    def take(self, address: str, now: float) -> float | None:
+        """Charge one to ``address``'s client: ``None`` if allowed, else the seconds to wait."""
         if not self.rate or address in self.exempt:
             return None
-        key = client_key(address)
-        bucket, held = self.held.get(key) or (TokenBucket(self.rate, self.burst, now), 0)
-        self.held[key] = (bucket, held + 1)
-        return bucket
-
-    def leave(self, address: str) -> None:
-        """A connection ``join`` gave a bucket to has closed."""
-        if not self.rate or address in self.exempt:
-            return
-        key = client_key(address)
-        entry = self.held.get(key)
-        if entry is None:
-            return
-        if entry[1] <= 1:
-            del self.held[key]
-        else:
-            self.held[key] = (entry[0], entry[1] - 1)
+        return self.buckets.take(client_key(address), now)

@@ -1,5 +1,6 @@
-"""Rate limits: a token bucket per WebSocket connection, and a sliding window per key
-(client IP) for bot registration.
+"""Rate limits: a token bucket per WebSocket connection, token buckets per key (a client
+address: its connections' frames together, its HTTP requests), and a sliding window per key
+for bot registration.
 
 Both take the current time as an argument so they are pure and trivially testable; callers
 pass ``loop.time()`` / ``time.monotonic()``.
@@ -21,14 +22,48 @@ class TokenBucket:
         self._tokens = float(burst)
         self._last = now
 
+    def tokens(self, now: float) -> float:
+        """The tokens it would hold at ``now``."""
+        return min(float(self.burst), self._tokens + (now - self._last) * self.rate)
+
     def take(self, now: float) -> float | None:
         """Spend a token: ``None`` if allowed, else the seconds until one is available."""
-        self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.rate)
+        self._tokens = self.tokens(now)
         self._last = now
         if self._tokens >= 1.0:
             self._tokens -= 1.0
             return None
         return (1.0 - self._tokens) / self.rate if self.rate > 0 else float("inf")
+
+
+class KeyedBuckets:
+    """A :class:`TokenBucket` for each key (a client), made when the key is first charged and
+    forgotten once it has filled up again: a full bucket and a new one are the same, so the
+    table holds only the keys charged within the last ``burst / rate`` seconds (pruned when it
+    has doubled, as :class:`WindowLimiter`'s)."""
+
+    __slots__ = ("rate", "burst", "buckets", "_prune_above")
+
+    def __init__(self, rate: float, burst: int) -> None:
+        self.rate = rate
+        self.burst = burst
+        self.buckets: dict[str, TokenBucket] = {}
+        self._prune_above = 10_000
+
+    def take(self, key: str, now: float) -> float | None:
+        """Spend one of ``key``'s tokens: ``None`` if allowed, else the seconds until one is."""
+        bucket = self.buckets.get(key)
+        if bucket is None:
+            if len(self.buckets) > self._prune_above:
+                self._prune(now)
+                self._prune_above = max(10_000, 2 * len(self.buckets))
+            bucket = self.buckets[key] = TokenBucket(self.rate, self.burst, now)
+        return bucket.take(now)
+
+    def _prune(self, now: float) -> None:
+        full = [k for k, b in self.buckets.items() if b.tokens(now) >= b.burst]
+        for key in full:
+            del self.buckets[key]
 
 
 class WindowLimiter:

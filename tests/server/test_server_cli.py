@@ -50,7 +50,8 @@ def test_settings_precedence(tmp_path: Path) -> None:
                                   "finished_cache = -1", "storage_timeout_s = -1", "storage_probe_s = 0",
                                   "storage_wait_s = -1", "elo_k = -16", "elo_provisional_games = -1",
                                   "challenge_expiry_s = -1", "flood_after = -1", "registrations_per_hour = -1",
-                                  "messages_per_second_per_ip = -1", "burst_per_ip = 0"])
+                                  "messages_per_second_per_ip = -1", "burst_per_ip = 0",
+                                  "requests_per_second_per_ip = -1", "request_burst_per_ip = 0"])
 def test_a_setting_out_of_range_stops_the_server_naming_it(tmp_path: Path, line: str,
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     config = tmp_path / "arena.toml"

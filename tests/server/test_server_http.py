@@ -32,6 +32,29 @@ async def api_error(resp: Any, status: int, code: str) -> dict[str, Any]:
     return body["error"]
 
 
+async def test_one_address_has_a_budget_of_requests(make_arena: Any) -> None:
+    """Past ``request_burst_per_ip`` requests at once, a client's requests get ``429``
+    ``rate_limited`` with ``Retry-After`` until its bucket refills; the organizer (the admin
+    token), WebSocket upgrades and other addresses are not held up."""
+    arena: Harness = await make_arena(requests_per_second_per_ip=0.01, request_burst_per_ip=3,
+                                      connections_per_ip_exempt=[], trust_forwarded_for=True)
+    client = arena.client
+    for _ in range(3):
+        assert (await client.get("/api/ladder")).status == 200
+    resp = await client.get("/api/bots")
+    error = await api_error(resp, 429, "rate_limited")
+    assert error["message"] == "more than 0.01 requests a second from 127.0.0.1 (burst 3)"
+    assert error["limit"] == "requests" and 99 < error["retry_after"] <= 100
+    assert resp.headers["Retry-After"] == "100"
+    admin = await client.get("/api/games?status=running", headers={"Authorization": f"Bearer {ADMIN}"})
+    assert admin.status == 200  # the organizer's scripts
+    other = await client.get("/api/ladder", headers={"X-Forwarded-For": "203.0.113.9"})
+    assert other.status == 200
+    spectator = await arena.connect(None)  # the upgrade is not a request of the budget
+    assert await spectator.ping() == []
+    assert (await client.get("/api/ladder", headers={"Authorization": "Bearer wrong"})).status == 429
+
+
 async def test_open_registration(make_arena: Any) -> None:
     arena: Harness = await make_arena(registrations_per_hour=3)
     client = arena.client
