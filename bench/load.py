@@ -471,10 +471,11 @@ def certificate(tmp: Path) -> tuple[Path, Path]:
 
 
 async def run_arena(args: argparse.Namespace, tmp: Path, audience: bool = False, tls: bool = False,
-                    measure: Callable[..., Coroutine[Any, Any, Any]] | None = None) -> Any:
+                    measure: Callable[..., Coroutine[Any, Any, Any]] | None = None, settings: str = "") -> Any:
     config = tmp / "load.toml"
     config.write_text(f"messages_per_second = 1000000.0\nburst = 1000000\nregistrations_per_hour = 100000\n"
-                      f"send_queue_max = 100000\ndecision_ms = {max(5000, int(args.think * 1000) + 5000)}\n")
+                      f"send_queue_max = 100000\ndecision_ms = {max(5000, int(args.think * 1000) + 5000)}\n"
+                      + settings)
     repo = args.repo.resolve()
     env = {**os.environ, "MANDALA_ADMIN_TOKEN": ADMIN, "PYTHONPATH": f"{repo}:{repo}/clients/python"}
     secure: list[str] = []
