@@ -167,8 +167,8 @@ def _tournament_row(row: tuple[Any, ...]) -> TournamentRow:
 
 READERS = 2
 """Threads that serve reads an audience makes (profiles, game lists, exports, a tournament's
-games), each on a connection of its own: in WAL mode they read beside the writer, so a crowd
-of readers does not queue the games' writes behind it."""
+games), each read on a connection of its own: in WAL mode they read beside the writer, so a
+crowd of readers does not queue the games' writes behind it."""
 
 
 class SqliteStorage(OneGameWrites):
@@ -180,10 +180,7 @@ class SqliteStorage(OneGameWrites):
         self._executor: ThreadPoolExecutor | None = None
         self._readers: ThreadPoolExecutor | None = None
         self._local = threading.local()
-        """Each thread's connection: the writer's, or a reader's (and which of the writer's
-        opens it followed, ``opened_as``)."""
-        self._writer_opened = 0
-        """How many times the writer opened its connection."""
+        """Each thread's connection: the writer's, or a reader's for the read it runs."""
         self._opened = False
         """Opened once: a connection dropped after a fault is opened again on the next call."""
 
@@ -226,54 +223,25 @@ class SqliteStorage(OneGameWrites):
         except sqlite3.OperationalError as e:
             if not _is_contention(e):
                 self._close()
-                self._drop_readers()
             raise
 
     def _guarded_read(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run ``fn`` on this reader thread's connection, opened when first needed (a new
-        connection reads the schema again: a millisecond a read if each had its own). As the
-        writer's, it is dropped after a fault, at every fault of the writer's
-        (:meth:`_drop_readers`), and at its first read after the writer opened its connection
-        again. It never creates the file, nor writes (``query_only``)."""
+        """Run ``fn`` on a connection of its own, closed after it: a reader holds nothing open
+        between reads, so a disk that failed is let go of at once (the writer's connection is
+        dropped at its fault, :meth:`_guarded`) and the next read sees the disk mended. It
+        never creates the file, nor writes (``query_only``)."""
         if not self._opened:
             raise RuntimeError("storage is not open")
-        if self._db is not None and self._local.opened_as != self._writer_opened:
-            self._close()  # opened before the writer's last open: maybe on a disk since remounted
-        if self._db is None:
-            uri = f"{Path(self.path).resolve().as_uri()}?mode=rw"
-            db = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
+        uri = f"{Path(self.path).resolve().as_uri()}?mode=rw"
+        db = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
+        try:
             db.execute("PRAGMA query_only=1")
             db.execute("PRAGMA busy_timeout=5000")
             self._db = db
-            self._local.opened_as = self._writer_opened
-        try:
             return fn(*args)
-        except sqlite3.OperationalError as e:
-            if not _is_contention(e):
-                self._close()
-            raise
-
-    def _drop_readers(self) -> None:
-        """The writer's connection failed: have every reader thread close its connection too,
-        so that none keeps reading a disk that was replaced or remounted, nor holds it open
-        (one task for each thread: each waits at a barrier until all have taken theirs)."""
-        readers = self._readers
-        if readers is None:
-            return
-        barrier = threading.Barrier(READERS, timeout=10.0)
-
-        def drop() -> None:
-            self._close()
-            try:
-                barrier.wait()
-            except threading.BrokenBarrierError:
-                pass  # a reader busy for 10 s: it drops its connection at its own fault
-
-        for _ in range(READERS):
-            try:
-                readers.submit(drop)
-            except RuntimeError:
-                return  # shutting down
+        finally:
+            self._db = None
+            db.close()
 
     def _open(self, create: bool = True) -> None:
         """Connect. Reopening after a fault never creates the file: a disk that is not mounted
@@ -288,7 +256,6 @@ class SqliteStorage(OneGameWrites):
         db.execute("PRAGMA synchronous=FULL")  # a commit is on disk before game_over is sent
         db.execute("PRAGMA busy_timeout=5000")
         self._db = db
-        self._writer_opened += 1
         try:
             self._migrate()
         except BaseException:
@@ -708,9 +675,8 @@ class SqliteStorage(OneGameWrites):
         await loop.run_in_executor(self._executor, self._close)
         self._executor.shutdown(wait=True)
         self._executor = None
-        if self._readers is not None:
-            self._drop_readers()  # each closes its connection, then the threads end
-            readers, self._readers = self._readers, None
+        readers, self._readers = self._readers, None
+        if readers is not None:
             await loop.run_in_executor(None, partial(readers.shutdown, wait=True))
 
     async def claim_database(self, shared: bool, wait: float) -> None:
