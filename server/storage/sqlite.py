@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -165,48 +164,21 @@ def _tournament_row(row: tuple[Any, ...]) -> TournamentRow:
                          created=created, started=started, ended=ended, schedule=msgspec.json.decode(schedule))
 
 
-READERS = 2
-"""Threads that serve reads an audience makes (profiles, game lists, exports, a tournament's
-games), each read on a connection of its own: in WAL mode they read beside the writer, so a
-crowd of readers does not queue the games' writes behind it."""
-
-
 class SqliteStorage(OneGameWrites):
-    """:class:`~server.storage.base.Storage` on one SQLite file in WAL mode: one thread writes
-    (and reads what the games need), :data:`READERS` threads read for the audience."""
+    """:class:`~server.storage.base.Storage` on one SQLite file in WAL mode."""
 
     def __init__(self, path: str) -> None:
         self.path = path
         self._executor: ThreadPoolExecutor | None = None
-        self._readers: ThreadPoolExecutor | None = None
-        self._local = threading.local()
-        """Each thread's connection: the writer's, or a reader's for the read it runs."""
+        self._db: sqlite3.Connection | None = None
         self._opened = False
         """Opened once: a connection dropped after a fault is opened again on the next call."""
-
-    @property
-    def _db(self) -> sqlite3.Connection | None:
-        """This thread's connection (``None``: none open)."""
-        db: sqlite3.Connection | None = getattr(self._local, "db", None)
-        return db
-
-    @_db.setter
-    def _db(self, db: sqlite3.Connection | None) -> None:
-        self._local.db = db
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         if self._executor is None:
             raise RuntimeError("storage is not open")
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, partial(self._guarded, fn, *args))
-
-    async def _read(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run a read on a reader thread (on the writer's for ``:memory:``, a database of one
-        connection alone)."""
-        if self._readers is None:
-            return await self._run(fn, *args)
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._readers, partial(self._guarded_read, fn, *args))
 
     # ------------------------------------------------------------------ runs on the worker thread
 
@@ -224,24 +196,6 @@ class SqliteStorage(OneGameWrites):
             if not _is_contention(e):
                 self._close()
             raise
-
-    def _guarded_read(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run ``fn`` on a connection of its own, closed after it: a reader holds nothing open
-        between reads, so a disk that failed is let go of at once (the writer's connection is
-        dropped at its fault, :meth:`_guarded`) and the next read sees the disk mended. It
-        never creates the file, nor writes (``query_only``)."""
-        if not self._opened:
-            raise RuntimeError("storage is not open")
-        uri = f"{Path(self.path).resolve().as_uri()}?mode=rw"
-        db = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
-        try:
-            db.execute("PRAGMA query_only=1")
-            db.execute("PRAGMA busy_timeout=5000")
-            self._db = db
-            return fn(*args)
-        finally:
-            self._db = None
-            db.close()
 
     def _open(self, create: bool = True) -> None:
         """Connect. Reopening after a fault never creates the file: a disk that is not mounted
@@ -662,8 +616,6 @@ class SqliteStorage(OneGameWrites):
     async def open(self) -> None:
         if self._executor is None:
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite")
-        if self._readers is None and self.path != ":memory:":
-            self._readers = ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="sqlite-read")
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(self._executor, self._open)
 
@@ -675,9 +627,6 @@ class SqliteStorage(OneGameWrites):
         await loop.run_in_executor(self._executor, self._close)
         self._executor.shutdown(wait=True)
         self._executor = None
-        readers, self._readers = self._readers, None
-        if readers is not None:
-            await loop.run_in_executor(None, partial(readers.shutdown, wait=True))
 
     async def claim_database(self, shared: bool, wait: float) -> None:
         """Nothing: one file has one server, which ``mandala serve`` claims before it opens it."""
@@ -692,16 +641,16 @@ class SqliteStorage(OneGameWrites):
         await self._run(self._set_ladder, bot, ladder, only_from)
 
     async def games_of(self, bot: str, limit: int, *, telemetry: bool = False) -> list[GameRow]:
-        return await self._read(self._games_of, bot, limit, telemetry)
+        return await self._run(self._games_of, bot, limit, telemetry)
 
     async def count_games(self, which: GameFilter) -> int:
-        return await self._read(self._count_games, which)
+        return await self._run(self._count_games, which)
 
     async def export_games(self, which: GameFilter, after: tuple[str, str] | None, limit: int) -> list[GameRow]:
-        return await self._read(self._export_games, which, after, limit)
+        return await self._run(self._export_games, which, after, limit)
 
     async def export_start(self, which: GameFilter, last: int) -> tuple[str, str] | None:
-        return await self._read(self._export_start, which, last)
+        return await self._run(self._export_start, which, last)
 
     async def get_setting(self, key: str) -> str | None:
         return await self._run(self._get_setting, key)
@@ -716,10 +665,10 @@ class SqliteStorage(OneGameWrites):
         return await self._run(self._replace_token_hash, bot, old, new)
 
     async def bot_by_name(self, name: str) -> BotRow | None:
-        return await self._read(self._bot_where, "name", name)
+        return await self._run(self._bot_where, "name", name)
 
     async def list_bots(self) -> list[BotRow]:
-        return await self._read(self._list_bots)
+        return await self._run(self._list_bots)
 
     async def write_games(self, writes: Sequence[Write]) -> frozenset[str]:
         return await self._run(self._write_games, list(writes))
@@ -734,11 +683,11 @@ class SqliteStorage(OneGameWrites):
         return await self._run(self._running_games)
 
     async def get_game(self, game_id: str) -> GameRow | None:
-        return await self._read(self._get_game, game_id)
+        return await self._run(self._get_game, game_id)
 
     async def list_games(self, status: GameList | None, limit: int, before: tuple[str, str] | None = None,
                          bot: str | None = None) -> list[GameRow]:
-        return await self._read(self._list_games, status, limit, before, bot)
+        return await self._run(self._list_games, status, limit, before, bot)
 
     async def abort_running(self, ended: str, game_ids: Sequence[str] | None = None) -> int:
         return await self._run(self._abort_running, ended, game_ids)
@@ -747,10 +696,10 @@ class SqliteStorage(OneGameWrites):
         return await self._run(self._standings)
 
     async def standing(self, bot: str) -> Standing | None:
-        return await self._read(self._standing, bot)
+        return await self._run(self._standing, bot)
 
     async def rating_history(self, bot: str, limit: int | None = None, before: int | None = None) -> list[RatingEntry]:
-        return await self._read(self._rating_history, bot, limit, before)
+        return await self._run(self._rating_history, bot, limit, before)
 
     async def rated_results(self) -> list[tuple[str, str, float]]:
         return await self._run(self._rated_results)
@@ -765,10 +714,10 @@ class SqliteStorage(OneGameWrites):
         await self._run(self._create_tournament, row)
 
     async def get_tournament(self, tournament_id: str) -> TournamentRow | None:
-        return await self._read(self._get_tournament, tournament_id)
+        return await self._run(self._get_tournament, tournament_id)
 
     async def list_tournaments(self, states: Sequence[str] | None = None) -> list[TournamentRow]:
-        return await self._read(self._list_tournaments, states)
+        return await self._run(self._list_tournaments, states)
 
     async def update_tournament(self, row: TournamentRow, expected_state: str) -> bool:
         return await self._run(self._update_tournament, row, expected_state)
@@ -778,7 +727,7 @@ class SqliteStorage(OneGameWrites):
 
     async def tournament_games(self, tournament_id: str, *, records: bool = False, finished: bool = False,
                                after_slot: int = -1, limit: int = 1 << 30) -> list[GameRow]:
-        return await self._read(self._tournament_games, tournament_id, records, finished, after_slot, limit)
+        return await self._run(self._tournament_games, tournament_id, records, finished, after_slot, limit)
 
     async def open_pairs(self, pair_ids: Sequence[str] | None = None) -> list[OpenPair]:
         return await self._run(self._open_pairs, pair_ids)

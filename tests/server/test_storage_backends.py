@@ -7,7 +7,6 @@ import asyncio
 import inspect
 import random
 import sqlite3
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -918,38 +917,3 @@ async def test_a_time_written_otherwise_stops_migration_9_naming_its_game(storag
     finally:
         await again.close()
     await storage.open()  # for the fixture to close
-
-
-@pytest.mark.parametrize("where", ["file", ":memory:"])
-async def test_sqlite_reads_for_the_audience_do_not_wait_for_the_writer(tmp_path: Path, where: str) -> None:
-    """A profile's, a game list's or a game's read runs on a reader of its own (WAL), so a crowd
-    of them does not queue behind the writer that stores the games, nor the writer behind them.
-    ``:memory:`` is a database of one connection: its reads run on the writer."""
-    storage = SqliteStorage(str(tmp_path / "arena.db") if where == "file" else ":memory:")
-    await storage.open()
-    try:
-        await bots(storage, "alice", "bob")
-        await storage.save_game(game("g1", "alice", "bob"))
-        started, release = threading.Event(), threading.Event()
-
-        def busy() -> None:  # the writer, storing a long batch of games
-            started.set()
-            release.wait(10)
-
-        assert storage._executor is not None
-        writer = asyncio.get_running_loop().run_in_executor(storage._executor, busy)
-        await asyncio.to_thread(started.wait, 5)
-        reads = asyncio.gather(storage.get_game("g1"), storage.games_of("alice", 10), storage.bot_by_name("BOB"))
-        if where == "file":
-            row, games, bob = await asyncio.wait_for(reads, 5)
-            assert row is not None and row.game_id == "g1" and [g.game_id for g in games] == ["g1"]
-            assert bob is not None and bob.name == "bob"
-        else:
-            done, _ = await asyncio.wait([reads], timeout=0.2)
-            assert not done  # queued behind the writer
-        release.set()
-        await writer
-        row, games, bob = await reads
-        assert row is not None and [g.game_id for g in games] == ["g1"] and bob is not None
-    finally:
-        await storage.close()
