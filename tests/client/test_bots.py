@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import time
 from typing import Any
 
@@ -9,11 +10,11 @@ import pytest
 
 from mandala import Game, Move, View, view
 from mandala.moves import CLAIM_BASE, PASS_CODE
-from mandala.record import move_of
+from mandala.record import move_code, move_of, played_move
 from mandala.sample import Sampler
 from mandala_client.bots import SHORTCUTS, GreedyBot, RandomBot, SearchBot
-from mandala_client.offline import load_bot, play_game
-from protocol.messages import GameOver, GameStart, Update
+from mandala_client.offline import Messages, load_bot, play_game
+from protocol.messages import GameOver, GameResult, GameStart, Player, Update
 
 
 class Checked:
@@ -204,3 +205,165 @@ def test_offline_a_failing_hook_is_logged_and_the_game_goes_on(caplog: pytest.Lo
     assert outcome.forfeit is None and outcome.end_reason in ("river", "deck", "no_moves", "turn_limit")
     failures = [r for r in caplog.records if "on_update() of" in r.getMessage()]
     assert len(failures) == 1 and failures[0].exc_info is not None
+
+
+
+def _children_visits(node: Any) -> int:
+    return sum(c.visits for c in node.children.values())
+
+
+class _Table:
+    """One game driven by hand: ``bot`` in seat 0, told the game's messages (unless ``tell`` is
+    off for a move), random moves for seat 1 and for seat 0's forced moves."""
+
+    def __init__(self, bot: SearchBot, seed: int) -> None:
+        self.bot = bot
+        self.game = Game.new(seed=seed, first_player=0)
+        self.messages = Messages([bot, None], self.game, "g")
+        self.messages.started(0)
+        self.rng = random.Random(seed)
+
+    def play(self, move: Move, tell: bool = True) -> int:
+        seat = self.game.to_move
+        assert seat is not None
+        self.game.push(move)
+        if tell:
+            self.messages.moved(move, seat)
+        return self.game.history[-1][1]
+
+    def to_decision(self, tell_last: bool = True) -> list[int]:
+        """Play on until seat 0 decides among several moves (or the end); the codes played. With
+        ``tell_last`` off the bot is not told the last of them."""
+        game = self.game
+        codes: list[int] = []
+        while not self._deciding():
+            move = self.rng.choice(game.legal_moves)
+            seat = game.to_move
+            codes.append(self.play(move, tell=False))
+            if tell_last or not self._deciding():
+                self.messages.moved(move, seat)
+        return codes
+
+    def _deciding(self) -> bool:
+        """The game is over, or seat 0 decides among several moves."""
+        game = self.game
+        return game.to_move is None or (game.to_move == 0 and len(game.legal_codes()) > 1)
+
+    def decide(self) -> Move:
+        return self.bot.choose(view(self.game, 0), self.game.legal_moves)
+
+    def over(self) -> None:
+        game = self.game
+        self.messages.over(GameResult(game.winner(), game.end_reason or "", list(game.scores()), list(game.cup_sizes())))
+
+
+def test_search_reuse_starts_the_next_decision_from_the_node_the_moves_lead_to() -> None:
+    """With ``reuse`` the moves since the last search (the bot's own, the opponent's, forced
+    ones) lead down the kept tree, and the next search starts there with all the node's visits."""
+    bot = load_bot("search,reuse=1,iterations=400", seed=3)
+    assert bot.reuse is True
+    table = _Table(bot, seed=5)
+    game = table.game
+    table.to_decision()
+    expected = None
+    reused = 0
+    while True:
+        before = _children_visits(expected) if expected is not None else 0
+        move = table.decide()
+        root = bot._trails["g"].node
+        assert root is not None and bot.last_carried == before
+        assert _children_visits(root) == before + 400
+        if expected is not None:
+            assert root is expected  # the same node, now the root
+            reused += before > 0
+        path = [table.play(move), *table.to_decision()]
+        if game.to_move is None:
+            break
+        expected = root
+        for code in path:
+            expected = expected.children.get(code)
+            if expected is None:
+                break
+    assert reused >= 10
+    table.over()
+    assert bot._trails == {}
+    with pytest.raises(ValueError, match="reuse"):
+        SearchBot(reuse=2)  # type: ignore[arg-type]
+
+
+
+def test_search_reuse_falls_back_to_a_fresh_tree_when_the_path_is_not_certain() -> None:
+    """A gap in the plies, a missing last update, a resume, or a move the kept node never saw
+    start a fresh tree; told every move, the same decision starts from the kept node."""
+    carried = {}
+    for case in ("told", "gap", "late", "resume", "unseen"):
+        # One iteration expands one move at the root and nothing below it: the move after it
+        # is one the node never saw.
+        bot = SearchBot(seed=2, iterations=1 if case == "unseen" else 300, reuse=True)
+        table = _Table(bot, seed=4)
+        table.to_decision()
+        table.play(table.decide(), tell=case != "gap")  # then the next update's ply is two on
+        table.to_decision(tell_last=case != "late")  # then the decision's view is no update's
+        assert table.game.to_move == 0
+        if case == "resume":
+            bot.on_game_start(GameStart("g", 0, [Player("a", 0), Player("b", 1)], 0, 5000, False, resumed=True))
+            bot.on_update(Update("g", len(table.game.history), None, view(table.game, 0)))
+        assert (bot._trails["g"].node is not None) == (case in ("told", "late"))
+        table.decide()
+        carried[case] = bot.last_carried
+    assert carried["told"] > 0
+    assert carried["gap"] == carried["late"] == carried["resume"] == carried["unseen"] == 0
+
+
+class _Liar:
+    """Passes a searching bot its messages, but each update names another move than the one
+    played, one the bot's kept node knows (a wrong update on a path that looks certain)."""
+
+    def __init__(self, bot: SearchBot) -> None:
+        self.bot = bot
+        self.choose = bot.choose
+        self.on_game_start = bot.on_game_start
+        self.on_game_over = bot.on_game_over
+        self.lies = 0
+
+    def on_update(self, update: Update) -> None:
+        trail = self.bot._trails.get(update.game_id)
+        if update.move is not None and trail is not None and trail.node is not None:
+            other = [code for code in trail.node.children if code != move_code(update.move)]
+            if other:
+                self.lies += 1
+                update = Update(update.game_id, update.ply, played_move(update.move.player, other[0]), update.view)
+        self.bot.on_update(update)
+
+
+def test_search_reuse_keeps_games_played_at_once_apart_and_plays_only_legal_moves() -> None:
+    """One bot in two games at once, interleaved move by move as the online client runs them:
+    each game follows its own tree (kept by game id, dropped at its end), and told wrong moves
+    in one of them it still plays only legal moves to the end of both."""
+    x, y = SearchBot(seed=1, iterations=60, reuse=True), SearchBot(seed=2, iterations=60, reuse=True)
+    liar = _Liar(x)
+    games = {"a": Game.new(seed=11, first_player=0), "b": Game.new(seed=12, first_player=1)}
+    seats: dict[str, list[Any]] = {"a": [x, y], "b": [y, liar]}
+    messages = {gid: Messages(seats[gid], game, gid) for gid, game in games.items()}
+    for m in messages.values():
+        m.started(0)
+        m.started(1)
+    carried: dict[tuple[str, int], list[int]] = {(gid, seat): [] for gid in games for seat in (0, 1)}
+    while any(game.to_move is not None for game in games.values()):
+        for gid, game in games.items():
+            seat = game.to_move
+            if seat is None:
+                continue
+            legal = game.legal_moves
+            move = seats[gid][seat].choose(view(game, seat), legal)
+            assert move in legal
+            game.push(move)
+            messages[gid].moved(move, seat)
+            if len(legal) > 1:
+                carried[gid, seat].append((x if seats[gid][seat] is liar else seats[gid][seat]).last_carried)
+    for gid, game in games.items():
+        messages[gid].over(GameResult(game.winner(), game.end_reason or "", list(game.scores()), list(game.cup_sizes())))
+    assert x._trails == y._trails == {}
+    assert liar.lies > 0
+    for key in (("a", 0), ("a", 1), ("b", 0)):
+        assert sum(c > 0 for c in carried[key]) >= 5, key

@@ -26,19 +26,28 @@ of :func:`.heuristics.evaluate` squashed at a guessed scale: the hand-made
 one misjudged what a lead is worth at each stage of the game, and an
 unscored cup card or a longer river not at all (docs/performance.md, "The
 learned evaluation").
+
+With ``reuse`` the bot keeps the tree between its decisions in a game: it follows
+the moves played since its last search down the tree (through the ``update``
+messages, :meth:`SearchBot.on_update`) and starts its next search from the node it
+reaches, with that node's statistics as they are.
 """
 
 from __future__ import annotations
 
 import math
 import random
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from mandala import Game, Move, View
+from mandala.errors import RecordError
 from mandala.moves import DISCARD, FIELD, MOUNTAIN, MOVE_PARTS
+from mandala.record import move_code
 from mandala.sample import Sampler
+from protocol.messages import GameOver, GameStart, Update
 
 from .base import legal_codes
 from .heuristics import best_claim, evaluate, resolve_picks, win_chance
@@ -93,6 +102,19 @@ class _Node:
         self.avail = 1
 
 
+class _Trail:
+    """Where one game stands for a bot with ``reuse``: the last ``update``'s ply and view, and
+    the node of the tree that the moves since the bot's last search lead to (``None`` when
+    there is none to start from: no search yet, or the path is not certain)."""
+
+    __slots__ = ("node", "ply", "view")
+
+    def __init__(self, node: _Node | None, ply: int, view: View) -> None:
+        self.node = node
+        self.ply = ply
+        self.view = view
+
+
 class SearchBot:
     """ISMCTS within ``budget`` seconds and/or ``iterations`` per decision.
 
@@ -108,6 +130,14 @@ class SearchBot:
     (``None``: until it adds a node). Deep in the tree a node stands for moves
     made on different sampled hands, so its statistics say less; the cap
     leaves those moves to the playout.
+
+    With ``reuse`` the bot keeps, for each game it plays, the tree of its last
+    search and follows the moves played since (its own, its opponent's, picks by
+    either seat, as its ``update`` messages report them) down to the node where its
+    next decision stands; that search starts from the node, statistics and all,
+    instead of a fresh root. Anything that makes the path uncertain (a resume, a gap
+    in the plies, a move the node never saw, a decision whose view is not the last
+    update's) starts a fresh tree, and a search only ever picks among the legal moves.
     """
 
     def __init__(
@@ -121,6 +151,7 @@ class SearchBot:
         clock: str = "wall",
         evaluation: str = "learned",
         tree_depth: int | None = None,
+        reuse: bool = False,
     ) -> None:
         if policy not in ("random", "weighted"):
             raise ValueError(f"policy is 'random' or 'weighted', not {policy!r}")
@@ -130,6 +161,8 @@ class SearchBot:
             raise ValueError(f"evaluation is 'hand' or 'learned', not {evaluation!r}")
         if tree_depth is not None and tree_depth < 1:
             raise ValueError(f"tree_depth is at least 1, not {tree_depth!r}")
+        if reuse not in (False, True):  # 0 and 1 too, as a spec's ``reuse=1`` gives them
+            raise ValueError(f"reuse is 0 or 1, not {reuse!r}")
         self._clock = CLOCKS[clock]
         self._judge = JUDGEMENTS[evaluation]
         if budget is None and iterations is None:
@@ -142,14 +175,28 @@ class SearchBot:
         self.evaluation = evaluation
         self.tree_depth = tree_depth
         self._rng = random.Random(seed)
+        self.reuse = bool(reuse)
+        self._trails: dict[str, _Trail] = {}
+        """By game id, with ``reuse``: where each game stands in the tree kept for it."""
+        self._lock = threading.Lock()  # the online client runs ``choose`` in worker threads, hooks on its loop
         self.last_iterations = 0
         """Iterations run for the last decision (for tuning and tests)."""
+        self.last_carried = 0
+        """Iterations the last decision's root had from the decisions before (``reuse``)."""
 
     def choose(self, view: View, legal: list[Move]) -> Move:
         if len(legal) == 1:
             return legal[0]
         codes = legal_codes(legal)
-        return legal[codes.index(self.choose_code(Sampler(view), codes))]
+        if not self.reuse:
+            return legal[codes.index(self.choose_code(Sampler(view), codes))]
+        game_id, trail = self._trail_of(view)
+        root = self._search(Sampler(view), trail.node if trail is not None else None)
+        if trail is not None:
+            with self._lock:  # unless the game moved on meanwhile (a late answer, a fallback sent)
+                if self._trails.get(game_id) is trail:
+                    self._trails[game_id] = _Trail(root, trail.ply, view)
+        return legal[codes.index(_most_visited(root, codes))]
 
     def choose_code(self, source: Source, codes: Sequence[int]) -> int:
         """The code to play among ``codes``, searching on games drawn from ``source``.
@@ -158,13 +205,47 @@ class SearchBot:
         :class:`~mandala.sample.Sampler` of it; the benchmark's clairvoyant
         reference (``bench/clairvoyant.py``) passes copies of the real game.
         """
-        root = self._search(source)
-        visits = [root.children[code].visits if code in root.children else -1 for code in codes]
-        return codes[visits.index(max(visits))]
+        return _most_visited(self._search(source), codes)
 
-    def _search(self, source: Source) -> _Node:
-        """Run iterations until the cap or the clock stops them; the root holds the statistics."""
-        root = _Node()
+    def on_game_start(self, start: GameStart) -> None:
+        """A game begins, or resumes after a reconnect: nothing kept for it is certain now."""
+        with self._lock:
+            self._trails.pop(start.game_id, None)
+
+    def on_update(self, update: Update) -> None:
+        """With ``reuse``: follow the move ``update`` reports down the game's tree, if the
+        update comes right after the last one and the node has that move; else keep no node."""
+        if not self.reuse:
+            return
+        with self._lock:
+            trail = self._trails.get(update.game_id)
+            node = None
+            if trail is not None and trail.node is not None and update.move is not None and update.ply == trail.ply + 1:
+                try:
+                    node = trail.node.children.get(move_code(update.move))
+                except RecordError:
+                    node = None
+            self._trails[update.game_id] = _Trail(node, update.ply, update.view)
+
+    def on_game_over(self, over: GameOver) -> None:
+        """The game is over: drop its tree."""
+        with self._lock:
+            self._trails.pop(over.game_id, None)
+
+    def _trail_of(self, view: View) -> tuple[str, _Trail | None]:
+        """The game whose last update gave ``view`` (``choose`` is told no game id), and its trail."""
+        with self._lock:
+            for game_id, trail in self._trails.items():
+                if trail.view == view:
+                    return game_id, trail
+        return "", None
+
+    def _search(self, source: Source, root: _Node | None = None) -> _Node:
+        """Run iterations until the cap or the clock stops them; the root holds the statistics.
+        A ``root`` kept from before (``reuse``) goes on gathering them."""
+        if root is None:
+            root = _Node()
+        self.last_carried = sum(child.visits for child in root.children.values())
         clock = self._clock
         deadline = None if self.budget is None else clock() + self.budget
         cap = self.iterations
@@ -214,6 +295,12 @@ class SearchBot:
             if value > best_value:
                 best_code, best_value = code, value
         return best_code, children[best_code], False
+
+
+def _most_visited(root: _Node, codes: Sequence[int]) -> int:
+    """The code among ``codes`` whose move the search visited most (the first, if none was)."""
+    visits = [root.children[code].visits if code in root.children else -1 for code in codes]
+    return codes[visits.index(max(visits))]
 
 
 def _result(game: Game) -> float:
