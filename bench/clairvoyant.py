@@ -47,7 +47,8 @@ from mandala_client.offline import Messages, bot_factory
 from mandala_client.stats import summarize
 from protocol.messages import GameResult
 
-REFERENCE: dict[str, Any] = {"exploration": 0.2, "policy": "weighted", "depth": 10, "evaluation": "hand"}
+REFERENCE: dict[str, Any] = {"exploration": 0.2, "policy": "weighted", "depth": 10, "evaluation": "hand",
+                             "reuse": False}
 """The reference search's options: those of ``SearchBot`` as issue 32 measured it, pinned here
 so that the reference stays put when the shipped search changes."""
 

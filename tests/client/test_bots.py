@@ -367,3 +367,17 @@ def test_search_reuse_keeps_games_played_at_once_apart_and_plays_only_legal_move
     assert liar.lies > 0
     for key in (("a", 0), ("a", 1), ("b", 0)):
         assert sum(c > 0 for c in carried[key]) >= 5, key
+
+
+def test_search_reuse_keeps_trees_for_at_most_kept_games_games() -> None:
+    """A game that ended while the bot was away is never told its end; the oldest kept trees
+    go once there are more than ``KEPT_GAMES``, so such games cannot pile up."""
+    from mandala_client.bots.search import KEPT_GAMES
+
+    bot = SearchBot(seed=1, iterations=10)
+    assert bot.reuse  # the default
+    start = view(Game.new(seed=3), 0)
+    for i in range(KEPT_GAMES + 2):
+        bot.on_update(Update(f"g{i}", 0, None, start))
+    assert len(bot._trails) == KEPT_GAMES
+    assert "g0" not in bot._trails and "g1" not in bot._trails and f"g{KEPT_GAMES + 1}" in bot._trails

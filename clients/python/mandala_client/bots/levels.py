@@ -30,7 +30,8 @@ LEVELS = (1, 2, 3, 4, 5)
 def _search(seed: int | None, iterations: int) -> SearchBot:
     """The levels' search, its settings written out so that a level stays put when the
     shipped ``search``'s defaults change."""
-    return SearchBot(seed=seed, iterations=iterations, exploration=0.2, policy="weighted", depth=10, evaluation="hand")
+    return SearchBot(seed=seed, iterations=iterations, exploration=0.2, policy="weighted", depth=10, evaluation="hand",
+                     reuse=False)
 
 
 class NoisyGreedyBot:
