@@ -166,6 +166,14 @@ def _tournament_row(r: asyncpg.Record) -> TournamentRow:
                          schedule=msgspec.json.decode(r["schedule"]))
 
 
+async def _let_go(db: asyncpg.Pool | asyncpg.Connection) -> None:
+    """Close a pool or a connection; if the server is gone, drop it without goodbye."""
+    try:
+        await asyncio.wait_for(db.close(), CONNECT_TIMEOUT_S)
+    except (TimeoutError, OSError, asyncpg.PostgresError):
+        db.terminate()
+
+
 class PostgresStorage(OneGameWrites):
     """:class:`~server.storage.base.Storage` on a PostgreSQL database.
 
@@ -313,16 +321,10 @@ class PostgresStorage(OneGameWrites):
             reclaim.cancel()
         claim, self._claim = self._claim, None
         if claim is not None:
-            try:
-                await asyncio.wait_for(claim.close(), CONNECT_TIMEOUT_S)
-            except (TimeoutError, OSError, asyncpg.PostgresError):
-                claim.terminate()
+            await _let_go(claim)
         pool, self._pool = self._pool, None
         if pool is not None:
-            try:
-                await asyncio.wait_for(pool.close(), CONNECT_TIMEOUT_S)
-            except (TimeoutError, OSError, asyncpg.PostgresError):
-                pool.terminate()  # the server is gone: drop the connections without goodbye
+            await _let_go(pool)
 
     async def ping(self) -> None:
         await self._p().fetchval("SELECT 1")

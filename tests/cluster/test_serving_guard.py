@@ -13,7 +13,7 @@ from pathlib import Path
 import aiohttp
 import asyncpg
 
-from arena_testkit import BIN, PROCESS_ADMIN, ServeProcess, exit_of, free_port
+from arena_testkit import BIN, ServeProcess, exit_of, free_port
 
 
 async def _serve_again(database: str, tmp_path: Path, *extra: str) -> tuple[int, str]:
@@ -45,15 +45,7 @@ async def test_a_second_server_on_a_served_postgresql_database_is_refused(
         server = ServeProcess(database, port, config, tmp_path / "first.log")
         try:
             await server.ready(http)
-            tokens = await server.create_bots(http, ["ann", "bob"])
-            ws = [await http.ws_connect(f"ws://127.0.0.1:{port}/ws") for _ in tokens]
-            for conn, token in zip(ws, tokens.values(), strict=True):
-                await conn.send_json({"type": "hello", "protocol": 1, "token": token})
-                assert (await conn.receive_json(timeout=10))["type"] == "welcome"
-            async with http.post(f"http://127.0.0.1:{port}/api/games", json={"players": ["ann", "bob"]},
-                                 headers={"Authorization": f"Bearer {PROCESS_ADMIN}"}) as resp:
-                assert resp.status == 201, await resp.text()
-                game_id = (await resp.json())["game_id"]
+            ws, game_id = await server.game_between(http, ["ann", "bob"])
 
             code, last = await _serve_again(database, tmp_path)
             assert code == 2, last

@@ -456,6 +456,20 @@ class ServeProcess:
                 tokens[name] = (await resp.json())["token"]
         return tokens
 
+    async def game_between(self, http: aiohttp.ClientSession,
+                           names: list[str]) -> tuple[list[aiohttp.ClientWebSocketResponse], str]:
+        """Two new bots connected (their sockets, which the caller closes) and a game between
+        them started by the organizer: its id."""
+        tokens = await self.create_bots(http, names)
+        ws = [await http.ws_connect(self.url.replace("http", "ws", 1) + "/ws") for _ in tokens]
+        for conn, token in zip(ws, tokens.values(), strict=True):
+            await conn.send_json({"type": "hello", "protocol": 1, "token": token})
+            assert (await conn.receive_json(timeout=10))["type"] == "welcome"
+        async with http.post(self.url + "/api/games", json={"players": names},
+                             headers={"Authorization": f"Bearer {PROCESS_ADMIN}"}) as resp:
+            assert resp.status == 201, await resp.text()
+            return ws, (await resp.json())["game_id"]
+
     async def rated_games(self, http: aiohttp.ClientSession) -> int:
         """Rated games the standings count (each counts for both its bots)."""
         async with http.get(self.url + "/api/ladder") as resp:

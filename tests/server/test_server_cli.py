@@ -13,7 +13,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from arena_testkit import BIN, PROCESS_ADMIN, ServeProcess, exit_of, free_port
+from arena_testkit import BIN, ServeProcess, exit_of, free_port
 from mandala_cli.http_client import DEFAULT_SERVER
 from mandala_cli.main import build_parser, main
 from mandala_cli.serve_cmd import banner
@@ -211,15 +211,7 @@ async def _second_serve(tmp_path: Path, *, same_port: bool) -> tuple[int, str, s
         server = ServeProcess(db, port, config, log)
         try:
             await server.ready(http)
-            tokens = await server.create_bots(http, ["ann", "bob"])
-            ws = [await http.ws_connect(f"ws://127.0.0.1:{port}/ws") for _ in tokens]
-            for conn, token in zip(ws, tokens.values(), strict=True):
-                await conn.send_json({"type": "hello", "protocol": 1, "token": token})
-                assert (await conn.receive_json(timeout=10))["type"] == "welcome"
-            async with http.post(f"http://127.0.0.1:{port}/api/games", json={"players": ["ann", "bob"]},
-                                 headers={"Authorization": f"Bearer {PROCESS_ADMIN}"}) as resp:
-                assert resp.status == 201, await resp.text()
-                game_id = (await resp.json())["game_id"]
+            ws, game_id = await server.game_between(http, ["ann", "bob"])
             again = await asyncio.create_subprocess_exec(
                 str(BIN / "mandala"), "serve", "--port", str(port if same_port else free_port()), "--db", db,
                 cwd=tmp_path, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
