@@ -53,6 +53,10 @@ RETRY_MIN_S = 0.05
 BATCH_MAX = 64
 """Rows stored in one transaction at most: the rows queued while the last commit ran go
 together (a group commit), so a busy server pays one commit for many games."""
+STOP_WAIT_S = 5.0
+"""How long a shutdown waits for the recorder to stop once cancelled: a database driver's call
+cut short in the middle may never return (seen after PostgreSQL came back from an outage), and a
+server must stop all the same."""
 
 
 def describe(e: BaseException) -> str:
@@ -296,7 +300,10 @@ class GameRecorder:
                           left, sum(1 for w in self._queue if w.spooled), self.spool.path)
         if self._task is not None:
             self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+            done, _ = await asyncio.wait({self._task}, timeout=STOP_WAIT_S)
+            if not done:  # what is left was spooled above; closing storage then drops the call
+                log.error("the game recorder did not stop within %g s of being told to (a storage call that "
+                          "does not return): the server stops without it", STOP_WAIT_S)
             self._task = None
 
     # ------------------------------------------------------------------ the drain

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import logging
 import os
 import resource
 import shutil
@@ -562,3 +563,37 @@ def game_row(game_id: str) -> GameRow:
                    ply=3, started=utc_now(), ended=utc_now(), end_reason="river",
                    result={"winner": 0, "end_reason": "river", "scores": [1, 0], "cup_sizes": [1, 0]},
                    record={"moves": []})
+
+
+async def test_a_storage_call_that_never_returns_does_not_keep_the_server_from_stopping(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """A driver's call cut short may never return, even when cancelled (a node once hung for an
+    hour in its stop after PostgreSQL came back). The recorder's close spools what it could not
+    store and gives up on its task after ``STOP_WAIT_S``, so the server stops."""
+    from server.recording import recorder as recording
+
+    monkeypatch.setattr(recording, "STOP_WAIT_S", 0.2)
+    db = str(tmp_path / "arena.db")
+    store = SqliteStorage(db)
+    spool = Spool(tmp_path / "arena.spool", db)
+    recorder = GameRecorder(Settings(storage_timeout_s=30.0), store, spool)
+    await recorder.open()
+    stuck = asyncio.Event()
+    released = asyncio.Event()
+
+    async def write_games(writes: Any) -> frozenset[str]:
+        stuck.set()
+        while not released.is_set():  # deaf to cancellation, as a call whose reply never comes
+            with contextlib.suppress(asyncio.CancelledError):
+                await released.wait()
+        return frozenset()
+
+    monkeypatch.setattr(store, "write_games", write_games)
+    recorder.finish(game_row("g1"))
+    await asyncio.wait_for(stuck.wait(), 5)
+    with caplog.at_level(logging.ERROR, logger="server.recording.recorder"):
+        await asyncio.wait_for(recorder.close(0.1), 5)  # returned: the server goes on stopping
+    assert [r.game_id for r in spool.load()] == ["g1"]  # stored at the next start
+    assert "did not stop within 0.2 s of being told to" in caplog.text
+    released.set()
+    await store.close()
