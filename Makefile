@@ -74,6 +74,7 @@ bench: $(STAMP)
 	$(PY) bench/search.py
 	$(PY) bench/games.py
 	$(PY) bench/tournament_view.py
+	$(PY) bench/tournament_list.py
 	$(PY) bench/history.py --sizes $(HISTORY_SIZES)
 
 # The training environments' steps per second beside the engine's decisions per second, on one

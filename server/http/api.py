@@ -98,13 +98,14 @@ def json_response(data: Any, status: int = 200, headers: dict[str, str] | None =
     return web.Response(body=_json.encode(data), status=status, content_type="application/json", headers=headers)
 
 
-def revalidated_json(request: web.Request, data: Any) -> web.Response:
-    """``data`` as JSON with an ETag of its bytes and ``Cache-Control: no-cache``: a client that
-    asks again with ``If-None-Match`` (a browser does by itself) gets ``304`` and no body while
-    nothing changed. For what a page polls (the list of tournaments, every 5 s)."""
+def revalidated_json(request: web.Request, data: Any, headers: dict[str, str] | None = None) -> web.Response:
+    """``data`` as JSON with an ETag of its bytes and ``Cache-Control: no-cache`` (beside
+    ``headers``): a client that asks again with ``If-None-Match`` (a browser does by itself)
+    gets ``304`` and no body while nothing changed. For what a page polls (the list of
+    tournaments, every 5 s)."""
     body = _json.encode(data)
     tag = hashlib.blake2b(body, digest_size=12).hexdigest()
-    headers = {"ETag": f'"{tag}"', "Cache-Control": "no-cache"}
+    headers = {**(headers or {}), "ETag": f'"{tag}"', "Cache-Control": "no-cache"}
     if any(e.value in (tag, "*") for e in request.if_none_match or ()):
         return web.Response(status=304, headers=headers)
     return web.Response(body=body, content_type="application/json", headers=headers)
@@ -345,7 +346,8 @@ def _limit(request: web.Request) -> int:
 
 
 CURSOR = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)~([A-Za-z0-9_-]{1,64})")
-"""A page's cursor: the ``started`` and the ``game_id`` of the last game of the page before."""
+"""A page's cursor: the time and the id of the last item of the page before (a game's ``started``
+and ``game_id``, a tournament's ``created`` and ``tournament_id``)."""
 
 
 def cursor_of(game: GameSummary) -> str:

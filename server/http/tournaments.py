@@ -43,9 +43,11 @@ from ..tournaments.view import (
 from .api import (
     INT64_MAX,
     ApiError,
+    _before,
     _limit,
     json_response,
     next_link,
+    only_params,
     query_int,
     read_body,
     require_admin,
@@ -182,13 +184,22 @@ async def _tally_and_running(arena: Arena, row: TournamentRow) -> tuple[Tally, l
 
 
 async def list_all(request: web.Request) -> web.Response:
-    """``GET /api/tournaments``: newest first, with their progress."""
+    """``GET /api/tournaments?limit=50&before=CURSOR``: newest first, with their progress, a
+    page at a time; a full page links to the next (``Link``)."""
+    only_params(request, "limit", "before")
     arena = request.app[ARENA]
+    limit = _limit(request)
+    rows = await arena.storage.list_tournaments(before=_before(request), limit=limit)
     out = []
-    for row in await arena.storage.list_tournaments():
-        tally, running = await _tally_and_running(arena, row)  # the page's list asks every 5 s
-        out.append(tournament_info(row, tally, len(running)))
-    return revalidated_json(request, out)
+    for row in rows:  # the page's list asks every 5 s: a tournament over is counted once
+        counts = arena.tournaments.tallies.final_counts(row)
+        if counts is not None:
+            out.append(tournament_info(row, counts, 0))
+        else:
+            tally, running = await _tally_and_running(arena, row)
+            out.append(tournament_info(row, tally, len(running)))
+    link = next_link(request, before=f"{rows[-1].created}~{rows[-1].tournament_id}") if len(rows) == limit else None
+    return revalidated_json(request, out, link)
 
 
 async def get_one(request: web.Request) -> web.Response:

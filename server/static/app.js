@@ -1428,14 +1428,25 @@
   /** How often an open tournament list is read again: /live tells of running and paused
    *  tournaments only, not of one created or cancelled before it started. */
   const LIST_REFRESH_MS = 5000;
+  /** The newest tournaments listed at first, and how many more "Older tournaments" adds; the
+   *  list reads them all again at each refresh, so it shows at most LIST_MAX (the API's page). */
+  const LIST_PAGE = 50;
+  const LIST_MAX = 500;
 
   class TournamentList {
     constructor(root) {
       this.root = root;
       this.alive = true;
       this.items = null;
+      this.limit = LIST_PAGE;
+      this.older = false;  // the last read was a full page: older tournaments exist
       this.loading = null;
       this.again = false;
+      this.more = $("[data-testid=tournaments-more]", root);
+      this.more.onclick = () => {
+        this.limit = Math.min(LIST_MAX, this.limit + LIST_PAGE);
+        this.load();
+      };
       this.load();
       this.refresh = setInterval(() => this.load(), LIST_REFRESH_MS);
     }
@@ -1443,20 +1454,23 @@
     destroy() {
       this.alive = false;
       clearInterval(this.refresh);
+      this.more.onclick = null;
     }
 
-    /** Fetch the list (once at a time; a request made meanwhile fetches again after). */
+    /** Fetch the list, as far as it is shown (once at a time; a request made meanwhile
+     *  fetches again after). */
     async load() {
       if (this.loading) {
         this.again = true;
         return;
       }
-      this.loading = getJson("/api/tournaments");
-      const { status, body } = await this.loading;
+      this.loading = getJson(`/api/tournaments?limit=${this.limit}`);
+      const { status, body, next } = await this.loading;
       this.loading = null;
       if (!this.alive) return;
       if (status === 200) {
         this.items = body;
+        this.older = next !== null;
         this.render();
       }
       if (this.again) {
@@ -1507,6 +1521,7 @@
         }
       });
       $("[data-testid=tournaments-empty]", this.root).hidden = this.items.length > 0;
+      this.more.parentElement.hidden = !this.older || this.limit >= LIST_MAX;
     }
   }
 

@@ -472,8 +472,11 @@ class Storage(Protocol):
 
     async def get_tournament(self, tournament_id: str) -> TournamentRow | None: ...
 
-    async def list_tournaments(self, states: Sequence[str] | None = None) -> list[TournamentRow]:
-        """Newest first; only those in ``states`` if given."""
+    async def list_tournaments(self, states: Sequence[str] | None = None, *, before: tuple[str, str] | None = None,
+                               limit: int | None = None) -> list[TournamentRow]:
+        """Newest first (by ``created``, then the order they were stored in); only those in
+        ``states`` if given, only those after ``before`` (the ``created`` and the id of the last
+        one of the page before) if given, at most ``limit`` if given."""
 
     async def update_tournament(self, row: TournamentRow, expected_state: str) -> bool:
         """Store ``row``'s state, times and schedule if the stored state is still

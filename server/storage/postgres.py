@@ -652,15 +652,25 @@ class PostgresStorage(OneGameWrites):
         r = await self._p().fetchrow(f"SELECT {_TOURNAMENT_COLUMNS} FROM tournaments WHERE id = $1", tournament_id)
         return _tournament_row(r) if r else None
 
-    async def list_tournaments(self, states: Sequence[str] | None = None) -> list[TournamentRow]:
-        if states is None:
-            rows = await self._p().fetch(f"SELECT {_TOURNAMENT_COLUMNS} FROM tournaments ORDER BY created DESC, seq DESC")
-        else:
-            rows = await self._p().fetch(
-                f"SELECT {_TOURNAMENT_COLUMNS} FROM tournaments WHERE state = ANY($1::text[])"
-                " ORDER BY created DESC, seq DESC", list(states),
-            )
-        return [_tournament_row(r) for r in rows]
+    async def list_tournaments(self, states: Sequence[str] | None = None, *, before: tuple[str, str] | None = None,
+                               limit: int | None = None) -> list[TournamentRow]:
+        where: list[str] = []
+        args: list[Any] = []
+        if states is not None:
+            args.append(list(states))
+            where.append(f"state = ANY(${len(args)}::text[])")
+        if before is not None:
+            args += [before[0], before[1]]
+            where.append(f"(created < ${len(args) - 1} OR (created = ${len(args) - 1}"
+                         f" AND seq < (SELECT seq FROM tournaments WHERE id = ${len(args)})))")
+        sql = f"SELECT {_TOURNAMENT_COLUMNS} FROM tournaments"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY created DESC, seq DESC"
+        if limit is not None:
+            args.append(limit)
+            sql += f" LIMIT ${len(args)}"
+        return [_tournament_row(r) for r in await self._p().fetch(sql, *args)]
 
     async def update_tournament(self, row: TournamentRow, expected_state: str) -> bool:
         tag = await self._p().execute(

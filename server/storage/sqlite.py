@@ -524,14 +524,24 @@ class SqliteStorage(OneGameWrites):
                                    (tournament_id,)).fetchone()
         return _tournament_row(row) if row else None
 
-    def _list_tournaments(self, states: Sequence[str] | None) -> list[TournamentRow]:
-        sql = f"SELECT {_TOURNAMENT_COLUMNS} FROM tournaments"
-        args: tuple[str, ...] = ()
+    def _list_tournaments(self, states: Sequence[str] | None, before: tuple[str, str] | None,
+                          limit: int | None) -> list[TournamentRow]:
+        where: list[str] = []
+        args: list[Any] = []
         if states is not None:
-            sql += f" WHERE state IN ({', '.join('?' * len(states))})"
-            args = tuple(states)
-        rows = self._conn().execute(sql + " ORDER BY created DESC, rowid DESC", args).fetchall()
-        return [_tournament_row(r) for r in rows]
+            where.append(f"state IN ({', '.join('?' * len(states))})")
+            args += states
+        if before is not None:
+            where.append("(created < ? OR (created = ? AND rowid < (SELECT rowid FROM tournaments WHERE id = ?)))")
+            args += [before[0], before[0], before[1]]
+        sql = f"SELECT {_TOURNAMENT_COLUMNS} FROM tournaments"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY created DESC, rowid DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            args.append(limit)
+        return [_tournament_row(r) for r in self._conn().execute(sql, args).fetchall()]
 
     def _update_tournament(self, t: TournamentRow, expected_state: str) -> bool:
         cur = self._conn().execute(
@@ -716,8 +726,9 @@ class SqliteStorage(OneGameWrites):
     async def get_tournament(self, tournament_id: str) -> TournamentRow | None:
         return await self._run(self._get_tournament, tournament_id)
 
-    async def list_tournaments(self, states: Sequence[str] | None = None) -> list[TournamentRow]:
-        return await self._run(self._list_tournaments, states)
+    async def list_tournaments(self, states: Sequence[str] | None = None, *, before: tuple[str, str] | None = None,
+                               limit: int | None = None) -> list[TournamentRow]:
+        return await self._run(self._list_tournaments, states, before, limit)
 
     async def update_tournament(self, row: TournamentRow, expected_state: str) -> bool:
         return await self._run(self._update_tournament, row, expected_state)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple, Protocol
 
 import msgspec
 
@@ -44,10 +44,30 @@ OVER = ("finished", "cancelled")
 """The states of a tournament that plays no more games."""
 
 
+class Counts(Protocol):
+    """What a tournament's progress counts of its results: a :class:`~.results.Tally`, or the
+    :class:`FinalCounts` kept of one that is over."""
+
+    @property
+    def played(self) -> int: ...
+
+    @property
+    def forfeited(self) -> int: ...
+
+
+class FinalCounts(NamedTuple):
+    """The counts of a tournament that is over, which never change."""
+
+    played: int
+    forfeited: int
+
+
 class Tallies:
     """Each tournament's :class:`~.results.Tally`, kept between reads and brought up to date
     with the games read each time (those already counted are skipped), for the few tournaments
-    read last."""
+    read last; and the counts of every tournament over, which the list of tournaments shows
+    (two numbers each: a season's hundreds of tournaments, listed every few seconds, must not
+    push each other's tallies out and be read again at every request)."""
 
     def __init__(self, size: int = 256) -> None:
         self.size = size
@@ -55,6 +75,7 @@ class Tallies:
         self._over: set[str] = set()
         """Tournaments whose tally was brought up to date with games read once they were over:
         nothing changes it any more."""
+        self._final_counts: dict[str, FinalCounts] = {}
 
     def of(self, row: TournamentRow, games: Iterable[GameRow]) -> results.Tally:
         """``row``'s tally with ``games`` counted (each slot's finished game), ``games`` read
@@ -63,6 +84,7 @@ class Tallies:
         self._by_id[row.tournament_id] = tally.update(games)
         if row.state in OVER:
             self._over.add(row.tournament_id)
+            self._final_counts[row.tournament_id] = FinalCounts(tally.played, tally.forfeited)
         while len(self._by_id) > self.size:
             gone, _ = self._by_id.popitem(last=False)
             self._over.discard(gone)
@@ -76,8 +98,13 @@ class Tallies:
         self._by_id.move_to_end(row.tournament_id)
         return self._by_id[row.tournament_id]
 
+    def final_counts(self, row: TournamentRow) -> FinalCounts | None:
+        """The counts of a tournament that is over, if its games were read since it ended, even
+        if its tally is no longer kept."""
+        return self._final_counts.get(row.tournament_id) if row.state in OVER else None
 
-def progress(row: TournamentRow, tally: results.Tally, running: int) -> Progress:
+
+def progress(row: TournamentRow, tally: Counts, running: int) -> Progress:
     return Progress(
         planned=planned_games(msgspec.convert(row.definition, TournamentDefinition)),
         played=tally.played,
@@ -90,7 +117,7 @@ def participants(row: TournamentRow) -> list[str]:
     return list(row.definition["participants"])
 
 
-def tournament_info(row: TournamentRow, tally: results.Tally, running: int) -> TournamentInfo:
+def tournament_info(row: TournamentRow, tally: Counts, running: int) -> TournamentInfo:
     return TournamentInfo(
         tournament_id=row.tournament_id, name=row.name, format=row.definition["format"], state=row.state,  # type: ignore[arg-type]
         participants=participants(row), created=row.created, started=row.started, ended=row.ended,

@@ -507,6 +507,32 @@ async def test_tournaments_rows_transitions_and_their_games(storage: Storage) ->
     assert await storage.tournament_games("t2") == []
 
 
+async def test_tournaments_are_listed_newest_first_a_page_at_a_time(storage: Storage) -> None:
+    """Pages after a cursor (the last one's ``created`` and id) list every tournament once, in
+    the order of the whole list, those created in the same millisecond in the order stored."""
+    def row(tid: str, created: str, state: str = "finished") -> TournamentRow:
+        return TournamentRow(tournament_id=tid, name=tid, definition={"format": "round_robin", "participants": ["a", "b"]},
+                             state=state, created=f"2024-01-0{created}T00:00:00.000Z")
+    rows = [row("q", "1"), row("z", "2", "running"), row("a", "2"), row("m", "2", "running"), row("b", "3")]
+    for r in rows:
+        await storage.create_tournament(r)
+    whole = [t.tournament_id for t in await storage.list_tournaments()]
+    assert whole == ["b", "m", "a", "z", "q"]
+    for limit in (1, 2, 3, 5):
+        seen: list[str] = []
+        before = None
+        while True:
+            page = await storage.list_tournaments(before=before, limit=limit)
+            seen += [t.tournament_id for t in page]
+            if len(page) < limit:
+                break
+            before = (page[-1].created, page[-1].tournament_id)
+        assert seen == whole, limit
+    assert [t.tournament_id for t in await storage.list_tournaments(["running"], before=("2024-01-02T00:00:00.000Z", "m"),
+                                                                    limit=5)] == ["z"]
+    assert await storage.list_tournaments(before=("2024-01-01T00:00:00.000Z", "q")) == []
+
+
 async def test_a_pairs_rows_keep_it_open_from_its_first_games_start_to_its_return_games_end(
         storage: Storage) -> None:
     """A duplicate pair is open (its first game's record held, ``server/games/holds.py``) from

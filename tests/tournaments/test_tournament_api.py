@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tournament_kit import AUTH, create, post
+from tournament_kit import AUTH, create, games_read, post
 
 from arena_testkit import Harness
 
@@ -111,3 +111,49 @@ async def test_the_list_of_tournaments_answers_304_while_it_has_not_changed(make
     assert [t["tournament_id"] for t in await changed.json()] == [created["tournament_id"]]
     other = await arena.client.get("/api/tournaments", headers={"If-None-Match": '"not-it", ' + changed.headers["ETag"]})
     assert other.status == 304
+
+
+async def test_the_list_of_tournaments_comes_a_page_at_a_time_each_linking_to_the_next(make_arena: Any) -> None:
+    """A season's hundreds of tournaments are not one answer: ``limit`` (1–500, 50 by default)
+    a page, newest first, a full page linking to the next; together the pages list each once,
+    as one page as long as all of them does."""
+    arena: Harness = await make_arena()
+    for name in ("ann", "ben"):
+        await arena.create_bot(name)
+    made = [(await create(arena, name=f"cup {i}", participants=["ann", "ben"]))["tournament_id"] for i in range(5)]
+    whole = [t["tournament_id"] for t in await arena.get_json("/api/tournaments?limit=500")]
+    assert sorted(whole) == sorted(made) and whole[0] == made[-1] and whole[-1] == made[0]
+    path: str | None = "/api/tournaments?limit=2"
+    seen, pages = [], 0
+    while path is not None:
+        resp = await arena.client.get(path)
+        assert resp.status == 200
+        page = [t["tournament_id"] for t in await resp.json()]
+        seen += page
+        pages += 1
+        link = resp.headers.get("Link")
+        assert (link is not None) == (len(page) == 2), (page, link)
+        path = link[1:link.index(">")] if link else None
+    assert (seen, pages) == (whole, 3)
+    for query, code in (("limit=0", "invalid_request"), ("limit=501", "invalid_request"), ("state=running", "invalid_request"),
+                        ("before=cup", "bad_cursor"), ("before=2026-13-01T00:00:00.000Z~x", "bad_cursor")):
+        resp = await arena.client.get(f"/api/tournaments?{query}")
+        assert (resp.status, (await resp.json())["error"]["code"]) == (400, code), query
+
+
+async def test_a_tournament_over_is_listed_without_reading_its_games_again(make_arena: Any) -> None:
+    """The list asks every few seconds and may hold more tournaments than the tallies kept
+    between reads: one over has its games read once, however many others were read since."""
+    arena: Harness = await make_arena()
+    for name in ("ann", "ben"):
+        await arena.create_bot(name)
+    arena.arena.tournaments.tallies.size = 1  # fewer than the list holds
+    tids = [(await create(arena, name=f"cup {i}", participants=["ann", "ben"]))["tournament_id"] for i in range(3)]
+    for tid in tids:
+        await post(arena, f"/api/tournaments/{tid}/cancel")
+    with games_read(arena) as reads:
+        first = await arena.get_json("/api/tournaments")
+        assert await arena.get_json("/api/tournaments") == first
+        assert reads == []  # counted as each was cancelled; not read again, though only one tally is kept
+    assert [(t["state"], t["progress"]) for t in first] == [("cancelled", {"planned": 2, "played": 0, "running": 0,
+                                                                          "forfeits": 0})] * 3

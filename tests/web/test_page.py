@@ -1172,6 +1172,35 @@ async def test_the_open_tournament_list_shows_a_tournament_created_or_cancelled_
     assert errors == []
 
 
+async def test_the_tournament_list_shows_the_newest_fifty_and_older_ones_when_asked(make_arena: Any, browser: Any) -> None:
+    """A season's list comes a page at a time: the page shows the newest 50 tournaments and
+    "Older tournaments" the next 50, which it then keeps current like the first."""
+    from playwright.async_api import expect
+
+    arena: Harness = await make_arena()
+    for name in ("ann", "ben"):
+        await arena.create_bot(name)
+    tids = [(await create(arena, name=f"cup {i}", participants=["ann", "ben"]))["tournament_id"] for i in range(52)]
+    page = await browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    await page.goto(str(arena.client.make_url("/")) + "#/tournaments")
+    rows = page.get_by_test_id("tournament-row")
+    await expect(rows).to_have_count(50, timeout=WAIT_MS)
+    assert await rows.first.get_attribute("data-tournament-id") == tids[-1]
+    assert await rows.last.get_attribute("data-tournament-id") == tids[2]
+    more = page.get_by_test_id("tournaments-more")
+    await expect(more).to_be_visible()
+    await more.click()
+    await expect(rows).to_have_count(52, timeout=WAIT_MS)
+    assert await rows.last.get_attribute("data-tournament-id") == tids[0]
+    await expect(more).to_be_hidden()
+    await post(arena, f"/api/tournaments/{tids[0]}/cancel")  # the oldest, shown since "more": kept current
+    row = page.locator(f'[data-testid="tournament-row"][data-tournament-id="{tids[0]}"]')
+    await expect(row.get_by_test_id("row-state")).to_have_text("cancelled", timeout=WAIT_MS)
+    assert errors == []
+
+
 async def test_a_game_whose_record_is_held_shows_its_end_and_what_it_waits_for_then_its_replay(
         make_arena: Any, browser: Any) -> None:
     """A pair's first game is over, its record held for the return game (PROTOCOL.md §12.1):
