@@ -127,6 +127,22 @@ def call(args: argparse.Namespace, method: str, path: str, body: bytes | None = 
             raise unreachable(args, e) from None
 
 
+def call_page(args: argparse.Namespace, path: str) -> tuple[bytes, str | None]:
+    """The whole body of a 2xx answer to ``GET path`` and the path of the next page, from its
+    ``Link`` header (``None`` on the last page)."""
+    with open_url(args, "GET", path) as resp:
+        try:
+            raw = resp.read()
+        except (OSError, http.client.HTTPException) as e:
+            raise unreachable(args, e) from None
+        link = resp.headers.get("Link") or ""
+    for part in link.split(","):
+        target, _, params = part.partition(";")
+        if params.replace(" ", "") == 'rel="next"' and target.strip().startswith("<"):
+            return raw, target.strip()[1:-1]
+    return raw, None
+
+
 def as_json(raw: bytes) -> Any:
     try:
         return json.loads(raw)

@@ -5,6 +5,7 @@ Usage::
     export MANDALA_ADMIN_TOKEN=...     # the organizer's token, the one `mandala serve` was given
     mandala tournament create --name cup --bots ann,ben,cat --games-per-pairing 4 --start
     mandala tournament status ID --watch
+    mandala tournament list                     # the newest 50 (--all: every one)
     mandala tournament results ID              # ranking and crosstable (--csv, --json)
     mandala tournament records ID -o cup.jsonl
 
@@ -23,6 +24,10 @@ Actions:
              tournament is finished or cancelled (redrawn on a terminal; piped, a line per
              change of progress, then the summary); --json prints the server's JSON (with
              --watch, a line each time it changes).
+  list       The tournaments, newest first: id, name, format, state, games played of those
+             planned, running games, when created. --limit N (1-500, default 50) a page; --all
+             follows the pages to the first tournament; --json prints the server's objects as
+             one JSON array.
   results ID The ranking (rank, bot, rating with its 95% interval, score, W/D/L, forfeits, the
              likelihood of being stronger than the next bot) and the crosstable; --csv prints
              the server's CSV, --json its JSON.
@@ -50,7 +55,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
-from .http_client import ADMIN_TOKEN_ENV, Failure, add_server_option, as_json, call, chunks, open_url, save
+from .http_client import ADMIN_TOKEN_ENV, Failure, add_server_option, as_json, call, call_page, chunks, open_url, save
 
 FORMATS = ("round_robin", "gauntlet", "swiss")
 CONTROLS = ("start", "pause", "resume", "cancel")
@@ -110,6 +115,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     status.add_argument("--watch", action="store_true", help="poll every second until it is finished or cancelled")
     status.add_argument("--json", action="store_true", help="the server's JSON")
     status.set_defaults(run=run, act=_status)
+
+    listing = actions.add_parser("list", parents=[server], help="the tournaments, newest first")
+    listing.add_argument("--limit", type=int, default=50, metavar="N", help="tournaments a page, 1-500 (default 50)")
+    listing.add_argument("--all", action="store_true", help="every tournament, page after page")
+    listing.add_argument("--json", action="store_true", help="the server's objects, as one JSON array")
+    listing.set_defaults(run=run, act=_list)
 
     results = actions.add_parser("results", parents=[server], help="the ranking and the crosstable")
     results.add_argument("id", metavar="ID")
@@ -222,6 +233,20 @@ def _status(args: argparse.Namespace) -> int:
         time.sleep(POLL_S)
 
 
+def _list(args: argparse.Namespace) -> int:
+    listed: list[dict[str, Any]] = []
+    path: str | None = f"/api/tournaments?limit={args.limit}"
+    while path is not None:
+        raw, path = call_page(args, path)
+        listed += as_json(raw)
+        if not args.all:
+            break
+    print(json.dumps(listed) if args.json else render_list(listed))
+    if path is not None and not args.json:
+        print(f"(the newest {len(listed)}; --all lists every one)", file=sys.stderr)
+    return 0
+
+
 def _results(args: argparse.Namespace) -> int:
     if args.csv:
         sys.stdout.write(call(args, "GET", _path(args.id, "/results?format=csv")).decode())
@@ -296,6 +321,16 @@ def waiting_line(waiting: dict[str, Any]) -> str:
     left = waiting.get("forfeits_in_s")
     when = f"forfeits in {left:g} s" if left else "forfeits its games as they come due"
     return f"{waiting['bot']}: away since {waiting['since']}, {when}"
+
+
+def render_list(listed: Sequence[dict[str, Any]]) -> str:
+    """``GET /api/tournaments`` as a table, newest first."""
+    if not listed:
+        return "no tournament"
+    rows = [[t["tournament_id"], t["name"], t["format"], t["state"],
+             f"{t['progress']['played']}/{t['progress']['planned']}", str(t["progress"]["running"]), t["created"]]
+            for t in listed]
+    return _table(["id", "name", "format", "state", "games", "running", "created"], rows, "lllllrl")
 
 
 def render_results(results: dict[str, Any]) -> str:

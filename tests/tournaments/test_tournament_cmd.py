@@ -21,7 +21,7 @@ import aiohttp
 import pytest
 
 from arena_testkit import PROCESS_ADMIN, ServeProcess, free_port, wait_until
-from mandala_cli.tournament_cmd import render_results, render_status
+from mandala_cli.tournament_cmd import render_list, render_results, render_status
 
 PLAYERS = ["ann", "ben", "cat"]
 """Connected as ``mandala-bot`` processes: they play every game they are given."""
@@ -205,6 +205,35 @@ async def _waiting_for(arena: Arena, tid: str, bots: list[str]) -> dict[str, Any
         return await wait_until(waiting, 30, "the tournament does not say it waits for its bots")  # type: ignore[no-any-return]
 
 
+def test_list_shows_the_newest_and_follows_the_pages_with_all(arena: Arena) -> None:
+    made = []
+    for i in range(3):
+        run = cli(arena, "create", "--name", f"listed {i}", "--bots", ",".join(IDLE), token=PROCESS_ADMIN)
+        assert run.returncode == 0, run.stderr
+        made.append(run.stdout.strip())
+    every = get(arena, "/api/tournaments?limit=500")
+    assert [t["tournament_id"] for t in every[:3]] == made[::-1]
+
+    newest = cli(arena, "list", "--limit", "2")
+    assert newest.returncode == 0, newest.stderr
+    assert newest.stdout == render_list(every[:2]) + "\n"
+    assert newest.stderr == "(the newest 2; --all lists every one)\n"
+    lines = newest.stdout.splitlines()
+    assert lines[0].split() == ["id", "name", "format", "state", "games", "running", "created"]
+    assert lines[1].split() == [made[2], "listed", "2", "round_robin", "created", "0/2", "0", every[0]["created"]]
+
+    whole = cli(arena, "list", "--limit", "2", "--all")
+    assert (whole.returncode, whole.stdout, whole.stderr) == (0, render_list(every) + "\n", "")
+    as_json = cli(arena, "list", "--all", "--limit", "1", "--json")
+    assert as_json.returncode == 0 and json.loads(as_json.stdout) == every
+    for tid in made:
+        assert cli(arena, "cancel", tid, token=PROCESS_ADMIN).returncode == 0
+
+    bad = cli(arena, "list", "--limit", "0")
+    assert (bad.returncode, bad.stdout) == (1, "")
+    assert bad.stderr == "error: invalid_request: limit is a whole number between 1 and 500, not '0'\n"
+
+
 def test_refusals_exit_1_with_the_servers_code(arena: Arena) -> None:
     unknown = cli(arena, "create", "--name", "x", "--bots", "ann,nobody", "--admin-token", PROCESS_ADMIN)
     assert (unknown.returncode, unknown.stdout, unknown.stderr) == (1, "", "error: unknown_bot: no bot named 'nobody'\n")
@@ -335,3 +364,18 @@ crosstable: the row's points/games against the column
 1  ann           *  2/2  1.5/2
 2  benjamin    0/2    *    1/2
 3  cat       0.5/2  1/2      *"""
+
+
+def test_list_text() -> None:
+    assert render_list([]) == "no tournament"
+    listed = [{"tournament_id": "jqd6u8Y3", "name": "spring cup", "format": "round_robin", "state": "running",
+               "participants": ["alice", "bob", "carol"], "created": "2026-11-23T22:36:15.618Z",
+               "started": "2026-11-23T22:36:17.601Z", "ended": None,
+               "progress": {"planned": 12, "played": 4, "running": 1, "forfeits": 0}},
+              {"tournament_id": "B42MdrTB", "name": "autumn", "format": "swiss", "state": "finished",
+               "participants": ["alice", "bob"], "created": "2026-11-23T22:35:44.822Z", "started": None, "ended": None,
+               "progress": {"planned": 112, "played": 112, "running": 0, "forfeits": 8}}]
+    assert render_list(listed) == (
+        "id        name        format       state     games    running  created\n"
+        "jqd6u8Y3  spring cup  round_robin  running   4/12           1  2026-11-23T22:36:15.618Z\n"
+        "B42MdrTB  autumn      swiss        finished  112/112        0  2026-11-23T22:35:44.822Z")
