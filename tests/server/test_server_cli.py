@@ -105,7 +105,7 @@ def test_every_command_that_talks_to_a_server_names_it_server_and_still_takes_ur
     leaves = _leaves(build_parser())
     talking = {path for path, p in leaves.items() if "--server" in p._option_string_actions}
     assert talking == {("bot", "create"), ("bot", "rotate"), ("bot", "revoke"), ("export",), ("tournament", "create"), ("tournament", "status"),
-                       ("tournament", "results"), ("tournament", "records")} | {
+                       ("tournament", "results"), ("tournament", "records"), ("tournament", "list")} | {
         ("tournament", op) for op in CONTROLS}
     # No command names the server any other way (serve and demo run one: --host and --port).
     assert not [path for path, p in leaves.items() if "--url" in p._option_string_actions and path not in talking]
@@ -113,7 +113,7 @@ def test_every_command_that_talks_to_a_server_names_it_server_and_still_takes_ur
         parser = leaves[path]
         assert "--server URL" in parser.format_help() and "--url" not in parser.format_help()
         needs = {("bot", "create"): ["NAME"], ("bot", "rotate"): ["NAME"], ("bot", "revoke"): ["NAME"], ("export",): [],
-                 ("tournament", "create"): []}.get(path, ["ID"])
+                 ("tournament", "create"): [], ("tournament", "list"): []}.get(path, ["ID"])
         for flag in ("--server", "--url"):
             args = parser.parse_args([*needs, flag, "http://arena.example:9000/"])
             assert args.server == "http://arena.example:9000"
