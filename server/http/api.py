@@ -455,26 +455,32 @@ async def _stored(arena: Arena, game_id: str) -> GameRow:
 
 
 async def get_game(request: web.Request) -> web.Response:
-    """``GET /api/games/{id}``: status, ply, the spectator view, the result once over; a game
-    as it stands, wherever in the cluster it runs."""
+    """``GET /api/games/{id}``: status, ply, the spectator view, the result once over, and
+    whether its record is held (so a page waiting for the replay need not be refused for it
+    every few seconds); a game as it stands, wherever in the cluster it runs."""
     arena = request.app[ARENA]
     game_id = request.match_info["game_id"]
     room: GameRoom | None = arena.manager.lookup(game_id)
     view: Any
+    over: GameRow | None = None  # the game's row once it is over: whether its record is held is asked
     if room is not None:
         game, view = room.summary(), room.spectator_view()
+        over = room.to_row() if room.over else None
     elif arena.cluster is not None and (elsewhere := await arena.cluster.game_as_it_stands(game_id)) is not None:
         game, view = elsewhere  # from its host, as it stands there
     else:
         row = await _stored(arena, game_id)
         game, view = game_summary(row), None
         if row.record is not None:
+            over = row if row.status != "running" else None
             try:
                 view = await replayed(request, _last_view, row.record)
             except RecordError:
                 log.exception("stored record of %s does not replay", game_id, extra=about(game=game_id))
+    hold = await arena.manager.hold_of(over) if over is not None and over.record is not None else None
     return json_response({"game_id": game.game_id, "players": game.players, "status": game.status, "ply": game.ply,
-                          "view": view, "result": game.result, "kind": game.kind, "tournament_id": game.tournament_id})
+                          "view": view, "result": game.result, "kind": game.kind, "tournament_id": game.tournament_id,
+                          "record_held": msgspec.to_builtins(hold) if hold is not None else None})
 
 
 def _last_view(record: dict[str, Any]) -> mandala.View:

@@ -963,7 +963,8 @@
 
     /** Over, but its record is held while the other game of its deal is to be played
      *  (PROTOCOL.md §12.1): the last position as a spectator saw it, what it waits for, and the
-     *  replay asked for again every few seconds, shown once it is served. */
+     *  game asked for again every few seconds, its replay shown once its record is no longer
+     *  held (asking for the replay itself would be refused, and logged, each time). */
     async held(error) {
       this.status = "over";
       this.setStatus("over");
@@ -977,7 +978,19 @@
       const waits = hold.game_id ? h("a", { "data-testid": "held-for", href: gameHref(hold.game_id), text: "watch it" }) : null;
       this.toMove.replaceChildren(h("span", { "data-testid": "record-held", text: `${error.message}. The replay comes once it is over.` }),
         ...(waits ? [" ", waits] : []));
-      setTimeout(() => this.alive && this.mode === "over" && this.loadReplay(), HELD_RETRY_MS);
+      this.waitHeld(JSON.stringify(hold));
+    }
+
+    /** Ask for the game every few seconds while its record is held as ``shown``; once it is
+     *  served, or held for another game (the return game started), ask for the replay. */
+    waitHeld(shown) {
+      setTimeout(async () => {
+        if (!this.alive || this.mode !== "over") return;
+        const { status, body } = await getJson(`/api/games/${enc(this.id)}`);
+        if (!this.alive || this.mode !== "over") return;
+        if (status === 200 && JSON.stringify(body.record_held) !== shown) this.loadReplay();
+        else this.waitHeld(shown);
+      }, HELD_RETRY_MS);
     }
 
     /** Show what a game route asks for: its eyes and its position (the last by default). */

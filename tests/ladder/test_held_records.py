@@ -103,6 +103,7 @@ async def test_a_pairs_first_record_is_held_everywhere_until_its_return_game_is_
     game = await arena.get_json(f"/api/games/{first.game_id}")
     assert game["status"] == "finished" and game["result"] == msgspec.to_builtins(over_a.result)
     assert game["view"]["seat"] is None and game["view"]["phase"] == "over"
+    assert game["record_held"] == pair  # what the record waits for, without a refusal
 
     # The return game starts: the record now waits for that game, by its id.
     ladder.pair_now()
@@ -111,12 +112,16 @@ async def test_a_pairs_first_record_is_held_everywhere_until_its_return_game_is_
     await arena.arena.manager.flush()  # its start row is stored
     error = await held(arena, f"/api/games/{first.game_id}/record")
     assert error["record_held"] == {**pair, "game_id": back.game_id}
+    assert (await arena.get_json(f"/api/games/{first.game_id}"))["record_held"] == {**pair, "game_id": back.game_id}
+    assert (await arena.get_json(f"/api/games/{back.game_id}"))["record_held"] is None  # running: no record yet
 
     # It ends: its game_over carries its record, and from then on the first game's is served.
     (ret_a,), (ret_b,) = await gather(play_out(a, random_policy(3)), play_out(b, random_policy(4)))
     assert len(ret_a.record.deck) == 108 and ret_a.record_held is None and ret_b.record == ret_a.record
     record = await arena.get_json(f"/api/games/{first.game_id}/record")
     assert (record["deck"], record["first_player"]) == (ret_a.record.deck, ret_a.record.first_player)
+    for game_id in (first.game_id, back.game_id):
+        assert (await arena.get_json(f"/api/games/{game_id}"))["record_held"] is None
     assert record == (await arena.arena.storage.get_game(first.game_id)).record  # type: ignore[union-attr]
     for seat in ("", "?seat=0", "?seat=1"):
         replay = await arena.get_json(f"/api/games/{first.game_id}/replay{seat}")

@@ -1215,9 +1215,17 @@ async def test_a_game_whose_record_is_held_shows_its_end_and_what_it_waits_for_t
     page = await browser.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
+    refused: list[str] = []  # answers 409: the browser logs each as an error in its console
+    polls: list[str] = []
+    page.on("response", lambda r: refused.append(r.url) if r.status == 409 else None)
+    page.on("request", lambda r: polls.append(r.url) if r.url.endswith(f"/api/games/{first.game_id}") else None)
     await page.goto(str(arena.client.make_url("/")) + f"#/game/{first.game_id}")
     note = page.get_by_test_id("record-held")
     await expect(note).to_contain_text(f"held until the return game of pair {first.pair_id} is over", timeout=WAIT_MS)
+    # While it waits, the page asks for the game, which says whether the record is still held,
+    # not for the replay, which is refused while it is.
+    await wait_until(lambda: len(polls) >= 3, WAIT_MS / 1000, "the page did not ask for the game again")
+    assert refused == [str(arena.client.make_url(f"/api/games/{first.game_id}/replay"))]
     await expect(page.get_by_test_id("game-status")).to_have_text("over")
     await expect(page.get_by_test_id("result")).to_be_visible()
     await expect(page.get_by_test_id("board")).to_have_attribute("data-ply", str((await arena.get_json(
@@ -1233,6 +1241,7 @@ async def test_a_game_whose_record_is_held_shows_its_end_and_what_it_waits_for_t
     await expect(page.get_by_test_id("replay-controls")).to_be_visible()
     await expect(page.get_by_test_id("board")).to_have_attribute("data-ply", str(len(replay["plies"]) - 1))
     assert not errors
+    assert len(refused) == 2  # the first, and once more when the return game started
 
 
 async def test_a_tournament_with_long_names_stays_within_its_column_and_the_window(
