@@ -234,6 +234,11 @@
     return [result.winner === null ? "Draw" : `${players[result.winner]} wins`, score, why];
   }
 
+  /** A result's scores in seat order ("14–25"), for a list that names the players in seat
+   *  order ("ann vs bob"); "" for a game aborted or not over. */
+  const seatScores = (result) =>
+    result && result.end_reason !== "aborted" ? `${result.scores[0]}–${result.scores[1]}` : "";
+
   // ---------------------------------------------------------------- the live stream (/live)
 
   // ``top``: the top of the standings as /live's ``standings`` and ``top_changed`` made it;
@@ -554,8 +559,7 @@
     const win = g.result ? g.result.winner : null;
     const decided = g.result && win !== null;
     const name = (seat) => h(`span${decided ? (win === seat ? ".win" : ".lose") : ""}`, { text: g.players[seat] });
-    const score = g.status === "running" ? h("span.badge.live", { text: "live" })
-      : g.result && g.result.end_reason !== "aborted" ? `${g.result.scores[0]}–${g.result.scores[1]}` : "—";
+    const score = g.status === "running" ? h("span.badge.live", { text: "live" }) : seatScores(g.result) || "—";
     const reason = g.result ? resultWords(g.result, g.players)[2] : null;
     a.replaceChildren(
       h("span.g-players", {}, name(0), h("span.vs", { text: "vs" }), name(1)),
@@ -1418,11 +1422,11 @@
     const win = g.result ? g.result.winner : null;
     const decided = g.result && win !== null && g.result.end_reason !== "aborted";
     const name = (seat) => h(`span${decided ? (win === seat ? ".win" : ".lose") : ""}`, { text: g.players[seat] });
-    const [headline, score, why] = g.result ? resultWords(g.result, g.players) : ["", "", ""];
+    const [headline, , why] = g.result ? resultWords(g.result, g.players) : ["", "", ""];
     a.replaceChildren(
       h("span.g-players", {}, name(0), h("span.vs", { text: "vs" }), name(1)),
       h("span.g-score", { "data-testid": "t-game-score" },
-        g.status === "running" ? h("span.badge.live", { text: "live" }) : score || "—"),
+        g.status === "running" ? h("span.badge.live", { text: "live" }) : seatScores(g.result) || "—"),
       h("span.g-meta", {},
         h("span", { text: `game ${g.slot + 1} · round ${g.round}` }),
         headline ? h("span", { "data-testid": "t-game-result", text: headline }) : null,

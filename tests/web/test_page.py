@@ -663,8 +663,7 @@ async def test_a_tournament_live_from_the_list_to_its_final_ranking(make_arena: 
             await expect(item).to_have_attribute("data-status", "finished")
             await expect(item.get_by_test_id("t-game-link")).to_have_attribute("href", f"#/game/{g['game_id']}")
             await expect(item.get_by_test_id("t-game-link")).to_contain_text(f"{players[0]}vs{players[1]}")
-            await expect(item.get_by_test_id("t-game-score")).to_have_text(
-                f"{scores[0]}–{scores[1]}" if winner is None else f"{scores[winner]}–{scores[1 - winner]}")
+            await expect(item.get_by_test_id("t-game-score")).to_have_text(f"{scores[0]}–{scores[1]}")  # as the names
             await expect(item.get_by_test_id("t-game-result")).to_have_text("Draw" if winner is None else f"{players[winner]} wins")
             await expect(item.get_by_test_id("t-game-reason")).to_have_attribute("data-reason", result["end_reason"])
             await expect(item.get_by_test_id("t-game-reason")).to_have_text(reasons[result["end_reason"]])
@@ -845,7 +844,7 @@ async def test_a_long_tournament_lists_its_games_a_page_at_a_time(make_arena: An
     assert await listed.evaluate_all("(lis) => lis.map((li) => li.dataset.gameId)") == [f"g{i:02d}" for i in range(60)]
     await expect(listed.nth(59)).to_contain_text("game 60 · round 1")
     await expect(listed.nth(59).get_by_test_id("t-game-result")).to_have_text("ann wins")  # seat 1 of slot 59
-    await expect(listed.nth(59).get_by_test_id("t-game-score")).to_have_text("30–20")
+    await expect(listed.nth(59).get_by_test_id("t-game-score")).to_have_text("20–30")  # in seat order, as the names
     assert errors == []
 
 
