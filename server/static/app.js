@@ -1503,7 +1503,11 @@
     onTournament(view) {
       if (!this.items || this.loading) return this.load();
       const i = this.items.findIndex((t) => t.tournament_id === view.tournament_id);
-      if (i < 0) return this.load();  // a new one: the list says where it goes
+      if (i < 0) {
+        const last = this.items[this.items.length - 1];
+        if (this.older && last && view.created < last.created) return;  // older than the list shows
+        return this.load();  // a new one: the list says where it goes
+      }
       this.items[i] = infoOf(view);
       this.render();
     }

@@ -1200,6 +1200,37 @@ async def test_the_tournament_list_shows_the_newest_fifty_and_older_ones_when_as
     assert errors == []
 
 
+async def test_the_tournament_list_reads_itself_again_for_a_new_tournament_not_for_one_older_than_it_shows(
+        make_arena: Any, browser: Any) -> None:
+    """/live tells of every running tournament: one older than the newest 50 the list shows is
+    not on it, and its news (as often as every 0.2 s) must not have the page read the list
+    again; a new one's must."""
+    from playwright.async_api import expect
+
+    arena: Harness = await make_arena()
+    for name in ("ann", "ben"):
+        await arena.create_bot(name)
+    tids = [(await create(arena, name=f"cup {i}", participants=["ann", "ben"], grace_s=600.0))["tournament_id"]
+            for i in range(51)]
+    page = await browser.new_page()
+    now = datetime.now(UTC)
+    await page.clock.install(time=now)
+    await page.clock.pause_at(now)  # no timer runs: not the list's own refresh, every 5 s
+    reads: list[str] = []
+    page.on("request", lambda r: reads.append(r.url) if "/api/tournaments?" in r.url else None)
+    await page.goto(str(arena.client.make_url("/")) + "#/tournaments")
+    await expect(page.get_by_test_id("live-status")).to_have_attribute("data-state", "open", timeout=WAIT_MS)
+    rows = page.get_by_test_id("tournament-row")
+    await expect(rows).to_have_count(50, timeout=WAIT_MS)
+    assert len(reads) == 1
+    for op in ("start", "pause", "resume", "pause"):  # the oldest, not on the list: news each time
+        await post(arena, f"/api/tournaments/{tids[0]}/{op}")
+    newest = (await create(arena, name="new cup", participants=["ann", "ben"], grace_s=600.0))["tournament_id"]
+    await post(arena, f"/api/tournaments/{newest}/start")  # its news comes after the oldest's
+    await expect(rows.first).to_have_attribute("data-tournament-id", newest, timeout=WAIT_MS)
+    assert len(reads) == 2
+
+
 async def test_a_game_whose_record_is_held_shows_its_end_and_what_it_waits_for_then_its_replay(
         make_arena: Any, browser: Any) -> None:
     """A pair's first game is over, its record held for the return game (PROTOCOL.md §12.1):
