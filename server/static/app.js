@@ -786,6 +786,7 @@
       this.players = body.players;
       this.layout(body);
       if (body.status === "running") this.watch();
+      else if (body.record_held) this.showHeld(body);
       else this.loadReplay();
     }
 
@@ -942,7 +943,7 @@
       this.closeWatch();
       const { status, body } = await getJson(`/api/games/${enc(this.id)}/replay`);
       if (!this.alive) return;
-      if (status === 409 && body && body.error && body.error.code === "record_held") return this.held(body.error);
+      if (status === 409 && body && body.error && body.error.code === "record_held") return this.held();
       if (status === 409) return this.watch();
       if (status !== 200) {
         this.status = "aborted";
@@ -965,35 +966,43 @@
       this.navigate(this.want);
     }
 
-    /** Over, but its record is held while the other game of its deal is to be played
-     *  (PROTOCOL.md §12.1): the last position as a spectator saw it, what it waits for, and the
-     *  game asked for again every few seconds, its replay shown once its record is no longer
-     *  held (asking for the replay itself would be refused, and logged, each time). */
-    async held(error) {
-      this.status = "over";
-      this.setStatus("over");
+    /** The replay was refused: the game ended, its record held, after the page asked for it. */
+    async held() {
       const { status, body } = await getJson(`/api/games/${enc(this.id)}`);
       if (!this.alive) return;
-      if (status === 200 && body.view) {
-        this.result = body.result;
-        this.showSide(body.view, null, null, body.ply, body.result);
-      }
-      const hold = error.record_held || {};
+      if (status === 200 && body.record_held) this.showHeld(body);
+      else setTimeout(() => this.alive && this.loadReplay(), HELD_RETRY_MS);  // released meanwhile, or unreachable
+    }
+
+    /** Over, but its record is held while the other game of its deal is to be played
+     *  (PROTOCOL.md §12.1): the last position as a spectator saw it, what it waits for, and the
+     *  game (``GET /api/games/{id}``) asked for again every few seconds, its replay shown once
+     *  its record is no longer held (the replay itself would be refused, and the refusal
+     *  logged by the browser, each time). */
+    showHeld(game) {
+      this.status = "over";
+      this.setStatus("over");
+      this.result = game.result;
+      if (game.view) this.showSide(game.view, null, null, game.ply, game.result);
+      const hold = game.record_held;
+      const until = hold.tournament_id ? `slot ${hold.slot} of tournament ${hold.tournament_id}` : `the return game of pair ${hold.pair_id}`;
       const waits = hold.game_id ? h("a", { "data-testid": "held-for", href: gameHref(hold.game_id), text: "watch it" }) : null;
-      this.toMove.replaceChildren(h("span", { "data-testid": "record-held", text: `${error.message}. The replay comes once it is over.` }),
+      this.toMove.replaceChildren(h("span", { "data-testid": "record-held",
+        text: `Its record is held until ${until} is over: it would tell the hidden cards of that game, dealt the same. The replay comes once it is over.` }),
         ...(waits ? [" ", waits] : []));
       this.waitHeld(JSON.stringify(hold));
     }
 
-    /** Ask for the game every few seconds while its record is held as ``shown``; once it is
-     *  served, or held for another game (the return game started), ask for the replay. */
+    /** Ask for the game every few seconds while its record is held as ``shown``: once it is
+     *  served, ask for the replay; held for another game (the return game started), say so. */
     waitHeld(shown) {
       setTimeout(async () => {
         if (!this.alive || this.mode !== "over") return;
         const { status, body } = await getJson(`/api/games/${enc(this.id)}`);
         if (!this.alive || this.mode !== "over") return;
-        if (status === 200 && JSON.stringify(body.record_held) !== shown) this.loadReplay();
-        else this.waitHeld(shown);
+        if (status !== 200 || JSON.stringify(body.record_held) === shown) this.waitHeld(shown);
+        else if (body.record_held) this.showHeld(body);
+        else this.loadReplay();
       }, HELD_RETRY_MS);
     }
 
