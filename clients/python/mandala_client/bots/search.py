@@ -160,8 +160,6 @@ class SearchBot:
         evaluation: str = "learned",
         tree_depth: int | None = None,
         reuse: bool = True,
-        replies: int = 0,
-        roots: int = 1,
     ) -> None:
         if policy not in ("random", "weighted"):
             raise ValueError(f"policy is 'random' or 'weighted', not {policy!r}")
@@ -186,10 +184,6 @@ class SearchBot:
         self.tree_depth = tree_depth
         self._rng = random.Random(seed)
         self.reuse = bool(reuse)
-        self.replies = int(replies)
-        self.roots = max(1, int(roots))
-        self._merged = _Node()
-        """The last search's root, or with ``roots`` the visits of all its roots."""
         self._trails: dict[str, _Trail] = {}
         """By game id, with ``reuse``: where each game stands in the tree kept for it."""
         self._lock = threading.Lock()  # the online client runs ``choose`` in worker threads, hooks on its loop
@@ -210,7 +204,7 @@ class SearchBot:
             with self._lock:  # unless the game moved on meanwhile (a late answer, a fallback sent)
                 if self._trails.get(game_id) is trail:
                     self._trails[game_id] = _Trail(root, trail.ply, view)
-        return legal[codes.index(_most_visited(self._merged, codes))]
+        return legal[codes.index(_most_visited(root, codes))]
 
     def choose_code(self, source: Source, codes: Sequence[int]) -> int:
         """The code to play among ``codes``, searching on games drawn from ``source``.
@@ -219,8 +213,7 @@ class SearchBot:
         :class:`~mandala.sample.Sampler` of it; the benchmark's clairvoyant
         reference (``bench/clairvoyant.py``) passes copies of the real game.
         """
-        self._search(source)
-        return _most_visited(self._merged, codes)
+        return _most_visited(self._search(source), codes)
 
     def on_game_start(self, start: GameStart) -> None:
         """A game begins, or resumes after a reconnect: nothing kept for it is certain now."""
@@ -267,13 +260,10 @@ class SearchBot:
         deadline = None if self.budget is None else clock() + self.budget
         cap = self.iterations
         n = 0
-        roots = [root] + [_Node() for _ in range(self.roots - 1)]
-        k = len(roots)
         while (cap is None or n < cap) and (deadline is None or clock() < deadline):
-            self._iterate(roots[n % k], source.sample(self._rng))
             n += 1
+            self._iterate(root, source.sample(self._rng))
         self.last_iterations = n
-        self._merged = root if k == 1 else _merged(roots)
         return root
 
     def _iterate(self, root: _Node, game: Game) -> None:
@@ -281,15 +271,9 @@ class SearchBot:
         path: list[tuple[_Node, int]] = []  # each node entered, with the seat whose move led there
         node = root
         limit = self.tree_depth
-        me = game.to_move
-        replied = not self.replies
         while game.to_move is not None and (limit is None or len(path) < limit):
             mover = game.to_move
-            codes = game.legal_codes()
-            if not replied and mover != me and game.phase != "pick":
-                replied = True
-                codes = _best_replies(game, codes, self.replies)
-            code, child, expanded = self._select(node, codes)
+            code, child, expanded = self._select(node, game.legal_codes())
             game.push_code(code)
             path.append((child, mover))
             if expanded:
@@ -321,34 +305,6 @@ class SearchBot:
             if value > best_value:
                 best_code, best_value = code, value
         return best_code, children[best_code], False
-
-
-def _merged(roots: Sequence[_Node]) -> _Node:
-    """One root whose moves have the visits of all of ``roots`` (independent searches)."""
-    merged = _Node()
-    for root in roots:
-        for code, child in root.children.items():
-            node = merged.children.setdefault(code, _Node())
-            node.visits += child.visits
-    return merged
-
-
-def _best_replies(game: Game, codes: Sequence[int], k: int) -> Sequence[int]:
-    """The ``k`` codes among ``codes`` that look best one ply ahead to the mover of ``game``,
-    who knows its hand (and, in a sample, the draws), judged by its chance to win."""
-    if len(codes) <= k:
-        return codes
-    q = game.to_move
-    assert q is not None
-    scored = []
-    for code in codes:
-        g = game.copy()
-        g.push_code(code)
-        resolve_picks(g)
-        value = (_result(g) if q == 0 else 1.0 - _result(g)) if g.to_move is None else win_chance(g, q)
-        scored.append((value, code))
-    scored.sort(reverse=True)
-    return sorted(code for _, code in scored[:k])
 
 
 def _most_visited(root: _Node, codes: Sequence[int]) -> int:
