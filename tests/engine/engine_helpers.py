@@ -171,6 +171,8 @@ def internal_state(game: Game) -> dict[str, Any]:
             state[name] = None if value is None else value.getstate()
         elif name in ("_legal", "_views"):
             continue  # caches: filled in lazily, not part of the state
+        elif name == "_rng_owned":
+            continue  # whether the generator is shared with a copy: the reshuffles to come are the same
         else:
             state[name] = copy.deepcopy(value)
     return state

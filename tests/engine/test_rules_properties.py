@@ -8,6 +8,7 @@ replay of records (R23), and the public part of the views (R24).
 from __future__ import annotations
 
 import json
+import random
 
 import msgspec
 import pytest
@@ -182,6 +183,45 @@ def test_r23_copy_continues_like_the_original(plan: tuple[int, int, list[int]], 
     for seat in (0, 1, None):
         assert view(twin, seat) == view(rest, seat)
     assert twin.history == rest.history and twin.reshuffles == rest.reshuffles
+
+
+@SETTINGS
+@given(game_plans(), st.integers(0, 200), st.booleans())
+def test_r16_r23_a_copy_and_its_original_deal_the_same_reshuffles_whichever_plays_on_first(
+        plan: tuple[int, int, list[int]], stop: int, original_first: bool) -> None:
+    # A copy shares its original's generator of new decks until one of them draws from it:
+    # whichever plays on first, and a copy of the copy, must each deal what the game dealt.
+    seed, first, choices = plan
+    game = play_plan(seed, first, choices, max_plies=stop)
+    twin = game.copy()
+    grandchild = twin.copy()
+    rest = play_plan(seed, first, choices)
+    for g in (game, twin, grandchild) if original_first else (grandchild, twin, game):
+        for _, code in rest.history[len(g.history):]:
+            g.push(MOVES[code])
+        assert g.history == rest.history and g.reshuffles == rest.reshuffles
+
+
+def test_r16_copies_deal_the_reshuffles_the_original_dealt_whichever_draws_first() -> None:
+    played = Game.new(seed=7)
+    rng = random.Random(7)
+    while played.to_move is not None:
+        codes = played.legal_codes()
+        played.push_code(codes[rng.randrange(len(codes))])
+    assert len(played.reshuffles) >= 1  # the deck ran out at least once: a generator dealt it
+    moves = [code for _, code in played.history]
+    half = len(moves) // 2
+    game = Game.new(seed=7)
+    twin = game.copy()
+    for code in moves:  # the copy plays to the end first
+        twin.push_code(code)
+    for code in moves[:half]:
+        game.push_code(code)
+    late = game.copy()  # a copy made halfway, of a game whose generator is still shared
+    for g in (game, late):
+        for code in moves[half:]:
+            g.push_code(code)
+    assert twin.reshuffles == game.reshuffles == late.reshuffles == played.reshuffles
 
 
 def test_r7_r8a_build_move_tables_covers_every_hand_once() -> None:

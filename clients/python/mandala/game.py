@@ -164,7 +164,7 @@ class Game:
         "fields", "field_masks", "field_sizes", "discard", "discard_size", "deck",
         "reshuffles", "deck_exhausted", "river_filled", "turns", "phase", "to_move",
         "current", "destroying", "completed_by", "first_picker", "end_reason",
-        "history", "_rng", "_given", "_lenient", "_rehearsing", "_legal", "_views",
+        "history", "_rng", "_rng_owned", "_given", "_lenient", "_rehearsing", "_legal", "_views",
     )
 
     def __init__(
@@ -280,6 +280,7 @@ class Game:
     def _deal(self, cards: list[int], first_player: int) -> None:
         """R3: deal a checked deck order and set every pile up."""
         self._lenient = self._rehearsing = False
+        self._rng_owned = True
         if first_player not in (0, 1) or type(first_player) is not int:
             raise SetupError("R4", f"first_player is 0 or 1, not {first_player!r}")
         self.deck_order: list[int] = cards
@@ -567,11 +568,25 @@ class Game:
         if cards is None:
             if self._rng is None:
                 raise RecordError("R23", f"the record has no order for reshuffle {len(self.reshuffles)}")
-            cards = shuffled(expand(discard), self._rng)
+            cards = shuffled(expand(discard), self._own_rng())
         self.reshuffles.append(cards)
         self.deck[:] = cards[::-1]
         self.discard = [0] * 6
         self.discard_size = 0
+
+    def _own_rng(self) -> random.Random:
+        """The generator of new decks, this game's alone: a copy of the one it shares with its
+        copies (:meth:`copy`) or their original, taken the first time it draws. Until then
+        none of them has drawn from the shared one, so each deals the reshuffles it would
+        have dealt with a copy of its own, and a copy costs no generator."""
+        rng = self._rng
+        assert rng is not None
+        if not self._rng_owned:
+            own = random.Random()
+            own.setstate(rng.getstate())
+            self._rng, self._rng_owned = own, True
+            return own
+        return rng
 
     def _given_order(self) -> list[int] | None:
         """The next given order, checked against the discard pile; ``None`` once a lenient
@@ -706,7 +721,9 @@ class Game:
     # ------------------------------------------------------------------ copies
 
     def copy(self) -> Game:
-        """An independent copy (for search): same position, same history."""
+        """An independent copy (for search): same position, same history, and the same
+        reshuffles to come (R16: their generator is shared until either game draws from it,
+        which then takes a copy of its own, so copying costs no generator)."""
         g = Game.__new__(Game)
         g.deck_order = self.deck_order
         g.first_player = self.first_player
@@ -737,11 +754,8 @@ class Game:
         g.first_picker = self.first_picker
         g.end_reason = self.end_reason
         g.history = self.history[:]
-        if self._rng is None:
-            g._rng = None
-        else:
-            g._rng = random.Random()
-            g._rng.setstate(self._rng.getstate())
+        g._rng = self._rng  # shared until one of the two draws from it (_own_rng)
+        g._rng_owned = self._rng_owned = False
         g._given = None if self._given is None else [o[:] for o in self._given]
         g._lenient = self._lenient
         g._rehearsing = False

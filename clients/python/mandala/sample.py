@@ -127,6 +127,7 @@ class Sampler:
             start[c] += 1
         _deal_hidden(game, opp, hand, start, [start[c] + self._claimed[c] for c in range(6)], cards[k:])
         game._rng = random.Random(rng.getrandbits(64))
+        game._rng_owned = True
         return game
 
 

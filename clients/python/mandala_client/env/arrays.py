@@ -217,7 +217,7 @@ class ArrayBatch:
                 for slot, c in enumerate(colors, 1):
                     self.river[i, p, c] = slot
             self.river_length[i] = [len(g.rivers[0]), len(g.rivers[1])]
-            self._generators[i] = g._rng  # type: ignore[assignment]  # a dealt game always has one
+            self._generators[i] = g._own_rng()  # a dealt game always has one; not shared with a copy
         self.phase[r] = TURN
         self.to_move[r] = self.current[r]
         self.destroying[r] = self.completed_by[r] = self.first_picker[r] = -1
