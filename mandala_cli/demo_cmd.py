@@ -35,6 +35,8 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any
 
+from mandala_cli.serve_cmd import port_taken
+
 JS_BOT = Path(__file__).resolve().parent.parent / "clients" / "javascript" / "mandala-bot.mjs"
 
 BOTS = {"random": "random", "greedy": "greedy", "search": "search,budget=0.3"}
@@ -139,6 +141,13 @@ def _wait_for(url: str, server: subprocess.Popen[bytes], timeout: float = 30.0) 
 
 
 def run(args: argparse.Namespace) -> int:
+    # Asked first: a server already on the port would answer the demo's health check and be
+    # sent the demo's bots (refused, its admin token not the demo's) while the demo's own
+    # server gave up on the port before its log said why.
+    taken = port_taken(args.host, args.port)
+    if taken is not None:
+        print(f"mandala demo: {taken} (another server there? --port chooses another)", file=sys.stderr)
+        return 2
     workdir = args.dir or Path(tempfile.mkdtemp(prefix="mandala-demo-"))
     workdir.mkdir(parents=True, exist_ok=True)
     removed = args.dir is None and not args.keep  # at the end, unless something went wrong

@@ -47,6 +47,29 @@ def test_demo_puts_the_bots_on_the_ladder(tmp_path: Path) -> None:
         assert s.connect_ex(("127.0.0.1", port)) != 0
 
 
+def test_a_demo_on_a_port_already_served_says_so_and_sends_that_server_nothing(tmp_path: Path) -> None:
+    with socket.socket() as other:  # another server, listening on the port the demo is given
+        other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "mandala_cli.main", "demo", "--port", str(port), "--dir", str(tmp_path),
+             "--seconds", "30", "--no-javascript"],
+            capture_output=True, text=True, timeout=60,
+        )
+        other.setblocking(False)
+        try:
+            other.accept()
+            raise AssertionError("the demo connected to the other server")
+        except BlockingIOError:
+            pass
+    assert done.returncode == 2
+    assert done.stderr == (f"mandala demo: cannot listen on 127.0.0.1:{port}: Address already in use"
+                           " (another server there? --port chooses another)\n")
+    assert list(tmp_path.iterdir()) == []  # no server was started, no log left
+
+
 def get_json(url: str) -> Any:
     with urllib.request.urlopen(url, timeout=5) as resp:
         return json.load(resp)
