@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 
 from mandala_client.credentials import (
@@ -88,8 +89,19 @@ def _writable(token_file: str | None) -> None:
             raise Failure(f"error: {e}; nothing was asked of the server") from None
 
 
+def _unclaimed(token_file: str | None) -> None:
+    """Refuse, before the server is asked, a token file that already holds something: a
+    command copied from the last bot's would overwrite that bot's token, which cannot be
+    recovered (``rotate`` is the command that replaces a token file)."""
+    if token_file is not None and os.path.exists(token_file) and not os.path.isdir(token_file) \
+            and os.path.getsize(token_file) > 0:
+        raise Failure(f"error: {token_file} exists (another bot's token?): give a file that does not, or remove it "
+                      "first; nothing was asked of the server")
+
+
 def run_create(args: argparse.Namespace) -> int:
     try:
+        _unclaimed(args.token_file)
         _writable(args.token_file)
         body = as_json(call(args, "POST", "/api/bots", json.dumps({"name": args.name}).encode(),
                             admin=bool(_admin(args))))
@@ -128,9 +140,15 @@ def run_revoke(args: argparse.Namespace) -> int:
     except Failure as e:
         print(f"mandala bot revoke: {e}", file=sys.stderr)
         return 1
-    print(f"bot {body['name']}: its token is revoked; it cannot connect until `mandala bot rotate {body['name']}` "
-          "(with the admin token) issues a new one.")
+    print(f"bot {body['name']}: its token is revoked; it cannot connect until `mandala bot rotate "
+          f"{_as_argument(body['name'])}` (with the admin token) issues a new one.")
     return 0
+
+
+def _as_argument(name: str) -> str:
+    """``name`` as a shell command line takes it: quoted where it must be, after ``--`` if it
+    begins with ``-`` (which names may), so a command printed for it can be typed as shown."""
+    return ("-- " if name.startswith("-") else "") + shlex.quote(name)
 
 
 def _admin(args: argparse.Namespace) -> str | None:

@@ -80,8 +80,10 @@ def open_url(args: argparse.Namespace, method: str, path: str, body: bytes | Non
     headers = {}
     if body is not None:
         headers["Content-Type"] = "application/json"
+    source = None
     if admin:
         token = admin_token(args)
+        source = "--admin-token" if getattr(args, "admin_token", None) else f"${ADMIN_TOKEN_ENV}"
     if token:
         headers["Authorization"] = f"Bearer {token}"
     data = body if body is not None else (b"" if method == "POST" else None)
@@ -91,14 +93,16 @@ def open_url(args: argparse.Namespace, method: str, path: str, body: bytes | Non
         resp: http.client.HTTPResponse = urllib.request.urlopen(req, timeout=TIMEOUT_S, context=context)
     except urllib.error.HTTPError as e:
         with e:
-            raise refusal(e, admin and not token) from None
+            raise refusal(e, admin and not token, source if admin and token else None) from None
     except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
         raise unreachable(args, e) from None
     return resp
 
 
-def refusal(e: urllib.error.HTTPError, tokenless: bool = False) -> Failure:
-    """``error: CODE: MESSAGE`` from the server's JSON error (the status and reason if it sent none)."""
+def refusal(e: urllib.error.HTTPError, tokenless: bool = False, admin_source: str | None = None) -> Failure:
+    """``error: CODE: MESSAGE`` from the server's JSON error (the status and reason if it sent none);
+    with a hint where no admin token was given, or where the one given (from ``admin_source``)
+    was refused: most often one kept from a server's last start, which made a new one."""
     try:
         err = json.loads(e.read())["error"]
         line, code = f"error: {err['code']}: {err['message']}", str(err["code"])
@@ -106,6 +110,9 @@ def refusal(e: urllib.error.HTTPError, tokenless: bool = False) -> Failure:
         return Failure(f"error: http_{e.code}: {e.reason}")
     if tokenless and e.code == 401:
         line += f"\n(give the organizer's token with --admin-token or ${ADMIN_TOKEN_ENV})"
+    if admin_source is not None and e.code == 403 and err["code"] == "forbidden":
+        line += (f"\n(the admin token was read from {admin_source}; a server given none makes a new one at each start "
+                 "and prints it in its banner)")
     return Failure(line, code)
 
 

@@ -163,7 +163,25 @@ async def test_the_organizers_token_commands_as_the_guide_gives_them(make_arena:
     code = await asyncio.to_thread(main, ["bot", "create", "entrant-8", "--server", url, "--token-file",
                                           str(tmp_path / "taken")])
     assert code == 1 and "nothing was asked of the server" in capsys.readouterr().err
+    # Nor is a file that holds a token already (a command copied from the last bot's): it stays as it was.
+    code = await asyncio.to_thread(main, ["bot", "create", "entrant-8", "--server", url, "--token-file", str(file)])
+    assert code == 1 and capsys.readouterr().err == (
+        f"mandala bot create: error: {file} exists (another bot's token?): give a file that does not, or remove it "
+        "first; nothing was asked of the server\n")
+    assert file.read_text().strip() == second
     assert [b["name"] for b in await arena.get_json("/api/bots")] == ["entrant-7"]
+    # An empty file (made ready for the token, say) is no one's token: it is written.
+    (tmp_path / "empty.token").touch()
+    assert await asyncio.to_thread(main, ["bot", "create", "entrant-9", "--server", url, "--token-file",
+                                          str(tmp_path / "empty.token")]) == 0
+    capsys.readouterr()
+    # A name that begins with "-": the revoke's advice is a command that can be typed as shown.
+    assert await asyncio.to_thread(main, ["bot", "create", "--server", url, "--", "-dash"]) == 0
+    capsys.readouterr()
+    assert await asyncio.to_thread(main, ["bot", "revoke", "--server", url, "--", "-dash"]) == 0
+    advice = capsys.readouterr().out
+    assert "until `mandala bot rotate -- -dash` (with the admin token)" in advice
+    assert await asyncio.to_thread(main, ["bot", "rotate", "--server", url, "--", "-dash"]) == 0
 
 
 def test_a_database_of_a_newer_release_stops_the_server_with_one_line(tmp_path: Path) -> None:

@@ -243,7 +243,11 @@ def test_refusals_exit_1_with_the_servers_code(arena: Arena) -> None:
     assert tokenless.stderr == ("error: unauthorized: this needs the admin token: Authorization: Bearer <token>\n"
                                 "(give the organizer's token with --admin-token or $MANDALA_ADMIN_TOKEN)\n")
     wrong = cli(arena, "create", "--name", "x", "--bots", "ann,ben", token="not-the-token")
-    assert (wrong.returncode, wrong.stderr) == (1, "error: forbidden: wrong admin token\n")
+    assert (wrong.returncode, wrong.stderr) == (1, "error: forbidden: wrong admin token\n(the admin token was read "
+                                                   "from $MANDALA_ADMIN_TOKEN; a server given none makes a new one at "
+                                                   "each start and prints it in its banner)\n")
+    flag = cli(arena, "create", "--name", "x", "--bots", "ann,ben", "--admin-token", "not-the-token")
+    assert flag.returncode == 1 and "(the admin token was read from --admin-token; " in flag.stderr
 
     swiss = cli(arena, "create", "--name", "x", "--format", "swiss", "--bots", "ann,ben,cat", token=PROCESS_ADMIN)
     assert swiss.returncode == 1 and swiss.stderr.startswith("error: bad_rounds: ")
