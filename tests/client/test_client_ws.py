@@ -338,6 +338,23 @@ async def test_unknown_opponent_and_unreachable_server_end_with_client_error(mak
     assert "SSLContext" not in caplog.text
 
 
+async def test_an_address_without_the_websocket_path_stops_at_once_naming_it(make_arena: Any, caplog: Any) -> None:
+    """``ws://host:port`` (the page's address) answers with a page, not a WebSocket: that would
+    come again at every attempt, so the client stops at the first and names the right path."""
+    arena: Harness = await make_arena()
+    token = await arena.create_bot("pathless")
+    base = ws_url(arena).removesuffix("/ws")
+    for url, status, suggested in ((base, 200, base + "/ws"), (base + "/", 200, base + "/ws"),
+                                   (base + "/socket", 404, base + "/socket/ws")):
+        client = Client(PlainBot(), url=url, token=token, reconnect_delay_s=0.01, max_failures=3)
+        with pytest.raises(ClientError) as caught:
+            await asyncio.wait_for(client.run(), 10)
+        assert client.attempts == 1, url
+        assert str(caught.value).startswith(f"no WebSocket at {url} (the server answered HTTP {status}: ")
+        assert str(caught.value).endswith(f"); not reconnecting; the arena's WebSocket is at /ws: {suggested}")
+    assert "reconnecting in" not in caplog.text
+
+
 class LadderBot(PlainBot):
     """Records ladder statuses; has the server drop its connection when its first game starts,
     so the client must seek again after reconnecting."""

@@ -43,6 +43,7 @@ import collections
 import logging
 import random
 import time
+import urllib.parse
 from collections.abc import Awaitable, Callable
 from importlib import metadata
 from typing import Any, get_args
@@ -98,6 +99,11 @@ NO_RETRY: dict[int, str] = {
 }
 """Close codes after which reconnecting would fail again or fight the other connection (§15.3)."""
 
+PASSING_REFUSALS = frozenset({408, 425, 429, 500, 502, 503, 504})
+"""HTTP statuses of a refused WebSocket upgrade that may pass (a node restarting behind its
+proxy, a limit of connections); any other (the page of a wrong path, 200 or 404) would come
+again at every attempt, so the client stops at the first."""
+
 ROTATION_WAIT_S = 10.0
 """After 4011, how long a client whose token comes from a file waits for the new one there."""
 ROTATION_POLL_S = 0.1
@@ -142,6 +148,16 @@ class ConnectionRejected(ClientError):
     def __init__(self, message: str, code: int) -> None:
         super().__init__(message)
         self.code = code
+
+
+def _no_websocket(url: str, status: int, reason: str) -> str:
+    """Why ``url`` cannot be played on, when the server answered it with HTTP ``status`` and no
+    WebSocket: a path other than the arena's ``/ws`` is the usual cause (``ws://host:port``)."""
+    text = f"no WebSocket at {url} (the server answered HTTP {status}: {reason}); not reconnecting"
+    parts = urllib.parse.urlsplit(url)
+    if status in (200, 404, 405) and not parts.path.endswith("/ws"):
+        text += f"; the arena's WebSocket is at /ws: {urllib.parse.urlunsplit(parts._replace(path=parts.path.rstrip('/') + '/ws'))}"
+    return text
 
 
 def version() -> str:
@@ -382,6 +398,8 @@ class Client:
             tls = explain(self.url, e)
             if tls is not None:  # retrying would meet the same certificate
                 self._fatal = ClientError(tls)
+            elif isinstance(e, aiohttp.WSServerHandshakeError) and e.status not in PASSING_REFUSALS:
+                self._fatal = ClientError(_no_websocket(self.url, e.status, e.message))
             if isinstance(e, aiohttp.ClientConnectorError) and tls is None:
                 return f"cannot reach {e.host}:{e.port}: {e.os_error.strerror or e.os_error}"
             return f"{e.__class__.__name__}: {e}"
