@@ -58,10 +58,10 @@ def test_no_bot_or_engine_module_imports_the_benchmark() -> None:
 
 
 def test_a_bot_spec_cannot_build_the_reference(monkeypatch: pytest.MonkeyPatch) -> None:
-    from mandala_client.offline import load_bot
+    from mandala_client.offline import SpecError, load_bot
 
     monkeypatch.chdir(ROOT / "bench")  # the directory a spec's module would be found from
-    with pytest.raises(TypeError, match="game"):
+    with pytest.raises(SpecError, match=r"TypeError: .*game"):
         load_bot("clairvoyant:Clairvoyant", seed=1)
     with pytest.raises(TypeError, match="real Game"):
         bench.Clairvoyant(view(Game.new(seed=1), 0))

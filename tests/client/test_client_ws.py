@@ -500,7 +500,7 @@ def test_mandala_bot_refuses_a_bad_command_line(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.delenv("MANDALA_TOKEN", raising=False)
     for args, why in ((["--bot", "random"], "--token"), (["--token", "t", "--bot", "nosuch"], "unknown bot"),
                       (["--token", "t", "--bot", "cmd:./bot"], "connects to the server itself"),
-                      (["--token", "t", "--bot", "search,colour=1"], "unexpected keyword argument 'colour'"),
+                      (["--token", "t", "--bot", "search,colour=1"], "bot 'search' takes no option 'colour' (its options: "),
                       (["--token", "t", "--bot", "house:6"], "the levels are house:1 to house:5"),
                       (["--token", "t", "--bot", "random", "--ladder", "--challenge", "x"], "not allowed")):
         with pytest.raises(SystemExit) as done:

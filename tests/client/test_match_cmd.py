@@ -59,6 +59,27 @@ def test_match_refuses_an_unknown_bot() -> None:
     assert done.returncode == 2 and "unknown bot" in done.stderr
 
 
+def test_a_spec_whose_options_the_bot_refuses_stops_the_match_in_one_line(tmp_path: Path) -> None:
+    """A misspelt option, a word for a number, an option a class of the user's does not take:
+    each is named before a game starts, never a worker's traceback (with one job or several)."""
+    (tmp_path / "plain_bot.py").write_text("class PlainBot:\n    def choose(self, view, legal):\n        return legal[0]\n")
+    cases = {
+        "search,budgt=0.5": "bot 'search' takes no option 'budgt' (its options: budget, iterations, exploration, "
+                            "policy, depth, clock, evaluation, tree_depth, reuse)",
+        "search,budget=abc": "bot 'search': option budget takes a number, not 'abc'",
+        "house:3,depth=2": "bot 'house:3' takes no option 'depth' (its options: budget)",
+        "search,policy=best": "cannot create bot 'search,policy=best': ValueError: policy is 'random' or 'weighted', "
+                              "not 'best'",
+        "plain_bot:PlainBot,depth=3": "cannot create bot 'plain_bot:PlainBot,depth=3': TypeError: PlainBot() takes no "
+                                      "arguments",
+    }
+    for spec, said in cases.items():
+        for jobs in ("1", "2"):
+            done = subprocess.run([sys.executable, "-m", "mandala_cli.main", "match", spec, "random", "--games", "2",
+                                   "--jobs", jobs], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+            assert (done.returncode, done.stdout, done.stderr) == (2, "", f"mandala match: {said}\n"), (spec, jobs)
+
+
 def test_the_unknown_bot_error_and_the_help_name_the_policy_spec() -> None:
     """A trained policy plays as ``policy:module:attr`` (docs/training.md): the refusal of a
     misspelt spec and ``--help`` list that form beside the others."""

@@ -79,12 +79,7 @@ def _load(spec: str) -> Any:
     if spec.startswith("cmd:"):
         raise SpecError("cmd: programs play offline matches; a program in another language connects to the"
                         " server itself (protocol/PROTOCOL.md)")
-    try:
-        return load_bot(spec)
-    except SpecError:
-        raise
-    except Exception as e:  # the bot's constructor failed, e.g. an unknown option
-        raise SpecError(f"cannot create bot {spec!r}: {e.__class__.__name__}: {e}") from None
+    return load_bot(spec)
 
 
 async def _play(client: Client) -> int:

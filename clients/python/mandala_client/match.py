@@ -36,7 +36,7 @@ from typing import Any, TextIO
 
 from mandala import Game, encode_record
 
-from .offline import DECISION_MS, SpecError, bot_factory, close_bots, play_game
+from .offline import DECISION_MS, SpecError, bot_factory, check_bot, close_bots, play_game
 from .stats import Sprt, Summary, pair_units, sprt, summarize
 
 HELP = "play two bots against each other offline on duplicate deals and rate them"
@@ -201,7 +201,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     for spec in (args.a, args.b):
         try:
-            bot_factory(spec)
+            check_bot(spec, args.budget)
         except SpecError as e:
             print(f"{args.prog}: {e}", file=sys.stderr)
             return 2

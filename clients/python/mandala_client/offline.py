@@ -36,6 +36,7 @@ import os
 import shlex
 import shutil
 import sys
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -115,6 +116,8 @@ def bot_factory(spec: str) -> Callable[..., Any]:
     except (TypeError, ValueError):
         params = {}  # type: ignore[assignment]
     takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    if params and not takes_any:
+        _check_options(name, cls, params, options)
 
     def make(seed: int | None = None, budget: float | None = None) -> Any:
         kwargs = dict(options)
@@ -125,6 +128,30 @@ def bot_factory(spec: str) -> Callable[..., Any]:
         return cls(**kwargs)
 
     return make
+
+
+def _check_options(name: str, cls: Any, params: Any, options: dict[str, Any]) -> None:
+    """Refuse an option the bot does not take, or a word where it takes a number
+    (``search,budgt=0.5``, ``search,budget=abc``), naming the options it does take."""
+    for key, value in options.items():
+        if key not in params:
+            takes = ", ".join(p for p in params if p not in ("self", "seed")) or "none"
+            raise SpecError(f"bot {name!r} takes no option {key!r} (its options: {takes})")
+        if isinstance(value, str) and _numeric(cls, key, params[key].default):
+            raise SpecError(f"bot {name!r}: option {key} takes a number, not {value!r}")
+
+
+def _numeric(cls: Any, key: str, default: Any) -> bool:
+    """Whether option ``key`` of ``cls`` is a number and not a word: by its type hint where it
+    can be read, else by its default."""
+    try:
+        hint = typing.get_type_hints(cls.__init__ if inspect.isclass(cls) else cls).get(key)
+    except Exception:  # hints that cannot be resolved say nothing
+        hint = None
+    kinds = set(typing.get_args(hint)) or {hint}
+    if hint is None:
+        kinds = {type(default)}
+    return bool(kinds & {int, float}) and str not in kinds and bool not in kinds
 
 
 def _named(name: str) -> Any:
@@ -152,8 +179,22 @@ def _policy_factory(name: str, options: dict[str, Any]) -> Callable[..., Any]:
 
 
 def load_bot(spec: str, seed: int | None = None, budget: float | None = None) -> Any:
-    """A fresh bot for ``spec`` (see the module docstring), seeded and budgeted if it takes them."""
-    return bot_factory(spec)(seed=seed, budget=budget)
+    """A fresh bot for ``spec`` (see the module docstring), seeded and budgeted if it takes them.
+
+    Raises :class:`SpecError` if its constructor refuses the spec's options too (a value of the
+    wrong kind, say), naming the spec: a command reports it in one line, not a traceback.
+    """
+    make = bot_factory(spec)
+    try:
+        return make(seed=seed, budget=budget)
+    except Exception as e:
+        raise SpecError(f"cannot create bot {spec!r}: {e.__class__.__name__}: {e}") from e
+
+
+def check_bot(spec: str, budget: float | None = None) -> None:
+    """Make a bot for ``spec`` once and let it go: whatever its constructor refuses ends a match
+    before it starts (:class:`SpecError`), not in every worker."""
+    close_bots([load_bot(spec, seed=0, budget=budget)])
 
 
 @dataclass(frozen=True)
