@@ -160,7 +160,6 @@ class SearchBot:
         evaluation: str = "learned",
         tree_depth: int | None = None,
         reuse: bool = True,
-        worlds: int = 0,
     ) -> None:
         if policy not in ("random", "weighted"):
             raise ValueError(f"policy is 'random' or 'weighted', not {policy!r}")
@@ -185,7 +184,6 @@ class SearchBot:
         self.tree_depth = tree_depth
         self._rng = random.Random(seed)
         self.reuse = bool(reuse)
-        self.worlds = worlds
         self._trails: dict[str, _Trail] = {}
         """By game id, with ``reuse``: where each game stands in the tree kept for it."""
         self._lock = threading.Lock()  # the online client runs ``choose`` in worker threads, hooks on its loop
@@ -198,10 +196,6 @@ class SearchBot:
         if len(legal) == 1:
             return legal[0]
         codes = legal_codes(legal)
-        if self.worlds:
-            roots = self._search_worlds(Sampler(view))
-            visits = [sum(r.children[c].visits for r in roots if c in r.children) for c in codes]
-            return legal[visits.index(max(visits))]
         if not self.reuse:
             return legal[codes.index(self.choose_code(Sampler(view), codes))]
         game_id, trail = self._trail_of(view)
@@ -271,20 +265,6 @@ class SearchBot:
             self._iterate(root, source.sample(self._rng))
         self.last_iterations = n
         return root
-
-    def _search_worlds(self, source: Source) -> list[_Node]:
-        worlds = [source.sample(self._rng) for _ in range(self.worlds)]
-        roots = [_Node() for _ in worlds]
-        clock = self._clock
-        deadline = None if self.budget is None else clock() + self.budget
-        cap = self.iterations
-        n = 0
-        while (cap is None or n < cap) and (deadline is None or clock() < deadline):
-            k = n % len(worlds)
-            n += 1
-            self._iterate(roots[k], worlds[k].copy())
-        self.last_iterations = n
-        return roots
 
     def _iterate(self, root: _Node, game: Game) -> None:
         """One iteration on one sampled game: select, expand one node, play out, back up."""
