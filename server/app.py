@@ -32,7 +32,7 @@ from .connections.presence import Presence
 from .connections.ratelimit import WindowLimiter
 from .games.challenges import ChallengeBook
 from .games.manager import GameManager
-from .http.api import json_errors
+from .http.api import json_errors, strict_requests
 from .http.api import setup as setup_api
 from .http.budget import request_budget
 from .http.export import setup as setup_export
@@ -62,7 +62,7 @@ def create_app(settings: Settings, storage: Storage | None = None) -> web.Applic
     """The whole server, on the storage ``settings.db`` names (a SQLite file or a
     ``postgresql://`` URL) unless ``storage`` is given. With no ``admin_token`` in ``settings`` one is generated
     (``app[ARENA].admin_token``; ``mandala serve`` prints it)."""
-    app = web.Application(middlewares=[request_ids, json_errors, request_budget], client_max_size=1 << 20,
+    app = web.Application(middlewares=[request_ids, json_errors, request_budget, strict_requests], client_max_size=1 << 20,
                           handler_args={"access_log_class": AccessLog})
     app.on_response_prepare.append(stamp_request_id)
     storage = storage if storage is not None else open_storage(settings.db)

@@ -14,6 +14,7 @@ import math
 import re
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, Literal, TypeVar
 from urllib.parse import urlencode
@@ -209,6 +210,59 @@ async def read_body(request: web.Request, tp: type[Any]) -> Any:
         raise ApiError(400, "bad_json", f"the body is not JSON: {why_not_json(body, e)}") from None
 
 
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+H = TypeVar("H", bound=Handler)
+
+
+@dataclass(frozen=True)
+class Takes:
+    """What an endpoint takes: its query parameters, and whether it reads a body."""
+
+    query: tuple[str, ...]
+    body: bool
+
+
+class NoBody(msgspec.Struct, forbid_unknown_fields=True):
+    """What an endpoint that reads no body accepts: nothing, or ``{}``."""
+
+
+def takes(handler: H, *query: str, body: bool = False) -> H:
+    """``handler``, marked with the query parameters it takes and whether it reads a body, for
+    :func:`strict_requests`. Every endpoint under ``/api/`` is registered through it."""
+    handler.takes = Takes(query, body)  # type: ignore[attr-defined]
+    return handler
+
+
+def declared(handler: object) -> Takes | None:
+    """What ``handler`` was registered as taking (``None``: not through :func:`takes`)."""
+    said = getattr(handler, "takes", None)
+    return said if isinstance(said, Takes) else None
+
+
+@web.middleware
+async def strict_requests(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Refuse, before an ``/api/`` endpoint runs, what it does not take (typed ``400
+    invalid_request``): an unknown query parameter (a misspelt ``?bott=`` or ``?fromat=csv``
+    would otherwise be answered as if nothing were asked: the top of the table, JSON), and a
+    body with fields sent to an endpoint that reads none (``{"bot": "x"}`` to
+    ``/api/ladder/pause`` would otherwise pause the whole ladder). So every endpoint treats
+    what it does not know as the JSON bodies of those that read one do. A token sent without TLS
+    where TLS is required is told so first: that is what its sender most needs to hear."""
+    info = request.match_info
+    said = declared(info.route.handler) if info.http_exception is None else None
+    if said is not None:
+        unknown = sorted(set(request.query) - set(said.query))
+        fields = not said.body and request.method != "GET" and request.body_exists and bool((await request.read()).strip())
+        if (unknown or fields) and "Authorization" in request.headers:
+            require_tls(request, request.app[ARENA])
+        if unknown:
+            known = f"known: {', '.join(said.query)}" if said.query else "this endpoint takes none"
+            raise ApiError(400, "invalid_request", f"unknown query parameter(s): {', '.join(unknown)}; {known}")
+        if fields:
+            await read_body(request, NoBody)
+    return await handler(request)
+
+
 def require_tls(request: web.Request, arena: Arena) -> None:
     """Under ``require_tls``, refuse a request that carries or would be answered with a token
     but did not come by TLS (from anywhere but loopback): 403 ``tls_required``."""
@@ -332,15 +386,6 @@ def query_int(request: web.Request, name: str, default: int, low: int, high: int
     return value
 
 
-def only_params(request: web.Request, *names: str) -> None:
-    """Refuse a query parameter the endpoint does not know (a typo such as ``player=`` would
-    otherwise answer as if no filter were given) with a typed ``400 invalid_request``."""
-    unknown = sorted(set(request.query) - set(names))
-    if unknown:
-        raise ApiError(400, "invalid_request", f"unknown query parameter(s): {', '.join(unknown)}; "
-                                               f"known: {', '.join(names)}")
-
-
 def _limit(request: web.Request) -> int:
     return query_int(request, "limit", 50, 1, 500)
 
@@ -385,7 +430,6 @@ async def list_games(request: web.Request) -> web.Response:
     newest first, the running ones first; a full page links to the next one (``Link``): through
     the running games (``running_before``), then through those that are over (``before``)."""
     arena = request.app[ARENA]
-    only_params(request, "status", "bot", "limit", "before", "running_before")
     status = request.query.get("status")
     if status not in (None, "running", "finished", "aborted"):
         raise ApiError(400, "invalid_request", "status is running, finished or aborted")
@@ -513,10 +557,10 @@ async def get_record(request: web.Request) -> web.Response:
 
 def setup(app: web.Application) -> None:
     app[REPLAY_SLOTS] = asyncio.Semaphore(REPLAYS_AT_ONCE)
-    app.router.add_post("/api/bots", create_bot)
-    app.router.add_get("/api/bots", list_bots)
-    app.router.add_post("/api/games", create_game)
-    app.router.add_get("/api/games", list_games)
-    app.router.add_get("/api/games/{game_id}", get_game)
-    app.router.add_get("/api/games/{game_id}/record", get_record)
+    app.router.add_post("/api/bots", takes(create_bot, body=True))
+    app.router.add_get("/api/bots", takes(list_bots))
+    app.router.add_post("/api/games", takes(create_game, body=True))
+    app.router.add_get("/api/games", takes(list_games, "status", "bot", "limit", "before", "running_before"))
+    app.router.add_get("/api/games/{game_id}", takes(get_game))
+    app.router.add_get("/api/games/{game_id}/record", takes(get_record))
 

@@ -28,7 +28,7 @@ from ..arena import ARENA
 from ..common.clock import utc_now
 from ..games import holds
 from ..storage import GameFilter, GameRow, GameStatus
-from .api import ApiError, only_params, query_int
+from .api import ApiError, query_int, takes
 from .json_lines import page_of, stream_json_lines
 
 EXPORT_PAGE = 200
@@ -76,10 +76,12 @@ def iso_time(name: str, raw: str) -> str:
     return at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+EXPORT_QUERY = ("bot", "kind", "status", "since", "until", "compress", "limit")
+
+
 async def game_filter(request: web.Request) -> GameFilter:
     """The export's filter from the query; typed ``400``/``404`` for a bad one."""
     q = request.query
-    only_params(request, "bot", "kind", "status", "since", "until", "compress", "limit")
     bot = q.get("bot") or None
     if bot is not None:
         row = await request.app[ARENA].storage.bot_by_name(bot)
@@ -147,4 +149,4 @@ async def export(request: web.Request) -> web.StreamResponse:
 
 
 def setup(app: web.Application) -> None:
-    app.router.add_get("/api/games/export", export)
+    app.router.add_get("/api/games/export", takes(export, *EXPORT_QUERY))

@@ -19,7 +19,7 @@ from ..games import holds
 from ..games.health import HEALTH_GAMES, health
 from ..ladder.controls import ControlRefused, LadderOp, carry_out
 from ..storage import BotRow
-from .api import INT64_MAX, ApiError, json_response, query_int, require_admin
+from .api import INT64_MAX, ApiError, json_response, query_int, require_admin, takes
 
 log = logging.getLogger(__name__)
 
@@ -147,11 +147,11 @@ def _control(op: LadderOp, with_bot: bool = False) -> Callable[[web.Request], Aw
 
 
 def setup(app: web.Application) -> None:
-    app.router.add_get("/api/ladder", standings)
-    app.router.add_get("/api/bots/{name}", profile)
-    app.router.add_get("/api/bots/{name}/history", rating_history)
-    app.router.add_post("/api/ladder/pause", _control("pause"))
-    app.router.add_post("/api/ladder/resume", _control("resume"))
-    app.router.add_post("/api/ladder/reset", _control("reset"))
-    app.router.add_delete("/api/ladder/bots/{name}", _control("remove", with_bot=True))
-    app.router.add_post("/api/ladder/bots/{name}/restore", _control("restore", with_bot=True))
+    app.router.add_get("/api/ladder", takes(standings, "limit", "offset", "bot"))
+    app.router.add_get("/api/bots/{name}", takes(profile))
+    app.router.add_get("/api/bots/{name}/history", takes(rating_history, "limit", "before"))
+    app.router.add_post("/api/ladder/pause", takes(_control("pause")))
+    app.router.add_post("/api/ladder/resume", takes(_control("resume")))
+    app.router.add_post("/api/ladder/reset", takes(_control("reset")))
+    app.router.add_delete("/api/ladder/bots/{name}", takes(_control("remove", with_bot=True)))
+    app.router.add_post("/api/ladder/bots/{name}/restore", takes(_control("restore", with_bot=True)))

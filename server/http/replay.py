@@ -26,7 +26,7 @@ import mandala
 from ..arena import ARENA
 from ..games.room import REQUEST_EPOCH
 from ..storage import GameRow
-from .api import ApiError, over_game, replayed
+from .api import ApiError, over_game, replayed, takes
 
 _json = msgspec.json.Encoder()
 
@@ -114,4 +114,4 @@ async def get_replay(request: web.Request) -> web.Response:
 
 
 def setup(app: web.Application) -> None:
-    app.router.add_get("/api/games/{game_id}/replay", get_replay)
+    app.router.add_get("/api/games/{game_id}/replay", takes(get_replay, "seat"))

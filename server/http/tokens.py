@@ -22,7 +22,7 @@ from ..common.clock import utc_now
 from ..connections.auth import REVOKED_PREFIX, bearer, hash_token, is_admin_token, new_token, revoked_hash
 from ..connections.peers import client_address
 from ..storage import BotRow
-from .api import ApiError, json_response, require_admin, require_tls
+from .api import ApiError, json_response, require_admin, require_tls, takes
 
 log = logging.getLogger(__name__)
 
@@ -82,5 +82,5 @@ async def revoke_token(request: web.Request) -> web.Response:
 
 
 def setup(app: web.Application) -> None:
-    app.router.add_post("/api/bots/{name}/token", rotate_token)
-    app.router.add_delete("/api/bots/{name}/token", revoke_token)
+    app.router.add_post("/api/bots/{name}/token", takes(rotate_token))
+    app.router.add_delete("/api/bots/{name}/token", takes(revoke_token))

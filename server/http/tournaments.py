@@ -47,11 +47,11 @@ from .api import (
     _limit,
     json_response,
     next_link,
-    only_params,
     query_int,
     read_body,
     require_admin,
     revalidated_json,
+    takes,
 )
 from .json_lines import page_of, stream_json_lines
 
@@ -186,7 +186,6 @@ async def _tally_and_running(arena: Arena, row: TournamentRow) -> tuple[Tally, l
 async def list_all(request: web.Request) -> web.Response:
     """``GET /api/tournaments?limit=50&before=CURSOR``: newest first, with their progress, a
     page at a time; a full page links to the next (``Link``)."""
-    only_params(request, "limit", "before")
     arena = request.app[ARENA]
     limit = _limit(request)
     rows = await arena.storage.list_tournaments(before=_before(request), limit=limit)
@@ -311,11 +310,11 @@ async def get_records(request: web.Request) -> web.StreamResponse:
 
 
 def setup(app: web.Application) -> None:
-    app.router.add_post("/api/tournaments", create)
-    app.router.add_get("/api/tournaments", list_all)
-    app.router.add_get("/api/tournaments/{tournament_id}", get_one)
-    app.router.add_get("/api/tournaments/{tournament_id}/results", get_results)
-    app.router.add_get("/api/tournaments/{tournament_id}/records", get_records)
-    app.router.add_get("/api/tournaments/{tournament_id}/games", get_games)
+    app.router.add_post("/api/tournaments", takes(create, body=True))
+    app.router.add_get("/api/tournaments", takes(list_all, "limit", "before"))
+    app.router.add_get("/api/tournaments/{tournament_id}", takes(get_one))
+    app.router.add_get("/api/tournaments/{tournament_id}/results", takes(get_results, "format"))
+    app.router.add_get("/api/tournaments/{tournament_id}/records", takes(get_records))
+    app.router.add_get("/api/tournaments/{tournament_id}/games", takes(get_games, "limit", "after_slot"))
     for op in TRANSITIONS:
-        app.router.add_post(f"/api/tournaments/{{tournament_id}}/{op}", control(op))
+        app.router.add_post(f"/api/tournaments/{{tournament_id}}/{op}", takes(control(op)))

@@ -19,6 +19,7 @@ from mandala import COLORS, Game
 from protocol.messages import Decision, Error, GameOver, MoveAccepted, Pong, Update, Welcome
 from server.common.logs import BadRequests
 from server.connections.auth import hash_token
+from server.http.api import declared
 
 AUTH = {"Authorization": f"Bearer {ADMIN}"}
 LONE_SURROGATE = "a string holds a lone surrogate escape (\\ud800 to \\udfff without its pair), which is no text"
@@ -466,6 +467,52 @@ async def test_query_numbers_are_plain_digits_and_unknown_parameters_are_refused
     for fine in ("/api/games?limit=5", f"/api/tournaments/{tid}/games?after_slot=-1&limit=5",
                  "/api/games/export?bot=&kind=&status=&since=&until=&limit=", "/api/ladder?limit=3&offset=0"):
         assert (await client.get(fine)).status == 200, fine
+
+
+async def test_every_api_endpoint_refuses_what_it_does_not_take_and_changes_nothing(make_arena: Any) -> None:
+    """Every route under ``/api/`` says what it takes (``takes``); a query parameter it does not
+    know (``/api/ladder?bott=``, ``/results?fromat=csv``) and a body with fields sent where none
+    is read (``{"bot": "x"}`` to the ladder's pause) are refused with ``400 invalid_request``
+    before anything happens, as unknown fields in the bodies that are read always were."""
+    arena: Harness = await make_arena()
+    client = arena.client
+    alice = await arena.create_bot("alice")
+    await arena.create_bot("bob")
+    resp = await client.post("/api/tournaments", json={"name": "cup", "format": "round_robin",
+                                                       "participants": ["alice", "bob"]}, headers=AUTH)
+    tid = (await resp.json())["tournament_id"]
+    bots = await arena.get_json("/api/bots")
+    values = {"game_id": "nosuchgame", "name": "alice", "tournament_id": tid}
+    routes = [r for r in client.app.router.routes() if r.method != "HEAD" and r.resource is not None
+              and r.resource.canonical.startswith("/api/")]
+    assert len(routes) >= 25
+    bodyless = []
+    for route in routes:
+        said = declared(route.handler)
+        assert said is not None, f"{route.method} {route.resource.canonical} is not registered through takes()"
+        path = route.resource.canonical.format(**values)  # type: ignore[union-attr]
+        refused = await api_error(await client.request(route.method, path, params={"bott": "alice"}, headers=AUTH),
+                                  400, "invalid_request")
+        known = f"known: {', '.join(said.query)}" if said.query else "this endpoint takes none"
+        assert refused["message"] == f"unknown query parameter(s): bott; {known}", route
+        if route.method != "GET" and not said.body:
+            bodyless.append((route.method, path))
+            refused = await api_error(await client.request(route.method, path, json={"bot": "bob"}, headers=AUTH),
+                                      400, "invalid_request")
+            assert refused["message"] == "Object contains unknown field `bot`", route
+            await api_error(await client.request(route.method, path, data="[1]", headers=AUTH), 400, "invalid_request")
+    assert ("POST", "/api/ladder/pause") in bodyless and ("DELETE", "/api/bots/alice/token") in bodyless
+    # Nothing happened: the ladder runs, the tournament was not started, no bot was made, removed
+    # or restored, and alice's token (neither rotated nor revoked) still works.
+    assert (await arena.get_json("/api/ladder"))["paused"] is False
+    assert (await arena.get_json(f"/api/tournaments/{tid}"))["state"] == "created"
+    assert await arena.get_json("/api/bots") == bots
+    await (await arena.connect(alice)).close()
+    # What each endpoint does take still works, an empty body or {} where none is read included.
+    assert (await arena.get_json("/api/ladder?limit=5&offset=0"))["standings"] == []
+    assert (await client.get(f"/api/tournaments/{tid}/results", params={"format": "csv"})).status == 200
+    assert (await client.post("/api/ladder/pause", headers=AUTH)).status == 200
+    assert (await client.post("/api/ladder/resume", json={}, headers=AUTH)).status == 200
 
 
 async def test_a_name_with_a_newline_stored_before_it_was_refused_still_reads(make_arena: Any) -> None:
