@@ -42,7 +42,10 @@ def check(d: TournamentDefinition) -> None:
         raise DefinitionError("bad_games_per_pairing",
                               "games_per_pairing is even and at least 2: each deal is played twice, seats swapped")
     if d.format == "swiss":
-        if d.rounds is None or d.rounds > len(names) - 1:
+        if d.rounds is None:
+            raise DefinitionError("bad_rounds", f"a Swiss tournament names its rounds: 1 to {len(names) - 1} for "
+                                                f"{len(names)} bots")
+        if d.rounds > len(names) - 1:
             raise DefinitionError("bad_rounds", f"a Swiss tournament of {len(names)} bots has 1 to {len(names) - 1} rounds")
     elif d.rounds is not None:
         raise DefinitionError("bad_rounds", "rounds is for Swiss tournaments only")

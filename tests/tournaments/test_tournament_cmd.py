@@ -250,7 +250,7 @@ def test_refusals_exit_1_with_the_servers_code(arena: Arena) -> None:
     assert flag.returncode == 1 and "(the admin token was read from --admin-token; " in flag.stderr
 
     swiss = cli(arena, "create", "--name", "x", "--format", "swiss", "--bots", "ann,ben,cat", token=PROCESS_ADMIN)
-    assert swiss.returncode == 1 and swiss.stderr.startswith("error: bad_rounds: ")
+    assert (swiss.returncode, swiss.stderr) == (1, "error: bad_rounds: a Swiss tournament names its rounds: 1 to 2 for 3 bots\n")
     bad_json = cli(arena, "create", "--file", "-", token=PROCESS_ADMIN, stdin="{not json")
     assert bad_json.returncode == 1 and bad_json.stderr.startswith("error: bad_json: ")
 
