@@ -10,6 +10,7 @@ import gc
 import hashlib
 import logging
 import os
+import signal
 import socket
 import ssl
 import sys
@@ -116,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
     from server.common import logs
     from server.config import ConfigError, load_settings
     from server.http.tls import tls_context
+    from server.ladder.fitting import stop_worker
     from server.recording.recorder import StorageUnavailable
     from server.recording.spool import SpoolError
     from server.storage.base import DatabaseServed, SchemaTooNew
@@ -166,6 +168,7 @@ def run(args: argparse.Namespace) -> int:
     loop, loop_name = event_loop()
     logging.getLogger("mandala.serve").info("event loop: %s", loop_name)
     asyncio.set_event_loop(loop)
+    stop_on_signals(loop)
     app = create_app(settings)
     prepare_process()
     arena = app[ARENA]
@@ -175,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         if context is None:
             web.run_app(app, host=settings.host, port=settings.port, print=lambda _: print(text, flush=True), loop=loop,
-                        keepalive_timeout=settings.idle_timeout_s)
+                        keepalive_timeout=settings.idle_timeout_s, handle_signals=False)
         else:
             run_tls(app, context, text, loop)
     except (SpoolError, SchemaTooNew) as e:
@@ -191,14 +194,45 @@ def run(args: argparse.Namespace) -> int:
         print(f"mandala serve: cannot serve {_safe(settings.db)}: {e}", file=sys.stderr)
         return 1
     finally:
+        # What is left of the stop (the worker's end) is not cut short by a second Ctrl-C.
+        previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in STOP_SIGNALS}
+        stop_worker()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         if claim is not None:
             claim.close()
     return 0
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def stop_on_signals(loop: asyncio.AbstractEventLoop) -> None:
+    """Ctrl-C (SIGINT), SIGTERM and SIGHUP (the terminal closed) stop the server: its running
+    games aborted and stored, its worker ended. The first starts the stop; one that comes while
+    it runs (a second Ctrl-C) is logged and ignored, since cutting the stop short would leave
+    games unstored and a traceback (SIGKILL ends it at once). SIGHUP is left ignored when the
+    server was started so (``nohup``: it is to outlive its terminal)."""
+    from aiohttp import web
+
+    stopping = False
+
+    def stop(sig: signal.Signals) -> None:
+        nonlocal stopping
+        if stopping:
+            logging.getLogger("mandala.serve").warning("%s: already stopping (SIGKILL ends it at once)", sig.name)
+            return
+        stopping = True
+        raise web.GracefulExit()
+
+    for sig in STOP_SIGNALS:
+        if sig != signal.SIGHUP or signal.getsignal(sig) is not signal.SIG_IGN:
+            loop.add_signal_handler(sig, stop, sig)
+
+
 def run_tls(app: Any, context: ssl.SSLContext, text: str, loop: asyncio.AbstractEventLoop) -> None:
     """What ``web.run_app`` does, with the TLS site (``server/http/tls.py``) in place of its
-    TCP site: serve until SIGINT or SIGTERM, then shut down as it does."""
+    TCP site: serve until a stop signal (:func:`stop_on_signals`), then shut down as it does."""
     from aiohttp import web
 
     from server.arena import ARENA
@@ -206,7 +240,7 @@ def run_tls(app: Any, context: ssl.SSLContext, text: str, loop: asyncio.Abstract
 
     async def serve() -> None:
         settings = app[ARENA].settings
-        runner = tls_runner(app, settings, handle_signals=True)
+        runner = tls_runner(app, settings)
         await runner.setup()
         try:
             await TlsSite(runner, settings.host, settings.port, context, settings, app[ARENA].addresses).start()

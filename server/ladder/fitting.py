@@ -65,6 +65,16 @@ def _executor() -> ProcessPoolExecutor:
     return _pool
 
 
+def stop_worker() -> None:
+    """End the worker, if one was started: a server's last step once it has stopped serving
+    (left to the interpreter's exit, the join could be cut short by a second Ctrl-C, with a
+    traceback)."""
+    global _pool
+    pool, _pool = _pool, None
+    if pool is not None:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 def _start_worker(server: int) -> None:
     """In the worker: a terminal's Ctrl-C reaches the whole process group, but the server ends
     its worker itself; without this the worker dies of it with a ``KeyboardInterrupt`` traceback.

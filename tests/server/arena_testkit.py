@@ -416,7 +416,7 @@ class ServeProcess:
     """``mandala serve`` as a child process (so it can be killed with ``SIGKILL`` and
     restarted), logging to ``log``."""
 
-    def __init__(self, db: str, port: int, config: Path, log: Path, *extra: str) -> None:
+    def __init__(self, db: str, port: int, config: Path, log: Path, *extra: str, ignore_hangup: bool = False) -> None:
         self.url = f"http://127.0.0.1:{port}"
         self.log_path = log
         env = {**os.environ, "MANDALA_ADMIN_TOKEN": PROCESS_ADMIN}
@@ -426,6 +426,7 @@ class ServeProcess:
         self.proc = subprocess.Popen(
             [sys.executable, "-c", SERVE, "serve", "--port", str(port), "--db", db, "--config", str(config), *extra],
             env=env, stdout=self.log, stderr=subprocess.STDOUT,
+            preexec_fn=(lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN)) if ignore_hangup else None,  # nohup
         )
 
     async def health(self, http: aiohttp.ClientSession) -> tuple[int, dict[str, Any]] | None:

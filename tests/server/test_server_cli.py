@@ -247,6 +247,54 @@ async def _second_serve(tmp_path: Path, *, same_port: bool) -> tuple[int, str, s
     return code, err, stored, served
 
 
+async def test_sighup_stops_the_server_as_sigterm_does_unless_started_with_nohup(tmp_path: Path) -> None:
+    """Its terminal closed (SIGHUP), the server stops cleanly: its running game aborted and
+    stored, its worker ended, nothing leaked. Started with SIGHUP ignored (``nohup``), it serves on."""
+    config = tmp_path / "arena.toml"
+    config.write_text("decision_ms = 600000\n")
+    async with aiohttp.ClientSession() as http:
+        kept = ServeProcess(str(tmp_path / "kept.db"), free_port(), config, tmp_path / "kept.log", ignore_hangup=True)
+        try:
+            await kept.ready(http)
+            kept.proc.send_signal(signal.SIGHUP)
+            await kept.game_between(http, ["cat", "dan"])  # it still serves: a game starts on it
+            assert kept.proc.poll() is None
+        finally:
+            assert kept.kill(signal.SIGTERM) == 0
+        db, log = str(tmp_path / "arena.db"), tmp_path / "server.log"
+        server = ServeProcess(db, free_port(), config, log)
+        try:
+            await server.ready(http)
+            ws, game_id = await server.game_between(http, ["ann", "bob"])
+        finally:
+            stopped = server.kill(signal.SIGHUP)
+        for conn in ws:
+            await conn.close()
+    said = log.read_text()
+    assert stopped == 0 and "stopping: 1 running game(s) aborted" in said and said.rstrip().endswith("stopped"), said
+    assert "leaked" not in said and "Traceback" not in said, said
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        assert conn.execute("SELECT status FROM games WHERE id = ?", (game_id,)).fetchall() == [("aborted",)]
+
+
+async def test_a_second_ctrl_c_while_the_server_stops_leaves_no_traceback(tmp_path: Path) -> None:
+    """A terminal's Ctrl-C pressed twice: whenever the second comes while the server stops (its
+    worker is ended last), the server stops as after one, without a traceback."""
+    config = tmp_path / "arena.toml"
+    config.write_text("decision_ms = 600000\n")
+    async with aiohttp.ClientSession() as http:
+        for gap in (0.0, 0.01, 0.03, 0.1):
+            log = tmp_path / f"server-{gap}.log"
+            server = ServeProcess(str(tmp_path / f"arena-{gap}.db"), free_port(), config, log)
+            await server.ready(http)
+            assert len(server.family()) >= 1  # the standings' worker, which the end of a stop joins
+            server.proc.send_signal(signal.SIGINT)
+            await asyncio.sleep(gap)
+            assert server.kill(signal.SIGINT) == 0
+            said = log.read_text()
+            assert said.rstrip().endswith("stopped") and "Traceback" not in said and "KeyboardInterrupt" not in said, said
+
+
 async def test_a_second_server_on_a_taken_port_stops_before_it_touches_the_database(tmp_path: Path) -> None:
     """It stops with one line before opening storage, so the running server's game is not
     marked aborted under it (nor its held records published)."""
