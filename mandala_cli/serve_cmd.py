@@ -76,10 +76,15 @@ def prepare_process() -> None:
     gc.set_threshold(*GC_THRESHOLD)
 
 
-def banner(url: str, admin_token: str, generated: bool, registration: str, prog: str = "mandala") -> str:
-    """What the operator needs to get started, printed once at startup."""
+def banner(url: str, admin_token: str, generated: bool, registration: str, prog: str = "mandala",
+           db: str = "mandala.db") -> str:
+    """What the operator needs to get started, printed once at startup: the database it serves
+    among it (a server started in another folder than the last one starts an empty ladder)."""
+    file = sqlite_file(db)
+    where = _safe(db) if file is None else os.path.abspath(file)
     lines = [
         f"Mandala Arena listening on {url}  (WebSocket: {url.replace('http', 'ws', 1)}/ws)",
+        f"Database: {where}",
         "",
         "Create a bot (the token is shown once):",
         f"  {prog} bot create my-bot --server {url}"
@@ -151,6 +156,11 @@ def run(args: argparse.Namespace) -> int:
     if args.log_level not in LOG_LEVELS:
         print(f"mandala serve: --log-level is one of {', '.join(LOG_LEVELS)}, not {args.log_level!r}", file=sys.stderr)
         return 2
+    folder = missing_folder(settings.db)
+    if folder is not None:
+        print(f"mandala serve: cannot serve {settings.db}: its folder {folder} does not exist (a mistyped path? "
+              "make the folder first)", file=sys.stderr)
+        return 2
     taken = port_taken(settings.host, settings.port)
     if taken is not None:
         print(f"mandala serve: {taken}", file=sys.stderr)
@@ -174,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
     arena = app[ARENA]
     url = f"{'http' if context is None else 'https'}://{settings.host}:{settings.port}"
     prog = sys.argv[0] if Path(sys.argv[0]).name == "mandala" else "mandala"  # e.g. .venv/bin/mandala
-    text = banner(url, arena.admin_token, settings.admin_token is None, settings.registration, prog)
+    text = banner(url, arena.admin_token, settings.admin_token is None, settings.registration, prog, settings.db)
     try:
         if context is None:
             web.run_app(app, host=settings.host, port=settings.port, print=lambda _: print(text, flush=True), loop=loop,
@@ -270,6 +280,25 @@ def run_tls(app: Any, context: ssl.SSLContext, text: str, loop: asyncio.Abstract
             loop.close()
 
 
+def sqlite_file(db: str) -> str | None:
+    """The path of the SQLite file ``db`` names (``None``: PostgreSQL, or ``:memory:``)."""
+    from server.storage import is_postgres_url
+
+    if is_postgres_url(db) or db == ":memory:":
+        return None
+    return db.removeprefix("sqlite://") if db.startswith("sqlite:///") else db
+
+
+def missing_folder(db: str) -> str | None:
+    """The folder a SQLite file would be made in, if it does not exist: a mistyped ``--db``
+    is refused, not served from folders made for it (with an empty ladder)."""
+    file = sqlite_file(db)
+    if file is None:
+        return None
+    folder = os.path.dirname(os.path.abspath(file))
+    return None if os.path.isdir(folder) else folder
+
+
 def port_taken(host: str, port: int) -> str | None:
     """Why ``host``:``port`` cannot be listened on, if it cannot. Asked before storage is
     opened: a start opens the database, marks the games it holds as running aborted and publishes
@@ -304,11 +333,10 @@ def claim_database(db: str) -> socket.socket | str | None:
     name up when the process ends, ``kill -9`` included. Elsewhere than Linux, and for
     PostgreSQL (whose nodes share one database), nothing is claimed (``None``); nor for
     SQLite's ``:memory:``, a database of the process alone, not a file another could serve."""
-    from server.storage import is_postgres_url
-
-    if is_postgres_url(db) or db == ":memory:" or not sys.platform.startswith("linux"):
+    file = sqlite_file(db)
+    if file is None or not sys.platform.startswith("linux"):
         return None
-    path = os.path.realpath(db.removeprefix("sqlite://") if db.startswith("sqlite:///") else db)
+    path = os.path.realpath(file)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.bind(b"\0mandala-serve-sqlite:" + hashlib.sha256(path.encode()).hexdigest().encode())

@@ -65,12 +65,26 @@ def test_a_setting_out_of_range_stops_the_server_naming_it(tmp_path: Path, line:
 
 
 def test_banner_says_how_to_start() -> None:
-    text = banner("http://127.0.0.1:8080", "S3CRET", True, "open", ".venv/bin/mandala")
+    text = banner("http://127.0.0.1:8080", "S3CRET", True, "open", ".venv/bin/mandala", "arena.db")
     assert "http://127.0.0.1:8080" in text and "ws://127.0.0.1:8080/ws" in text
+    assert f"\nDatabase: {Path('arena.db').resolve()}\n" in text  # the whole path: which ladder this is
+    assert "\nDatabase: postgresql://arena:***@db:5432/arena\n" in banner(
+        "http://h:1", "S3CRET", False, "open", db="postgresql://arena:pw@db:5432/arena")
     assert ".venv/bin/mandala bot create my-bot --server http://127.0.0.1:8080" in text
     assert "curl -X POST http://127.0.0.1:8080/api/bots" in text
     assert "S3CRET" in text
     assert "S3CRET" not in banner("http://h:1", "S3CRET", False, "admin")
+
+
+def test_a_database_in_a_folder_that_does_not_exist_is_refused_and_nothing_is_made(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A mistyped ``--db`` would serve an empty ladder from folders made for it."""
+    db = tmp_path / "no" / "such" / "arena.db"
+    for given in (str(db), f"sqlite://{db}"):
+        assert main(["serve", "--db", given, "--port", str(free_port())]) == 2
+        assert capsys.readouterr().err == (f"mandala serve: cannot serve {given}: its folder {db.parent} does not "
+                                           "exist (a mistyped path? make the folder first)\n")
+    assert not (tmp_path / "no").exists()
 
 
 async def test_bot_create_command(make_arena: Any, capsys: Any) -> None:
