@@ -28,6 +28,10 @@ from .manager import GameManager
 
 log = logging.getLogger(__name__)
 
+HOUSE_PLAYS = "plays qualification games and the tournaments it is entered in"
+"""What the house bot plays, said where it is asked for anything else (a challenge, an
+organizer's game): it is always there, but only for those."""
+
 
 @dataclass
 class PendingChallenge:
@@ -78,8 +82,8 @@ class ChallengeBook:
             raise Refusal("challenge_self", "a bot cannot challenge itself")
         conn = self.presence.get(name)
         if conn is None and name == self.settings.house_bot:
-            raise Refusal("bot_offline", f"{name}, the house bot, plays qualification games and the tournaments it is"
-                          " entered in, not challenges: challenge a connected bot (GET /api/ladder says which are)")
+            raise Refusal("bot_offline", f"{name}, the house bot, {HOUSE_PLAYS}, not challenges: challenge a "
+                          "connected bot (GET /api/ladder says which are)")
         if conn is None:
             raise Refusal("bot_offline", f"{name} is not connected")
         if not conn.reachable:

@@ -33,6 +33,7 @@ from ..common.refusal import Refusal
 from ..connections.auth import check_admin, hash_token, new_token
 from ..connections.peers import client_address, client_key, token_allowed
 from ..games import holds
+from ..games.challenges import HOUSE_PLAYS
 from ..games.deals import Deal
 from ..games.room import GameRoom
 from ..games.summary import game_summary
@@ -347,6 +348,8 @@ async def create_game(request: web.Request) -> web.Response:
     if names[0] == names[1]:
         raise ApiError(400, "invalid_request", "a game needs two different bots")
     for name in names:
+        if name == arena.settings.house_bot:
+            raise ApiError(409, "bot_offline", f"{name}, the house bot, {HOUSE_PLAYS}, not an organizer's games")
         if not arena.presence.is_connected(name):
             raise ApiError(409, "bot_offline", f"{name} is not connected")
     deal = Deal(deck=body.deck, first_player=body.first_player, reshuffle_seed=body.reshuffle_seed, reshuffles=body.reshuffles)

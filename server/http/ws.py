@@ -24,6 +24,7 @@ from protocol.messages import (
     CLOSE_TLS_REQUIRED,
     CLOSE_UNSUPPORTED_VERSION,
     PROTOCOL_VERSION,
+    REQUEST_ID_MAX,
     Accept,
     Challenge,
     ClientMessage,
@@ -87,7 +88,7 @@ def _diagnose(text: str) -> ClientMessage:
             "invalid_message",
             f"invalid {kind}: {e}",
             game_id=game_id if isinstance(game_id, str) else None,
-            request_id=request_id if type(request_id) is int else None,
+            request_id=request_id if type(request_id) is int and 0 <= request_id <= REQUEST_ID_MAX else None,
         ) from None
 
 

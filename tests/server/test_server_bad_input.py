@@ -75,6 +75,9 @@ async def test_bad_frames_and_bad_moves_leave_the_game_unchanged(table: Any) -> 
     assert "request_id" in err.message
     err = await refused(a, {**move, "request_id": "0", "move": legal_json}, "invalid_message")
     assert "$.request_id" in err.message
+    for far in (-1, 2**53, 2**64):  # past what every JSON reader holds exactly: refused, and not echoed
+        err = await refused(a, {**move, "request_id": far, "move": legal_json}, "invalid_message")
+        assert "$.request_id" in err.message and err.game_id == game_id and err.request_id is None, far
     err = await refused(a, {**move, "move": legal_json, "extra": 1}, "invalid_message")
     assert "extra" in err.message and err.game_id == game_id and err.request_id == 0
     err = await refused(a, {**move, "move": {"type": "mountain", "mandala": 2, "color": "red"}}, "invalid_message")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from arena_testkit import Harness, wait_until
+from arena_testkit import ADMIN, Harness, wait_until
 from protocol.messages import Challenged, ChallengeDeclined, ChallengeSent, Error, GameStart
 
 
@@ -52,6 +52,13 @@ async def test_challenge_refusals(make_arena) -> None:
     err = await a.error()
     assert err.code == "bot_offline" and err.message.startswith("house, the house bot, plays qualification games")
     assert arena.arena.challenges.pending == {}
+    # Nor does the organizer's POST /api/games seat it: the refusal says so, not "not connected".
+    resp = await arena.client.post("/api/games", json={"players": ["alice", "house"]},
+                                   headers={"Authorization": f"Bearer {ADMIN}"})
+    assert resp.status == 409 and (await resp.json())["error"] == {
+        "code": "bot_offline", "message": "house, the house bot, plays qualification games and the tournaments it is "
+                                          "entered in, not an organizer's games"}
+    assert await arena.get_json("/api/games?status=running") == []
 
 
 async def test_only_the_challenged_bot_may_answer_and_names_ignore_case(make_arena) -> None:

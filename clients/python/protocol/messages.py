@@ -20,6 +20,10 @@ PROTOCOL_VERSION = 1
 """Bumped on any change a conforming bot could notice; the server speaks only this one."""
 
 GameId = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+REQUEST_ID_MAX = 2**53 - 1
+RequestId = Annotated[int, msgspec.Meta(ge=0, le=REQUEST_ID_MAX)]
+"""A decision's ``request_id`` as a bot sends it back: what every JSON reader holds exactly
+(JavaScript's numbers, a 64-bit integer), so the error that may echo it decodes everywhere."""
 BotName = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_.-]{2,32}$")]
 """2 to 32 letters, digits, ``_``, ``.`` or ``-``. Python's ``$`` also matches before a last
 newline, so ``"alice\n"`` passes this pattern here (ECMAScript's ``$``, a JSON Schema reader's,
@@ -51,7 +55,7 @@ class PlayMove(msgspec.Struct, tag="move", **_MSG):
     """Answer to a ``decision``: one of its legal moves, in R22 notation."""
 
     game_id: GameId
-    request_id: int
+    request_id: RequestId
     move: Move
 
 
