@@ -10,7 +10,10 @@
 // reconnects after a dropped (or silently dead) connection. One line per game start and end goes to stderr.
 
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { connect as tlsConnect } from 'node:tls';
 import { parseArgs } from 'node:util';
 
@@ -119,6 +122,7 @@ class Bot {
     if (this.exitCode !== undefined) return this.resolve(this.exitCode);
     if (code === 4011 && this.tokenFile && await this.rotated()) return this.connect();
     if (!this.welcomed && this.url.startsWith('wss:') && await tlsFailure(this.url)) return this.resolve(1);
+    if (!this.welcomed && code === 1006 && await noWebSocket(this.url)) return this.resolve(1);
     if (NO_RECONNECT[code]) {
       log(`connection closed (${code} ${reason || NO_RECONNECT[code]}); not reconnecting`);
       return this.resolve(1);
@@ -324,6 +328,24 @@ function tlsFailure(url) {
         + ' certificate authority, give its CA file with --ca-file or MANDALA_CA_FILE; a server without TLS is ws://');
       return resolve(true);
     });
+  });
+}
+
+/** Whether the URL answers a WebSocket upgrade with a page (ws://HOST:PORT without the arena's /ws: 200, 404):
+ * then say so, naming the path (retrying would meet the same page; a 429 or 5xx from a proxy is retried). */
+function noWebSocket(url) {
+  const target = url.replace(/^ws/, 'http'), key = randomBytes(16).toString('base64');
+  const headers = { Connection: 'Upgrade', Upgrade: 'websocket', 'Sec-WebSocket-Version': '13', 'Sec-WebSocket-Key': key };
+  return new Promise((resolve) => {
+    const req = (target.startsWith('https:') ? httpsRequest : httpRequest)(target, { headers });
+    req.once('error', () => resolve(false)).once('upgrade', (res, socket) => resolve(socket.destroy() && false));
+    req.once('response', (res) => {
+      res.resume();
+      if (res.statusCode === 429 || res.statusCode >= 500) return resolve(false);
+      const hint = new URL(url).pathname.endsWith('/ws') ? '' : `; the arena's WebSocket is at /ws: ${url.replace(/\/?$/, '/ws')}`;
+      log(`no WebSocket at ${url} (the server answered HTTP ${res.statusCode}); not reconnecting${hint}`);
+      return resolve(true);
+    }).end();
   });
 }
 

@@ -39,7 +39,7 @@ from test_client_answers import challenged, error
 ROOT = Path(__file__).resolve().parents[2]
 BOT_JS = ROOT / "clients" / "javascript" / "mandala-bot.mjs"
 NODE_MIN = (20, 10)
-LINES_MAX = 400
+LINES_MAX = 420
 RULES_END = {"river", "deck", "no_moves", "turn_limit"}
 GAME_TIMEOUT = 60.0
 
@@ -475,6 +475,19 @@ async def test_js_bot_stops_even_when_the_server_never_answers_its_close(node: s
         proc.send_signal(signal.SIGTERM)
         code, rest = await exit_of(proc, 10)
     assert code == 130 and "interrupted; closing" in rest, log + rest
+
+
+async def test_js_bot_stops_at_once_on_an_address_that_answers_with_no_websocket(make_arena: Any, node: str) -> None:
+    """``ws://HOST:PORT`` (the page's address, without ``/ws``) answers the upgrade with a page:
+    the bot says so, names the arena's path and does not retry, as the Python client does."""
+    arena: Harness = await make_arena()
+    base = ws_url(arena).removesuffix("/ws")
+    for url, status, hint in ((base, 200, f"; the arena's WebSocket is at /ws: {base}/ws"),
+                              (base + "/socket", 404, f"; the arena's WebSocket is at /ws: {base}/socket/ws")):
+        proc = await run_js(node, "--url", url, "--token", "t")
+        code, log = await exit_of(proc)
+        assert code == 1 and f"no WebSocket at {url} (the server answered HTTP {status}); not reconnecting{hint}" in log
+        assert log.count("connecting to ") == 1, log
 
 
 def test_the_bot_is_one_small_file_on_the_built_in_websocket() -> None:
