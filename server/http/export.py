@@ -76,9 +76,6 @@ def iso_time(name: str, raw: str) -> str:
     return at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-EXPORT_QUERY = ("bot", "kind", "status", "since", "until", "compress", "limit")
-
-
 async def game_filter(request: web.Request) -> GameFilter:
     """The export's filter from the query; typed ``400``/``404`` for a bad one."""
     q = request.query
@@ -149,4 +146,4 @@ async def export(request: web.Request) -> web.StreamResponse:
 
 
 def setup(app: web.Application) -> None:
-    app.router.add_get("/api/games/export", takes(export, *EXPORT_QUERY))
+    app.router.add_get("/api/games/export", takes(export, "bot", "kind", "status", "since", "until", "compress", "limit"))

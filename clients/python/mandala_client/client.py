@@ -99,11 +99,6 @@ NO_RETRY: dict[int, str] = {
 }
 """Close codes after which reconnecting would fail again or fight the other connection (§15.3)."""
 
-PASSING_REFUSALS = frozenset({408, 425, 429, 500, 502, 503, 504})
-"""HTTP statuses of a refused WebSocket upgrade that may pass (a node restarting behind its
-proxy, a limit of connections); any other (the page of a wrong path, 200 or 404) would come
-again at every attempt, so the client stops at the first."""
-
 ROTATION_WAIT_S = 10.0
 """After 4011, how long a client whose token comes from a file waits for the new one there."""
 ROTATION_POLL_S = 0.1
@@ -398,7 +393,9 @@ class Client:
             tls = explain(self.url, e)
             if tls is not None:  # retrying would meet the same certificate
                 self._fatal = ClientError(tls)
-            elif isinstance(e, aiohttp.WSServerHandshakeError) and e.status not in PASSING_REFUSALS:
+            elif isinstance(e, aiohttp.WSServerHandshakeError) and e.status != 429 and e.status < 500:
+                # No WebSocket there (the page of a wrong path: 200, 404) would come again at every
+                # attempt; a 429 or a 5xx (a proxy while its node restarts) may pass, and is retried.
                 self._fatal = ClientError(_no_websocket(self.url, e.status, e.message))
             if isinstance(e, aiohttp.ClientConnectorError) and tls is None:
                 return f"cannot reach {e.host}:{e.port}: {e.os_error.strerror or e.os_error}"

@@ -148,9 +148,7 @@ def _numeric(cls: Any, key: str, default: Any) -> bool:
         hint = typing.get_type_hints(cls.__init__ if inspect.isclass(cls) else cls).get(key)
     except Exception:  # hints that cannot be resolved say nothing
         hint = None
-    kinds = set(typing.get_args(hint)) or {hint}
-    if hint is None:
-        kinds = {type(default)}
+    kinds = {type(default)} if hint is None else set(typing.get_args(hint)) or {hint}
     return bool(kinds & {int, float}) and str not in kinds and bool not in kinds
 
 
