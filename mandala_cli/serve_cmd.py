@@ -204,11 +204,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"mandala serve: cannot serve {_safe(settings.db)}: {e}", file=sys.stderr)
         return 1
     finally:
-        # What is left of the stop (the worker's end) is not cut short by a second Ctrl-C.
-        previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in STOP_SIGNALS}
+        # The server has stopped and the process is ending: a second Ctrl-C cuts nothing short
+        # from here on (the worker's end, the interpreter's), and the exit status stays the stop's.
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)
         stop_worker()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
         if claim is not None:
             claim.close()
     return 0

@@ -426,7 +426,8 @@ class ServeProcess:
         self.proc = subprocess.Popen(
             [sys.executable, "-c", SERVE, "serve", "--port", str(port), "--db", db, "--config", str(config), *extra],
             env=env, stdout=self.log, stderr=subprocess.STDOUT,
-            preexec_fn=(lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN)) if ignore_hangup else None,  # nohup
+            # Under nohup, or not (whatever the test run's own SIGHUP, which a child inherits ignored).
+            preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN if ignore_hangup else signal.SIG_DFL),
         )
 
     async def health(self, http: aiohttp.ClientSession) -> tuple[int, dict[str, Any]] | None:

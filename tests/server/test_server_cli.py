@@ -297,7 +297,7 @@ async def test_a_second_ctrl_c_while_the_server_stops_leaves_no_traceback(tmp_pa
     config = tmp_path / "arena.toml"
     config.write_text("decision_ms = 600000\n")
     async with aiohttp.ClientSession() as http:
-        for gap in (0.0, 0.01, 0.03, 0.1):
+        for gap in (0.0, 0.01, 0.03, 0.1, 0.3):
             log = tmp_path / f"server-{gap}.log"
             server = ServeProcess(str(tmp_path / f"arena-{gap}.db"), free_port(), config, log)
             await server.ready(http)
