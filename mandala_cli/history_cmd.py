@@ -29,6 +29,8 @@ from server.recording.recorder import rating_update
 from server.storage import GameRow, Storage, open_storage
 from server.storage.base import GameWrite
 
+from .serve_cmd import claim_database, files_fault
+
 BATCH = 500
 """Games stored per transaction."""
 START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -124,14 +126,30 @@ def run(args: argparse.Namespace) -> int:
         print("mandala history synth: --games is at least 0 and --bots at least 2", file=sys.stderr)
         return 2
 
+    # As `mandala serve` refuses them: a path that cannot be a database, and a SQLite file a
+    # server serves (whose running games and tables would not see the rows written under it).
+    # The claim is held while writing, so no server starts on the file meanwhile.
+    fault = files_fault(args.db, None, "write to")
+    claim = claim_database(args.db) if fault is None else None
+    if fault is not None or isinstance(claim, str):
+        print(f"mandala history synth: {fault or claim}", file=sys.stderr)
+        return 2
+
     async def go() -> float:
         storage = open_storage(args.db)
-        await storage.open()
+        try:
+            await storage.open()
+        except Exception as e:  # PostgreSQL not there, a file SQLite cannot open
+            raise SystemExit(f"mandala history synth: cannot open {args.db}: {e} ({e.__class__.__name__})") from None
         try:
             return await synth(storage, args.games, args.bots, args.seed, force=args.force)
         finally:
             await storage.close()
 
-    took = asyncio.run(go())
+    try:
+        took = asyncio.run(go())
+    finally:
+        if claim is not None:
+            claim.close()
     print(f"{args.games:,} games between {args.bots} bots written to {args.db} in {took:.1f} s")
     return 0

@@ -10,6 +10,7 @@ these commands start without loading aiohttp.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import json
 import os
@@ -183,8 +184,14 @@ def save(output: str | None, write: Callable[[IO[bytes]], None]) -> None:
             write(out)
         os.replace(part, target)
     except OSError as e:
-        part.unlink(missing_ok=True)
+        _discard(part)
         raise Failure(f"error: cannot write {target}: {e.strerror or e}") from None
     except BaseException:
-        part.unlink(missing_ok=True)
+        _discard(part)
         raise
+
+
+def _discard(part: Path) -> None:
+    """Remove a partial file, if there is one and it can be (on a read-only disk it never was)."""
+    with contextlib.suppress(OSError):
+        part.unlink(missing_ok=True)

@@ -91,6 +91,8 @@ def banner(url: str, admin_token: str, generated: bool, registration: str, prog:
         + ("    # with MANDALA_ADMIN_TOKEN set: it reads the token there" if registration == "admin" else ""),
         f"  curl -X POST {url}/api/bots -H 'Content-Type: application/json' -d '{{\"name\": \"my-bot\"}}'"
         + (" -H \"Authorization: Bearer $MANDALA_ADMIN_TOKEN\"" if registration == "admin" else ""),
+        *(["  (a certificate of a private authority, or self-signed: add --ca-file CA.pem, curl --cacert CA.pem)"]
+          if url.startswith("https://") else []),
         "Then connect to /ws and send {\"type\": \"hello\", \"protocol\": 1, \"token\": \"<token>\"}.",
         f"Registration is {registration}; running games: {url}/api/games?status=running",
     ]
@@ -156,10 +158,9 @@ def run(args: argparse.Namespace) -> int:
     if args.log_level not in LOG_LEVELS:
         print(f"mandala serve: --log-level is one of {', '.join(LOG_LEVELS)}, not {args.log_level!r}", file=sys.stderr)
         return 2
-    folder = missing_folder(settings.db)
-    if folder is not None:
-        print(f"mandala serve: cannot serve {settings.db}: its folder {folder} does not exist (a mistyped path? "
-              "make the folder first)", file=sys.stderr)
+    fault = files_fault(settings.db, settings.spool_path)
+    if fault is not None:
+        print(f"mandala serve: {fault}", file=sys.stderr)
         return 2
     taken = port_taken(settings.host, settings.port)
     if taken is not None:
@@ -289,14 +290,46 @@ def sqlite_file(db: str) -> str | None:
     return db.removeprefix("sqlite://") if db.startswith("sqlite:///") else db
 
 
-def missing_folder(db: str) -> str | None:
-    """The folder a SQLite file would be made in, if it does not exist: a mistyped ``--db``
-    is refused, not served from folders made for it (with an empty ladder)."""
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def files_fault(db: str, spool: str | None, verb: str = "serve") -> str | None:
+    """Why the SQLite file or the spool cannot be used, if either cannot: asked before the
+    server starts, since waiting (``storage_wait_s``, meant for a database that is down for a
+    while) cannot mend a mistyped path, a folder that is not writable or a file that is not a
+    database. A mistyped path is refused, not served from folders made for it (an empty ladder;
+    a spool where nobody looks)."""
     file = sqlite_file(db)
-    if file is None:
-        return None
-    folder = os.path.dirname(os.path.abspath(file))
-    return None if os.path.isdir(folder) else folder
+    if file is not None:
+        path = os.path.abspath(file)
+        why = _unwritable(path, "database")
+        if why is None and os.path.isfile(path):
+            with open(path, "rb") as f:
+                head = f.read(len(SQLITE_HEADER))
+            if head and head != SQLITE_HEADER:
+                why = "it is not a SQLite database"
+        if why is not None:
+            return f"cannot {verb} {path}: {why}"
+    if spool is not None:
+        why = _unwritable(os.path.abspath(spool), "spool")
+        if why is not None:
+            return f"cannot spool to {os.path.abspath(spool)} (spool_path): {why}"
+    return None
+
+
+def _unwritable(path: str, what: str) -> str | None:
+    """Why this process cannot write the file ``path`` and beside it (SQLite's journal, a
+    spool's rewrite), if it cannot."""
+    folder = os.path.dirname(path)
+    if not os.path.isdir(folder):
+        return f"its folder {folder} does not exist (a mistyped path? make the folder first)"
+    if os.path.isdir(path):
+        return f"it is a folder, not a {what} file"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"its folder {folder} is not writable by this user"
+    if os.path.exists(path) and not os.access(path, os.R_OK | os.W_OK):
+        return "it is not readable and writable by this user"
+    return None
 
 
 def port_taken(host: str, port: int) -> str | None:

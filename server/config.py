@@ -239,6 +239,16 @@ class ConfigError(ValueError):
     """A config file or flag that does not make valid settings."""
 
 
+def _settings(values: dict[str, Any], origin: str) -> Settings:
+    """The settings ``values`` make, or a :class:`ConfigError` that says where they came from
+    (the file, an environment variable): each source is checked alone first, so a bad value
+    is blamed on the one that gave it."""
+    try:
+        return msgspec.convert(values, Settings)
+    except msgspec.ValidationError as e:
+        raise ConfigError(f"{origin}: {e}") from None
+
+
 def load_settings(
     config: Path | None = None,
     overrides: Mapping[str, Any] | None = None,
@@ -249,17 +259,20 @@ def load_settings(
     ``MANDALA_LOG_FORMAT`` (:data:`ENVIRONMENT`) < ``overrides`` (``None`` values skipped)."""
     values: dict[str, Any] = {}
     if config is not None:
-        try:
-            values.update(tomllib.loads(config.read_text(encoding="utf-8")))
+        try:  # utf-8-sig: a file an editor saved with a byte-order mark reads as one without
+            values.update(tomllib.loads(config.read_text(encoding="utf-8-sig")))
+        except UnicodeDecodeError:
+            raise ConfigError(f"{config}: not UTF-8 text (a TOML file is UTF-8: save it so)") from None
         except (OSError, tomllib.TOMLDecodeError) as e:
             raise ConfigError(f"{config}: {e}") from None
+        _settings(values, f"{config}: bad setting")
     env = os.environ if environ is None else environ
-    values.update({setting: env[name] for name, setting in ENVIRONMENT.items() if env.get(name)})
+    for name, setting in ENVIRONMENT.items():
+        if env.get(name):
+            values[setting] = env[name]
+            _settings({setting: env[name]}, f"${name}: bad setting")
     values.update({k: v for k, v in (overrides or {}).items() if v is not None})
-    try:
-        settings = msgspec.convert(values, Settings)
-    except msgspec.ValidationError as e:
-        raise ConfigError(f"bad setting: {e}") from None
+    settings = _settings(values, "bad setting")
     if (settings.tls_cert is None) != (settings.tls_key is None):
         given, missing = ("--tls-cert", "--tls-key") if settings.tls_key is None else ("--tls-key", "--tls-cert")
         raise ConfigError(f"{given} needs {missing} too: TLS takes the certificate and its private key")

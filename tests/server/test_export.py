@@ -271,3 +271,21 @@ async def test_a_game_written_while_exports_stream_waits_for_one_page_at_most(ma
     await created
     assert [(await r.read(), r.status) for r in exports] == [(b"", 200)] * 4
     assert order == ["page", "write", "page", "page", "page"]
+
+
+def test_a_file_on_a_read_only_disk_is_one_line_not_a_traceback(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """``-o FILE`` on a read-only disk: the partial file can neither be made nor removed, and
+    both refusals used to end in a double traceback; it is the command's one line."""
+    import errno
+
+    from mandala_cli.http_client import Failure, save
+
+    def read_only(*args: Any, **kwargs: Any) -> Any:
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(Path, "open", read_only)
+    monkeypatch.setattr(Path, "unlink", read_only)
+    with pytest.raises(Failure) as failed:
+        save(str(tmp_path / "x.jsonl"), lambda out: out.write(b"{}\n"))
+    assert str(failed.value) == f"error: cannot write {tmp_path / 'x.jsonl'}: Read-only file system"

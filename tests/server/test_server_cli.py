@@ -32,8 +32,19 @@ def test_settings_precedence(tmp_path: Path) -> None:
         load_settings(None, environ={"MANDALA_ADMIN_TOKEN": "  "})
     assert load_settings(None, {}, environ={}) == Settings()
     config.write_text("colour = 3\n")
-    with pytest.raises(ConfigError, match="colour"):
+    with pytest.raises(ConfigError) as bad:
         load_settings(config, environ={})
+    assert str(bad.value) == f"{config}: bad setting: Object contains unknown field `colour`"  # which file said it
+    with pytest.raises(ConfigError) as bad:  # and which variable
+        load_settings(None, environ={"MANDALA_LOG_FORMAT": "yaml"})
+    assert str(bad.value) == "$MANDALA_LOG_FORMAT: bad setting: Invalid enum value 'yaml' - at `$.log_format`"
+    # A file saved with a byte-order mark reads as without; one in another encoding is one line.
+    config.write_bytes(b"\xef\xbb\xbfport = 9001\n")
+    assert load_settings(config, environ={}).port == 9001
+    config.write_bytes("port = 9001\n".encode("utf-16"))
+    with pytest.raises(ConfigError) as bad:
+        load_settings(config, environ={})
+    assert str(bad.value) == f"{config}: not UTF-8 text (a TOML file is UTF-8: save it so)"
     config.write_text('registration = "everyone"\n')
     with pytest.raises(ConfigError, match="registration"):
         load_settings(config, environ={})
@@ -74,17 +85,39 @@ def test_banner_says_how_to_start() -> None:
     assert "curl -X POST http://127.0.0.1:8080/api/bots" in text
     assert "S3CRET" in text
     assert "S3CRET" not in banner("http://h:1", "S3CRET", False, "admin")
+    assert "--ca-file" not in text and "  (a certificate of a private authority, or self-signed: add --ca-file CA.pem" \
+        in banner("https://h:1", "S3CRET", False, "open")
 
 
-def test_a_database_in_a_folder_that_does_not_exist_is_refused_and_nothing_is_made(
+def test_a_database_or_spool_path_that_cannot_serve_is_refused_at_once_and_nothing_is_made(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A mistyped ``--db`` would serve an empty ladder from folders made for it."""
+    """A mistyped ``--db`` would serve an empty ladder from folders made for it, and a file that
+    is not a database (or a folder) would be retried for ``storage_wait_s`` (five minutes), as if
+    a disk were coming back; a spool where it cannot be written would fail only when it is needed
+    (the database down). Each is one line naming the whole path and why, exit 2, before anything."""
     db = tmp_path / "no" / "such" / "arena.db"
-    for given in (str(db), f"sqlite://{db}"):
-        assert main(["serve", "--db", given, "--port", str(free_port())]) == 2
-        assert capsys.readouterr().err == (f"mandala serve: cannot serve {given}: its folder {db.parent} does not "
-                                           "exist (a mistyped path? make the folder first)\n")
-    assert not (tmp_path / "no").exists()
+    (tmp_path / "cert.pem").write_text("-----BEGIN CERTIFICATE-----\n")
+    (tmp_path / "a-folder").mkdir()
+    good = str(tmp_path / "arena.db")
+    cases = [
+        (["--db", str(db)], f"cannot serve {db}: its folder {db.parent} does not exist (a mistyped path? make the "
+                            "folder first)"),
+        (["--db", f"sqlite://{db}"], f"cannot serve {db}: its folder {db.parent} does not exist (a mistyped path? "
+                                     "make the folder first)"),
+        (["--db", str(tmp_path / "a-folder")], f"cannot serve {tmp_path / 'a-folder'}: it is a folder, not a "
+                                               "database file"),
+        (["--db", str(tmp_path / "cert.pem")], f"cannot serve {tmp_path / 'cert.pem'}: it is not a SQLite database"),
+        (["--db", good, "--spool", str(tmp_path / "nope" / "spool.jsonl")],
+         f"cannot spool to {tmp_path / 'nope' / 'spool.jsonl'} (spool_path): its folder {tmp_path / 'nope'} does not "
+         "exist (a mistyped path? make the folder first)"),
+        (["--db", good, "--spool", str(tmp_path / "a-folder")],
+         f"cannot spool to {tmp_path / 'a-folder'} (spool_path): it is a folder, not a spool file"),
+    ]
+    for flags, said in cases:
+        assert main(["serve", "--port", str(free_port()), *flags]) == 2, flags
+        assert capsys.readouterr().err == f"mandala serve: {said}\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-folder", "cert.pem"]  # nothing made
+    assert list((tmp_path / "a-folder").iterdir()) == []
 
 
 async def test_bot_create_command(make_arena: Any, capsys: Any) -> None:
