@@ -113,6 +113,11 @@ async def test_a_game_elsewhere_that_ends_while_a_new_leaders_director_looks_it_
     resp = await n2.client.post(f"/api/tournaments/{tid}/start", headers=AUTH)
     assert resp.status == 200
     await bravo.until(GameStart)
+    # n3 hosts the game and must not lead: it stops competing for the lease, so that n2, not
+    # whichever of the two asks first, leads once n1 is gone.
+    n3_lease = [t for t in asyncio.all_tasks() if t.get_name() == "lease-n3"]
+    assert len(n3_lease) == 1
+    n3_lease[0].cancel()
     await n1.client.close()  # n1 stops: n2 leads next
     await wait_until(lambda: any(run.elsewhere for run in director.runs.values()), 15,
                      "n2 did not take the tournament over with its game on n3")

@@ -239,6 +239,7 @@ class PostgresDown(Fault):
 
 async def outage(tmp_path: Path, fault: Fault, kill_during: bool) -> None:
     port, log, spool = free_port(), tmp_path / "server.log", tmp_path / "spool" / "arena.spool"
+    spool.parent.mkdir()  # the spool's own folder (its own disk), made by the operator: the server refuses a missing one
     config = tmp_path / "arena.toml"
     config.write_text(
         "pairing_interval_s = 0.05\nmessages_per_second = 10000.0\nburst = 10000\n"
