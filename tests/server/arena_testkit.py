@@ -482,7 +482,14 @@ class ServeProcess:
         standings' worker, the resource tracker beside it) outlives it by :data:`LEFTOVER_S`."""
         family = descendants(self.proc.pid)
         self.proc.send_signal(sig)
-        code = self.proc.wait(timeout=30)
+        try:
+            code = self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # the test fails, and leaves no server behind
+            for pid in (self.proc.pid, *family):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            self.proc.wait()
+            raise
         self.log.close()
         assert_all_gone(family, f"after signal {sig} to the server")
         return code
