@@ -47,7 +47,9 @@ def tls_context(cert: str, key: str) -> ssl.SSLContext:
         try:
             Path(path).read_bytes()
         except OSError as e:
-            raise ConfigError(f"{flag} {path}: cannot read it: {e.strerror or e}") from None
+            # A relative path is the working directory's (``/`` under systemd): say where it looked.
+            where = "" if Path(path).is_absolute() else f" (that is {Path(path).absolute()})"
+            raise ConfigError(f"{flag} {path}{where}: cannot read it: {e.strerror or e}") from None
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.set_alpn_protocols(["http/1.1"])

@@ -251,6 +251,8 @@ def test_a_certificate_or_key_that_cannot_be_used_stops_the_start_naming_the_fil
         (["--tls-cert", str(good.cert), "--tls-key", str(other.key)],
          f"--tls-key {other.key}: not the PEM private key of the certificate in --tls-cert {good.cert}"),
         (["--tls-cert", str(good.cert)], "--tls-cert needs --tls-key too"),
+        (["--tls-cert", str(good.cert), "--tls-key", "server.key"],  # relative: the working directory's
+         f"--tls-key server.key (that is {Path.cwd() / 'server.key'}): cannot read it: "),
     ]
     for flags, said in cases:
         assert main(["serve", "--db", db, *flags]) == 2
