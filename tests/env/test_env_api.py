@@ -442,14 +442,18 @@ def test_the_random_opponent_by_name_makes_the_random_bots_very_moves() -> None:
     by_name, by_object = Seat("random", 17), Seat(RandomBot(seed=17), None)
     rng = random.Random(5)
     for seed in range(5):
-        game = Game.new(seed=seed)
-        while game.to_move is not None:
-            if game.to_move == 1:
-                code = by_name.move(game)
-                assert code == by_object.move(game)
-            else:
-                code = action_of(rng.choice(game.legal_moves))
-            game.push_code(code)
+        games = Game.new(seed=seed), Game.new(seed=seed)
+        sittings = by_name.sit(games[0], 1), by_object.sit(games[1], 1)
+        for sitting in sittings:
+            sitting.advance()
+        while games[0].to_move is not None:
+            code = action_of(rng.choice(games[0].legal_moves))
+            for game, sitting in zip(games, sittings, strict=True):
+                game.push_code(code)
+                sitting.moved(code)
+                sitting.advance()
+            assert games[0].history == games[1].history
+        assert games[1].to_move is None
 
 
 def test_a_finished_game_given_to_reset_is_over_at_once() -> None:

@@ -64,7 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--challenge", metavar="NAME", help="challenge that bot, again after each game")
     p.add_argument("--no-accept", dest="accept", action="store_false", help="decline the challenges of other bots")
     p.add_argument("--games", type=int, metavar="N",
-                   help="stop after N games in all (default: play until interrupted)")
+                   help="stop after N games in all (default: play until interrupted); on the ladder, once the "
+                        "return game of every duplicate pair begun is played too, so --games 1 plays a pair")
     p.add_argument("--max-games", type=int, default=1, metavar="K",
                    help="play up to K games at the same time, 1 to 64 (the hello's max_games); not a total, which"
                         " --games sets (default 1: one game at a time)")

@@ -44,7 +44,7 @@ from typing import Any
 import msgspec
 
 from mandala import Game, IllegalMove, Move, move_to_dict, record_of, view
-from mandala.record import PlayedMove
+from mandala.record import PlayedMove, Record, played
 from protocol.messages import Decision, GameOver, GameResult, GameStart, Player, Update
 
 from .bots import SHORTCUTS
@@ -251,6 +251,14 @@ def _listener(bot: Any) -> Callable[[Any], None] | None:
     return hear
 
 
+def _record(game: Game) -> Record:
+    """The record ``game_over`` carries: the whole record (R23), or for a game set up from a
+    position (which has no deal to record) its first player and the moves played since."""
+    if game.deck_order:
+        return record_of(game)
+    return Record([], [], game.first_player, [played(game, ply) for ply in range(len(game.history))])  # type: ignore[arg-type]
+
+
 class Messages:
     """Tells the bots that listen what a server would send them about ``game``:
     ``game_start`` and a first ``update``, an ``update`` after each move, each with the seat's
@@ -287,13 +295,27 @@ class Messages:
 
     def over(self, result: GameResult) -> None:
         if self.listening:
-            message = GameOver(self.game_id, result, record_of(self.game))
+            message = GameOver(self.game_id, result, _record(self.game))
             for hear in self.hooks:
                 if hear is not None:
                     try:
                         hear(message)
                     except BotError:
                         pass  # the game is decided; a bot that fails to hear it changes nothing
+
+
+def ask(bot: Any, game: Game, game_id: str = "offline", decision_ms: int = DECISION_MS) -> Move:
+    """``bot``'s move at ``game``'s decision, asked as a server asks: the whole ``decision``
+    message to a bot with ``decide``, else ``choose(view, legal)``; a coroutine is awaited.
+    What the bot raises is raised (the move itself is not checked)."""
+    seat = game.to_move
+    assert seat is not None, "the game is over: there is no decision to ask for"
+    legal = game.legal_moves
+    decide = getattr(bot, "decide", None)
+    if decide is not None:
+        decision = Decision(game_id, len(game.history), seat, view(game, seat), legal, decision_ms)  # type: ignore[arg-type]
+        return _resolve(decide(decision))  # type: ignore[no-any-return]
+    return _resolve(bot.choose(view(game, seat), legal))  # type: ignore[no-any-return]
 
 
 def play_game(
@@ -312,14 +334,8 @@ def play_game(
             messages.started(seat)
         while game.to_move is not None:
             seat = game.to_move
-            legal = game.legal_moves
-            decide = getattr(bots[seat], "decide", None)
             try:
-                if decide is not None:
-                    ply = len(game.history)
-                    move = _resolve(decide(Decision(game_id, ply, seat, view(game, seat), legal, decision_ms)))  # type: ignore[arg-type]
-                else:
-                    move = _resolve(bots[seat].choose(view(game, seat), legal))
+                move = ask(bots[seat], game, game_id, decision_ms)
             except BotError:
                 raise
             except Exception as e:  # the bot's own failure loses its game, not the whole match

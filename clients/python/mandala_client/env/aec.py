@@ -30,21 +30,25 @@ from typing import Any, ClassVar
 import gymnasium
 import numpy.typing as npt
 from pettingzoo import AECEnv
+from pettingzoo.utils.env import AECIterable
 from pettingzoo.utils.env_logger import EnvLogger
 
 from mandala import Game, View, view
 
 from .core import (
     AGENTS,
+    RENDER_MODES,
     SEAT_OF,
     IllegalAction,
     IllegalMode,
     RewardMode,
     check_modes,
+    check_render_mode,
     checked_code,
     end_info,
     final_rewards,
     new_game,
+    rendered,
 )
 from .observer import Observer
 from .spaces import action_space, observation_space
@@ -59,25 +63,27 @@ class MandalaEnv(AECEnv[str, Observation, int | None]):
     - ``reward``: ``"win"`` (+1, -1, 0 at the end) or ``"score"`` (the score difference, R21).
     - ``illegal``: ``"raise"`` (:class:`~.core.IllegalAction`, the game untouched) or
       ``"forfeit"`` (the game ends, the agent that acted gets ``-illegal_penalty`` and the
-      other ``+illegal_penalty``; ``info["end_reason"]`` is ``"forfeit"``).
+      other ``+illegal_penalty``; ``info["end_reason"]`` is ``"forfeit"``). The penalty is
+      by default 1 under ``"win"`` and :data:`~.core.SCORE_FORFEIT` under ``"score"``. The
+      engine's game stays where it stopped, but the observations show it over.
     - ``reset(options=...)``: a given deal (``deck``, ``first_player``, ``reshuffles``) or a
       ``game`` to go on from (:func:`~.core.new_game`).
-    - ``render_mode="ansi"``: :meth:`render` returns the spectator's view as JSON.
+    - ``render_mode="ansi"``: :meth:`render` returns the spectator's view as JSON;
+      ``"human"`` prints it.
     """
 
     metadata: ClassVar[dict[str, Any]] = {
-        "name": "mandala_v0", "render_modes": ["ansi"], "is_parallelizable": False, "render_fps": 1,
+        "name": "mandala_v0", "render_modes": list(RENDER_MODES), "is_parallelizable": False, "render_fps": 1,
     }
 
-    def __init__(self, reward: RewardMode = "win", illegal: IllegalMode = "raise", illegal_penalty: float = 1.0,
+    def __init__(self, reward: RewardMode = "win", illegal: IllegalMode = "raise", illegal_penalty: float | None = None,
                  render_mode: str | None = None) -> None:
         super().__init__()
-        check_modes(reward, illegal, illegal_penalty)
-        if render_mode not in (None, "ansi"):
-            raise ValueError(f"render_mode is None or 'ansi', not {render_mode!r}")
+        penalty = check_modes(reward, illegal, illegal_penalty)
+        check_render_mode(render_mode)
         self.reward_mode: RewardMode = reward
         self.illegal: IllegalMode = illegal
-        self.illegal_penalty = float(illegal_penalty)
+        self.illegal_penalty = penalty
         self.render_mode = render_mode
         self.possible_agents = list(AGENTS)
         obs_space, act_space = observation_space(), action_space()
@@ -114,13 +120,23 @@ class MandalaEnv(AECEnv[str, Observation, int | None]):
         else:
             self.agent_selection = AGENTS[game.to_move]
 
+    def agent_iter(self, max_iter: int = 2**63) -> AECIterable[str, Observation, int | None]:
+        if self._game is None:
+            EnvLogger.error_agent_iter_before_reset()
+        return super().agent_iter(max_iter)
+
+    def last(self, observe: bool = True) -> tuple[Observation | None, float, bool, bool, dict[str, Any]]:
+        if self._game is None:
+            raise AssertionError("reset() needs to be called before last().")
+        return super().last(observe)
+
     def observe(self, agent: str) -> Observation:
         game = self._game
         if game is None:
             EnvLogger.error_observe_before_reset()
         assert game is not None
         seat = SEAT_OF[agent]
-        return self._observer.observation(game, seat, game.to_move == seat and not self._over)
+        return self._observer.observation(game, seat, game.to_move == seat and not self._over, self._over)
 
     def step(self, action: int | None) -> None:
         game = self._game
@@ -155,9 +171,7 @@ class MandalaEnv(AECEnv[str, Observation, int | None]):
         if self.render_mode is None:
             gymnasium.logger.warn("render() without a render_mode: make the environment with render_mode='ansi'")
             return None
-        import msgspec
-
-        return msgspec.json.encode(view(self._game)).decode()  # type: ignore[arg-type]
+        return rendered(self._game, self.render_mode)  # type: ignore[arg-type]
 
     def close(self) -> None:
         """Nothing to release: the game is plain Python state."""
@@ -174,8 +188,8 @@ class MandalaEnv(AECEnv[str, Observation, int | None]):
         """What ``agent``'s seat sees now (R24): the raw view its observation encodes, for
         authors who want their own encoding."""
         if self._game is None:
-            EnvLogger.error_observe_before_reset()
-        return view(self._game, SEAT_OF[agent])  # type: ignore[arg-type]
+            raise AssertionError("reset() needs to be called before view().")
+        return view(self._game, SEAT_OF[agent])
 
     # ------------------------------------------------------------------ the end
 

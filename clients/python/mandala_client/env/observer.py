@@ -39,6 +39,8 @@ _FLAGS: Final = (b"\x01\x00", b"\x01\x01")
 """``my_decision`` and ``i_moved_first``, by whether the seat moved first."""
 _PHASE: Final = {"turn": (1, 0, 0), "pick": (0, 1, 0), "over": (0, 0, 1)}
 _NO_DESTRUCTION: Final = (0, 0, 0, 0)
+_PHASE_AT: Final = 0
+"""Where the phase's three flags and then ``my_decision`` stand in an observation."""
 
 
 def _river_rows() -> dict[tuple[int, ...], tuple[int, ...]]:
@@ -140,11 +142,15 @@ class Observer:
         """``encode(view(game, me))``, made from ``game`` directly."""
         return scaled(*self.raw(game, me))
 
-    def observation(self, game: Game, me: int, deciding: bool) -> dict[str, npt.NDArray[Any]]:
+    def observation(self, game: Game, me: int, deciding: bool, ended: bool = False) -> dict[str, npt.NDArray[Any]]:
         """What the environments hand seat ``me``: the observation and the mask of its legal
-        actions, all zeros unless it is ``deciding``."""
+        actions, all zeros unless it is ``deciding``. A game ``ended`` by a forfeit, which the
+        engine's game does not know of, is shown over: phase ``over``, no seat deciding."""
         mask = legal_mask(game.legal_codes()) if deciding else np.zeros(ACTION_COUNT, dtype=np.int8)
-        return {"observation": self.observe(game, me), "action_mask": mask}
+        obs = self.observe(game, me)
+        if ended and game.phase != "over":
+            obs[_PHASE_AT:_PHASE_AT + 4] = (*_PHASE["over"], 0)  # phase and my_decision
+        return {"observation": obs, "action_mask": mask}
 
 
 def legal_mask(codes: Sequence[int]) -> npt.NDArray[np.int8]:

@@ -31,18 +31,21 @@ from mandala import Game, View, view
 
 from .core import (
     AGENTS,
+    RENDER_MODES,
     IllegalAction,
     IllegalMode,
     RewardMode,
     check_modes,
+    check_render_mode,
     checked_code,
     end_info,
     final_rewards,
     new_game,
+    rendered,
 )
 from .encoding import ACTION_COUNT
 from .observer import Observer, legal_mask
-from .opponents import Opponent, Seat
+from .opponents import Opponent, Seat, Sitting
 from .spaces import action_space, observation_space
 
 Observation = dict[str, npt.NDArray[Any]]
@@ -59,27 +62,28 @@ class MandalaGymEnv(gymnasium.Env[Observation, np.int64]):
       function keeps its own randomness).
     """
 
-    metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 1}  # noqa: RUF012  # as gymnasium.Env declares it
+    metadata: dict[str, Any] = {"render_modes": list(RENDER_MODES), "render_fps": 1}  # noqa: RUF012  # as gymnasium.Env declares it
 
     def __init__(self, opponent: Opponent = "random", seat: int | None = None, reward: RewardMode = "win",
-                 illegal: IllegalMode = "raise", illegal_penalty: float = 1.0, render_mode: str | None = None) -> None:
-        check_modes(reward, illegal, illegal_penalty)
+                 illegal: IllegalMode = "raise", illegal_penalty: float | None = None,
+                 render_mode: str | None = None) -> None:
+        penalty = check_modes(reward, illegal, illegal_penalty)
         if seat not in (None, 0, 1):
             raise ValueError(f"seat is 0, 1 or None, not {seat!r}")
-        if render_mode not in (None, "ansi"):
-            raise ValueError(f"render_mode is None or 'ansi', not {render_mode!r}")
-        Seat(opponent, 0)  # a bad opponent fails here, not at the first reset
+        check_render_mode(render_mode)
+        Seat(opponent, 0).close()  # a bad opponent fails here, not at the first reset
         self.opponent = opponent
         self.seat = seat
         self.reward_mode: RewardMode = reward
         self.illegal: IllegalMode = illegal
-        self.illegal_penalty = float(illegal_penalty)
+        self.illegal_penalty = penalty
         self.render_mode = render_mode
         self.observation_space = observation_space()  # type: ignore[assignment]  # a Dict space of these arrays
         self.action_space = action_space()
         self._game: Game | None = None
         self._me = 0
         self._other: Seat | None = None
+        self._sitting: Sitting | None = None
         self._over = False
         self._observer = Observer()
 
@@ -92,9 +96,11 @@ class MandalaGymEnv(gymnasium.Env[Observation, np.int64]):
         rng = random.Random(int(self.np_random.integers(2**63)))
         drawn = rng.randrange(2)
         game = new_game(rng, options)
+        self.close()  # the last game's opponent (an external program stops)
         other = Seat(self.opponent, rng.getrandbits(63))
         self._game, self._other, self._over = game, other, False
         self._me = drawn if seat is None else seat
+        self._sitting = other.sit(game, 1 - self._me)
         return self._advance(game, {})
 
     def step(self, action: Any) -> tuple[Observation, SupportsFloat, bool, bool, dict[str, Any]]:
@@ -112,8 +118,12 @@ class MandalaGymEnv(gymnasium.Env[Observation, np.int64]):
             self._over = True
             info = end_info(game, me, str(e))
             info["seat"] = me
+            assert self._sitting is not None
+            self._sitting.end(forfeit=me)
             return self._observe(game), -self.illegal_penalty, True, False, info
         game.push_code(code)
+        assert self._sitting is not None
+        self._sitting.moved(code)
         obs, info = self._advance(game, {})
         if not self._over:
             return obs, 0.0, False, False, info
@@ -121,10 +131,9 @@ class MandalaGymEnv(gymnasium.Env[Observation, np.int64]):
 
     def _advance(self, game: Game, info: dict[str, Any]) -> tuple[Observation, dict[str, Any]]:
         """Let the opponent move until the learner decides or the game ends."""
-        me, other = self._me, self._other
-        assert other is not None
-        while game.to_move is not None and game.to_move != me:
-            game.push_code(other.move(game))
+        me, sitting = self._me, self._sitting
+        assert sitting is not None
+        sitting.advance()
         if game.to_move is None:
             self._over = True
             info = end_info(game)
@@ -133,7 +142,7 @@ class MandalaGymEnv(gymnasium.Env[Observation, np.int64]):
 
     def _observe(self, game: Game) -> Observation:
         me = self._me
-        return self._observer.observation(game, me, game.to_move == me and not self._over)
+        return self._observer.observation(game, me, game.to_move == me and not self._over, self._over)
 
     def action_masks(self) -> npt.NDArray[np.bool_]:
         """The legal actions now, as booleans (the method ``MaskablePPO`` calls)."""
@@ -156,6 +165,9 @@ class MandalaGymEnv(gymnasium.Env[Observation, np.int64]):
     def render(self) -> str | None:  # type: ignore[override]
         if self.render_mode is None or self._game is None:
             return None
-        import msgspec
+        return rendered(self._game, self.render_mode)
 
-        return msgspec.json.encode(view(self._game)).decode()
+    def close(self) -> None:
+        """Let the opponent release what it holds (an external program stops)."""
+        if self._other is not None:
+            self._other.close()

@@ -36,7 +36,7 @@ from mandala import Game
 from .core import AGENTS, RewardMode, check_modes, checked_code, end_info, final_rewards, new_game
 from .encoding import ACTION_COUNT
 from .observer import BatchObserver
-from .opponents import Opponent, Seat
+from .opponents import Opponent, Seat, Sitting
 
 Ended = tuple[int, tuple[float, float], dict[str, Any]]
 
@@ -56,6 +56,8 @@ class GameBatch:
         self._other = None if opponent is None else Seat(opponent, self._rng.getrandbits(63))
         self.learner: list[int | None] = [None] * size
         """Each row's learning seat (``None`` in self-play)."""
+        self._sittings: list[Sitting | None] = [None] * size
+        """Each row's opponent at its game (``None`` in self-play)."""
         self.games: list[Game] = []
         self._observer = BatchObserver()
         self._legal: npt.NDArray[np.int8] | None = None
@@ -74,16 +76,16 @@ class GameBatch:
         while True:
             game = new_game(self._rng, None)
             if self._other is not None:
-                self.learner[row] = self._rng.randrange(2)
-                self._advance(game, row)
+                me = self.learner[row] = self._rng.randrange(2)
+                sitting = self._sittings[row] = self._other.sit(game, 1 - me)
+                sitting.advance()
             if game.to_move is not None:
                 return game
 
-    def _advance(self, game: Game, row: int) -> None:
-        other, me = self._other, self.learner[row]
-        if other is not None:
-            while game.to_move is not None and game.to_move != me:
-                game.push_code(other.move(game))
+    def close(self) -> None:
+        """Let a bot opponent made from a spec release what it holds (an external program stops)."""
+        if self._other is not None:
+            self._other.close()
 
     @property
     def seats(self) -> list[int]:
@@ -128,13 +130,13 @@ class GameBatch:
                      else checked_code(g, a, f"row {i} ({AGENTS[g.to_move]})")  # type: ignore[index]
                      for i, (g, a) in enumerate(zip(games, given, strict=True))]
         ended: list[Ended] = []
-        other = self._other
+        sittings = self._sittings
         for i, (g, code) in enumerate(zip(games, codes, strict=True)):
             g.push_code(code)
-            if other is not None:
-                me = self.learner[i]
-                while g.to_move is not None and g.to_move != me:
-                    g.push_code(other.move(g))
+            sitting = sittings[i]
+            if sitting is not None:
+                sitting.moved(code)
+                sitting.advance()
             if g.to_move is None:
                 info = end_info(g)
                 info["seat"] = self.learner[i]
