@@ -21,7 +21,9 @@ wherever the organizer's request arrived, each game hosted by the node of one of
   bots (:attr:`Director.held`): the ladder starts no game in it, so the slot freed when a bot's
   other game ends is the tournament's. The holds are recomputed at each look and as each
   tournament game ends (before the ladder hears of a freed slot), and given up when the game
-  starts or the tournament pauses, is cancelled or ends. A bot due such a game whose slots are
+  starts or the tournament pauses, is cancelled or ends. Between a Swiss round's last game and
+  the storing of the next round's pairing, every bot of the tournament holds a slot, and the
+  new round's games start in the step that pairs it. A bot due such a game whose slots are
   all taken, some by games outside the tournament, is shown waited for as busy, with them.
 - **Away.** A bot not connected when one of its games is due is waited for ``grace_s`` from
   that moment; then it forfeits that game and every further one that comes due while it stays
@@ -109,6 +111,20 @@ class Run:
         """Whether the other slot of ``slot``'s deal has a game running (here or on another
         node): then ``slot`` waits for its end, so no bot plays both seats of one deal at once."""
         return any(s != slot and (s in self.running or s in self.elsewhere) for s in deal_slots(slot))
+
+    def rounds(self) -> int:
+        """Rounds scheduled so far."""
+        return max((e[0] for e in self.row.schedule), default=0)
+
+    def round_due(self) -> bool:
+        """Whether a Swiss round is to be paired now: the rounds so far all played (and
+        stored), more to come."""
+        return (self.definition.format == "swiss" and self.rounds() < (self.definition.rounds or 0)
+                and not self.due() and not self.running and not self.elsewhere and not self.forfeiting)
+
+    def bots(self) -> set[str]:
+        """The bots the schedule names (as registered)."""
+        return {p for entry in self.row.schedule for p in entry[1:3]}
 
     def playing(self) -> Counter[str]:
         """Each bot's games of this tournament running (here or on another node)."""
@@ -305,11 +321,10 @@ class Director:
         if run.row.state != "running" or not self.leading or not self.may_act():
             return
         d = run.definition
+        if run.round_due() and not await self._next_round(run):
+            return
         due = run.due()
         if not due and not run.running and not run.elsewhere and not run.forfeiting:
-            if d.format == "swiss" and self._rounds(run) < (d.rounds or 0):
-                await self._next_round(run)
-                return
             await self._finish(run)
             return
         now = asyncio.get_running_loop().time()
@@ -341,17 +356,18 @@ class Director:
             run.running[slot] = game_id
             self._changed(run)
 
-    def _rounds(self, run: Run) -> int:
-        return max((e[0] for e in run.row.schedule), default=0)
-
-    async def _next_round(self, run: Run) -> None:
+    async def _next_round(self, run: Run) -> bool:
+        """Pair and store the next Swiss round; whether it was (the row may have changed state
+        meanwhile). Its games start in the same step: the round's bots were held for it."""
         scores = self.tallies.of(run.row, run.games.values()).scores()
         entries = plan.next_swiss_round(run.definition, run.row.schedule, scores)
         row = msgspec.structs.replace(run.row, schedule=run.row.schedule + entries)
-        if await self.storage.update_tournament(row, "running"):
-            run.row = row
-            log.info("tournament %s: round %d paired", run.id, self._rounds(run))
-            self._changed(run)
+        if not await self.storage.update_tournament(row, "running"):
+            return False
+        run.row = row
+        log.info("tournament %s: round %d paired", run.id, run.rounds())
+        self._changed(run)
+        return True
 
     async def _finish(self, run: Run) -> None:
         row = msgspec.structs.replace(run.row, state="finished", ended=utc_now())
@@ -413,6 +429,13 @@ class Director:
         some by games of other kinds or tournaments)."""
         busy: set[str] = set()
         if run.row.state != "running":
+            return busy
+        if run.round_due():
+            # Between a Swiss round's last game and the next round's pairing (a storage write)
+            # nothing is due, yet every bot of the round to come is: keep a slot of each.
+            for p in run.bots():
+                if self.manager.can_play(p) and self._capacity(p) - playing[p] - held[p] > 0:
+                    held[p] += 1
             return busy
         d = run.definition
         concurrent = len(run.running) + len(run.elsewhere)

@@ -16,6 +16,7 @@ from mandala_client.bots import GreedyBot, RandomBot
 from mandala_client.client import Client
 from protocol.messages import GameStart
 from protocol.tournaments import BusyGame, LiveTournament, TournamentView, Waiting
+from server.tournaments import director as director_module
 
 RULES_ENDS = {"river", "deck", "no_moves", "turn_limit"}
 
@@ -126,3 +127,73 @@ async def test_a_busy_bot_is_shown_with_its_game_and_both_slots_are_kept(make_ar
     assert done["progress"]["played"] == 2 and done["waiting"] == []
     assert director.held == {}
 
+
+
+async def test_a_swiss_round_keeps_its_bots_from_the_ladder_until_the_next_is_paired(make_arena: Any, monkeypatch: Any) -> None:
+    """Four bots seek on the ladder with one slot each and play a Swiss tournament of two
+    rounds. Between round 1's last game and the storing of round 2's pairing nothing of the
+    tournament is due, yet every bot of it is: each keeps a slot held, so the ladder (a pass
+    run right then, while the pairing's write is kept waiting) starts no game with any of them.
+    Before, the holds dropped with the round's last game and the ladder took the bots, and
+    round 2 waited for whole ladder games."""
+    arena: Harness = await make_arena(pairing_interval_s=0.05, pairing_wait_s=0.5)
+    names = ["ada", "bob", "cyd", "dee"]
+    url = str(arena.client.make_url("/ws")).replace("http", "ws", 1)
+    clients = [Client(RandomBot(seed=i), url=url, token=await arena.create_bot(name), max_games=1, ladder=True,
+                      session=arena.client.session) for i, name in enumerate(names)]
+    tasks = [asyncio.create_task(c.run()) for c in clients]
+    director, ladder = arena.arena.tournaments, arena.arena.ladder
+    gate = asyncio.Event()
+    seen: list[dict[str, Any]] = []
+    store = director.storage.update_tournament
+
+    async def pairing_kept_waiting(row: Any, state: Any) -> Any:
+        run = director.runs.get(row.tournament_id)
+        if run is not None and len(row.schedule) > len(run.row.schedule):  # the next round's pairing
+            round_ended = max(g.ended for g in run.games.values())
+            look: dict[str, Any] = {"free": {b: ladder.free(b) for b in names}, "new_ladder_games": []}
+            for _ in range(2):
+                ladder.pair_now()
+                look["new_ladder_games"] += [room.id for b in names for room in arena.arena.manager.games_of(b)
+                                             if room.kind == "ladder" and room.started > round_ended]
+            seen.append(look)
+            await gate.wait()
+        return await store(row, state)
+
+    monkeypatch.setattr(director.storage, "update_tournament", pairing_kept_waiting)
+    try:
+        async def all_on_the_ladder() -> bool:
+            return {s["bot"] for s in (await arena.get_json("/api/ladder"))["standings"]} == set(names)
+
+        await wait_until(all_on_the_ladder, 90, "the bots never all played on the ladder")
+        tid = (await create(arena, name="swiss", format="swiss", rounds=2, participants=names))["tournament_id"]
+        await post(arena, f"/api/tournaments/{tid}/start")
+        await wait_until(lambda: bool(seen), 90, "round 2 was never paired")
+        gate.set()
+        done = await finished(arena, tid, timeout=90)
+    finally:
+        gate.set()
+        for c in clients:
+            c.stop()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    assert done["progress"]["played"] == 8 and len(seen) == 1
+    assert seen[0]["new_ladder_games"] == [], seen
+    assert all(free <= 0 for free in seen[0]["free"].values()), seen
+
+
+async def test_a_swiss_rounds_games_start_as_it_is_paired(make_arena: Any, monkeypatch: Any) -> None:
+    """With the director's tick out of the way (an hour), a Swiss tournament plays all its
+    rounds: each round's games start in the step that pairs it, not at the next tick."""
+    monkeypatch.setattr(director_module, "TICK_S", 3600.0)
+    arena: Harness = await make_arena()
+    names = ["ada", "bob", "cyd", "dee"]
+    bots = [await arena.bot(name) for name in names]
+    tasks = [asyncio.create_task(play(c, RandomBot(seed=i))) for i, c in enumerate(bots)]
+    try:
+        tid = (await create(arena, name="swiss", format="swiss", rounds=3, participants=names))["tournament_id"]
+        await post(arena, f"/api/tournaments/{tid}/start")
+        done = await finished(arena, tid, timeout=60)
+    finally:
+        for t in tasks:
+            t.cancel()
+    assert done["progress"] == {"planned": 12, "played": 12, "running": 0, "forfeits": 0}
