@@ -145,6 +145,7 @@ async def _startup(app: web.Application) -> None:
 
 async def _shutdown(app: web.Application) -> None:
     arena = app[ARENA]
+    arena.manager.stopping = True  # whatever runs before the ladder and the tournaments stop starts nothing
     await arena.tournaments.stop()
     await arena.ladder.stop()
     await arena.live.close()

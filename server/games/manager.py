@@ -46,6 +46,10 @@ from .summary import game_summary
 log = logging.getLogger(__name__)
 
 
+STOPPING_RETRY_S = 5.0
+"""The ``retry_after`` of a start refused because the server is stopping (a restart's time)."""
+
+
 class GameManager:
     """Starts every game (challenges and the admin API here with :meth:`start_game`; the
     ladder's and the tournaments' with :meth:`place_game`, which in a cluster may have the node
@@ -69,6 +73,9 @@ class GameManager:
         """In a cluster, where each move is stored before it takes effect (the recorder)."""
         self.counters = GameCounters()
         """What the games here count for ``GET /metrics``."""
+        self.stopping = False
+        """The server is stopping: no game starts here any more (its running games are aborted,
+        or left to the other nodes of a cluster)."""
         self._judging: set[asyncio.Task[Any]] = set()
         """Games over whose record storage is asked about before their ``game_over``."""
 
@@ -140,6 +147,8 @@ class GameManager:
         """What every start checks first: two bots, storage taking games, seats reachable."""
         if players[0] == players[1]:
             raise ValueError("a bot cannot play itself")
+        if self.stopping:
+            raise Refusal("storage_unavailable", "the server is stopping: no game starts now", retry_after=STOPPING_RETRY_S)
         self.recorder.check()
         for name in players:
             seat = self.presence.get(name)

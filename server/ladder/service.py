@@ -649,7 +649,7 @@ class Ladder:
             pass
 
     def _may_start(self) -> bool:
-        return (self.manager.recorder.failing is None and self.leading and self.may_act()
+        return (not self._stopped and self.manager.recorder.failing is None and self.leading and self.may_act()
                 and asyncio.get_running_loop().time() >= self._held_until)
 
     def _pass(self) -> Iterator[None]:

@@ -14,6 +14,7 @@ from test_ladder_switch import seeking_bots
 
 from arena_testkit import Harness, gather, play_out, random_policy, wait_until
 from protocol.messages import GameStart, LadderStatus
+from server.common.refusal import Refusal
 from server.ladder import service
 from server.ladder.matchmaking import pair_round
 from server.ladder.service import Ladder
@@ -132,3 +133,30 @@ async def test_a_slot_a_tournament_game_takes_between_two_return_games_is_not_gi
     ladder.pair_now()
     assert sorted(room.kind for room in manager.games_of("bot00")) == ["ladder", "tournament"]
     assert len(ladder.returns) == 1 and [room.kind for room in manager.games_of("bot01")] == ["ladder"]
+
+
+async def test_a_stopped_ladder_and_a_stopping_server_start_no_game(make_arena: Any) -> None:
+    """A clean stop aborts the running games and then must start none: a pass of the pairing
+    that runs after the ladder stopped (the tournaments' stop wakes it, and the pairing loop's
+    wait can let its cancellation go) pairs nobody, and once the server is stopping no game
+    starts by any way (a challenge accepted, the organizer's game) either. Before, a stop could
+    start a ladder game after every game had been aborted, left running in storage."""
+    arena: Harness = await make_arena(**FAST)
+    ladder, manager = arena.arena.ladder, arena.arena.manager
+    holds: dict[str, int] = {}
+    ladder.held = lambda bot: holds.get(bot, 0)
+    await qualify(arena, "alice", 1)
+    holds["alice"] = 1  # listed, but not paired with bob once he is
+    await qualify(arena, "bob", 2)
+    holds["bob"] = 1
+    ladder.pair_now()
+    assert not manager.running and ladder.seeking == {"alice", "bob"}  # held: nothing started
+    await ladder.stop()
+    holds.clear()
+    ladder.pair_now()
+    assert not manager.running and ladder.free("alice") == ladder.free("bob") == 1
+    manager.stopping = True
+    with pytest.raises(Refusal) as refused:
+        manager.start_game(("alice", "bob"), kind="admin")
+    assert refused.value.code == "storage_unavailable" and "stopping" in refused.value.message
+    assert not manager.running
