@@ -47,7 +47,10 @@ bad command line.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gzip
 import json
+import math
 import sys
 import time
 import urllib.parse
@@ -65,6 +68,17 @@ BAR_WIDTH = 30
 RUNNING_SHOWN = 10
 """Running games listed by ``status`` (the rest are counted)."""
 
+def finite(text: str) -> float:
+    """A number of seconds as the definition takes it: finite (``nan`` and ``inf`` are no JSON)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"a finite number of seconds, not {text!r}")
+    return value
+
+
 OPTIONS = (
     ("--games-per-pairing", "games_per_pairing", int, "N", "games each pairing plays, even (server's default 2)"),
     ("--rounds", "rounds", int, "N", "Swiss: rounds to play (required there)"),
@@ -72,7 +86,7 @@ OPTIONS = (
     ("--decision-ms", "decision_ms", int, "MS", "time per decision (default: the server's)"),
     ("--max-concurrent", "max_concurrent", int, "N", "games running at once, at most (server's default 8)"),
     ("--max-games-per-bot", "max_games_per_bot", int, "N", "games one bot plays at once, at most (server's default 2)"),
-    ("--grace-s", "grace_s", float, "S", "how long a game waits for a bot away before it forfeits (server's default 60)"),
+    ("--grace-s", "grace_s", finite, "S", "how long a game waits for a bot away before it forfeits (server's default 60)"),
     ("--seed", "seed", int, "N", "fixes the deals (default: drawn by the server)"),
 )
 """The optional fields of a definition: flag, field, type, metavar, help. Only those given are sent."""
@@ -131,7 +145,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
     records = actions.add_parser("records", parents=[server], help="every counted game's record, as JSON Lines")
     records.add_argument("id", metavar="ID")
-    records.add_argument("-o", "--output", metavar="FILE", help="write them to FILE (default: stdout)")
+    records.add_argument("-o", "--output", metavar="FILE",
+                         help="write them to FILE (default: stdout); a FILE named *.gz is gzip-compressed")
     records.set_defaults(run=run, act=_records)
 
 
@@ -261,10 +276,12 @@ def _records(args: argparse.Namespace) -> int:
 
     def write(out: IO[bytes]) -> None:
         nonlocal lines
-        with open_url(args, "GET", _path(args.id, "/records")) as resp:
+        with open_url(args, "GET", _path(args.id, "/records")) as resp, \
+                (gzip.GzipFile(fileobj=out, mode="wb", mtime=0) if (args.output or "").endswith(".gz")
+                 else contextlib.nullcontext(out)) as sink:
             for chunk in chunks(args, resp):
                 lines += chunk.count(b"\n")
-                out.write(chunk)
+                sink.write(chunk)
 
     save(args.output, write)
     if args.output not in (None, "-"):

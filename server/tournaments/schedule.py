@@ -10,6 +10,7 @@ A schedule entry is ``[round, seat0, seat1, deal]``; its index in the list is th
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,14 +31,23 @@ class DefinitionError(ValueError):
         self.message = message
 
 
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+"""Control characters (C0, DEL, C1) and the line and paragraph separators: in a name they
+would break the log's one line per event and the terminal's tables, or forge lines in them."""
+
+
 def check(d: TournamentDefinition) -> None:
     """Raise :class:`DefinitionError` if ``d`` is inconsistent (bots are checked by the caller,
     against the database)."""
+    if not d.name.strip() or _UNPRINTABLE.search(d.name):
+        raise DefinitionError("bad_name", f"a tournament's name is printable text, not only spaces: {d.name!r}"[:200])
     names = [p.lower() for p in d.participants]
     if len(names) < 2:
         raise DefinitionError("too_few_participants", "a tournament needs at least two participants")
-    if len(set(names)) != len(names):
-        raise DefinitionError("duplicate_participant", "a participant is listed twice (names ignore case)")
+    twice = sorted({p for p in d.participants if names.count(p.lower()) > 1}, key=str.lower)
+    if twice:
+        raise DefinitionError("duplicate_participant",
+                              f"listed twice (names ignore case): {', '.join(twice)}")
     if d.games_per_pairing < 2 or d.games_per_pairing % 2:
         raise DefinitionError("bad_games_per_pairing",
                               "games_per_pairing is even and at least 2: each deal is played twice, seats swapped")

@@ -36,15 +36,27 @@ async def test_malformed_definitions_get_typed_400s_and_create_nothing(make_aren
         ({"grace_s": -1}, "invalid_request"),
         ({"colour": "red"}, "invalid_request"),
         ({"name": ""}, "invalid_request"),
+        ({"name": "   "}, "bad_name"),
+        ({"name": "cup\nforged log line"}, "bad_name"),
+        ({"name": "cup\u001b[31m"}, "bad_name"),
+        ({"name": "cup\u0000"}, "bad_name"),
+        ({"name": "cup\u0085"}, "bad_name"),
+        ({"name": "cup\u2028"}, "bad_name"),
     ]
     for change, code in cases:
         body = {**base, **change}
         resp = await arena.client.post("/api/tournaments", json=body, headers=AUTH)
         got = await resp.json()
         assert (resp.status, got["error"]["code"]) == (400, code), (change, got)
+    resp = await arena.client.post("/api/tournaments", json={**base, "participants": ["ann", "ben", "ANN"]}, headers=AUTH)
+    assert (await resp.json())["error"]["message"] == "listed twice (names ignore case): ann, ANN"
+    resp = await arena.client.post("/api/tournaments", json={**base, "name": "Coupe d'été · 2026 🏆"}, headers=AUTH)
+    assert resp.status == 201, await resp.text()
+    assert (await resp.json())["name"] == "Coupe d'été · 2026 🏆"
+    await post(arena, f"/api/tournaments/{(await resp.json())['tournament_id']}/cancel")
     resp = await arena.client.post("/api/tournaments", data=b"{not json", headers=AUTH)
     assert (resp.status, (await resp.json())["error"]["code"]) == (400, "bad_json")
-    assert await arena.get_json("/api/tournaments") == []
+    assert [t["name"] for t in await arena.get_json("/api/tournaments")] == ["Coupe d'été · 2026 🏆"]
 
 
 @pytest.mark.parametrize("headers,status,code", [({}, 401, "unauthorized"),

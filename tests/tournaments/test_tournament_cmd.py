@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import csv
+import gzip
 import io
 import json
 import os
@@ -147,6 +148,9 @@ def test_create_start_watch_results_and_records(arena: Arena) -> None:
     assert not out.with_name("cup.jsonl.part").exists()
     piped = cli(arena, "records", tid)
     assert piped.returncode == 0 and piped.stdout == out.read_text()
+    packed = arena.tmp / "cup.jsonl.gz"  # compressed, as `mandala export` keeps a *.gz
+    assert cli(arena, "records", tid, "-o", str(packed)).returncode == 0
+    assert gzip.decompress(packed.read_bytes()).decode() == out.read_text()
 
 
 def test_create_from_a_file_and_the_controls(arena: Arena) -> None:
@@ -280,6 +284,8 @@ def test_an_unreachable_server_exits_1() -> None:
     ["create", "--file", "def.json", "--bots", "ann,ben"],  # --file is the whole definition
     ["create", "--file", "/nonexistent/def.json"],
     ["create", "--name", "x", "--bots", "ann,ben", "--games-per-pairing", "two"],
+    ["create", "--name", "x", "--bots", "ann,ben", "--grace-s", "nan"],  # no JSON number
+    ["create", "--name", "x", "--bots", "ann,ben", "--grace-s", "inf"],
     ["results", "abc", "--csv", "--json"],
     ["status"],
     ["finish", "abc"],
