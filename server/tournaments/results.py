@@ -87,16 +87,21 @@ class Tally:
                 for bot, row in self.table.items()}
 
     def ranking(self) -> list[Ranked]:
-        """Every participant, best first by its Bradley–Terry rating (name breaks ties)."""
+        """Every participant, best first by its Bradley–Terry rating. Equal ratings share a
+        place (the next is skipped: 1, 1, 3), listed by name: a tie is not settled by spelling."""
         pairs = [(a, b, c.wins, c.draws, c.losses) for a, row in self.table.items() for b, c in row.items() if a < b]
         model = bradley_terry.fit_tally_model(pairs, self.participants, CENTER)
-        order = sorted(self.participants, key=lambda b: rank_key(model.fits[b].rating, b))
+        keys = {b: rank_key(model.fits[b].rating, b) for b in self.participants}
+        order = sorted(self.participants, key=keys.__getitem__)
         lines = []
+        rank = 0
         for i, bot in enumerate(order):
+            if i == 0 or keys[bot][0] != keys[order[i - 1]][0]:
+                rank = i + 1
             cells = self.table[bot].values()
             f = model.fits[bot]
             lines.append(Ranked(
-                rank=i + 1,
+                rank=rank,
                 bot=bot,
                 rating=round(f.rating, 1),
                 low=round(f.low, 1),

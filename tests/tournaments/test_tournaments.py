@@ -84,10 +84,10 @@ async def test_round_robin_every_pairing_plays_the_same_deals_seats_swapped(make
     assert [row.split(",")[1] for row in rows[1:]] == [r["bot"] for r in ranking]
 
 
-def test_bots_with_equal_ratings_rank_by_name() -> None:
-    """§21.12: equal ratings by name. dan and ben have alike results (each beat two and lost
-    to one), which the fit rates equal up to its rounding (a few 1e-13): that noise must not
-    decide their places (the ladder's standings rank by the same key)."""
+def test_bots_with_equal_ratings_share_a_place_listed_by_name() -> None:
+    """§21.12: equal ratings share a place, listed by name. dan and ben have alike results
+    (each beat two and lost to one), which the fit rates equal up to its rounding (a few
+    1e-13): that noise must not decide their places, nor their names' spelling."""
     wins = [("ben", "ann"), ("ben", "cat"), ("cat", "ann"), ("ann", "dan"), ("dan", "ben"), ("dan", "cat")]
     games = [GameRow(game_id=f"g{i}{k}", players=[w, lost] if k == 0 else [lost, w], status="finished", rated=False,
                      first_player=0, ply=10, started="2030-01-01T10:00:00Z", kind="tournament",
@@ -97,6 +97,8 @@ def test_bots_with_equal_ratings_rank_by_name() -> None:
     ranked = results.Tally(participants).update(games).ranking()
     assert [(r.bot, r.score) for r in ranked] == [("ben", 4.0), ("dan", 4.0), ("ann", 2.0), ("cat", 2.0)]
     assert ranked[0].rating == ranked[1].rating and ranked[2].rating == ranked[3].rating
+    assert [r.rank for r in ranked] == [1, 1, 3, 3]
+    assert ranked[0].stronger_than_next == ranked[2].stronger_than_next == 0.5
 
 
 def _game(slot: int, players: list[str], status: str, winner: int | None, end_reason: str) -> GameRow:

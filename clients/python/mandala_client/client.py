@@ -476,7 +476,8 @@ class Client:
 
     async def _on_opponent(self, msg: OpponentAway | OpponentBack) -> None:
         if isinstance(msg, OpponentAway):
-            self._log(logging.INFO, "game %s: the opponent is away (its time left: %s ms)", msg.game_id, msg.grace_ms)
+            left = "no decision of its pending" if msg.grace_ms is None else f"its time left: {msg.grace_ms} ms"
+            self._log(logging.INFO, "game %s: the opponent is away (%s)", msg.game_id, left)
         else:
             self._log(logging.INFO, "game %s: the opponent is back", msg.game_id)
 
