@@ -149,7 +149,6 @@ async def _shutdown(app: web.Application) -> None:
     await arena.tournaments.stop()
     await arena.ladder.stop()
     await arena.live.close()
-    arena.audience.close()
     arena.challenges.clear()
     running = len(arena.manager.running)
     if arena.cluster is not None:
@@ -159,6 +158,7 @@ async def _shutdown(app: web.Application) -> None:
         arena.manager.abort_all()
         log.info("stopping: %d running game(s) aborted", running)
     await arena.manager.judged()  # every game over is announced before the connections close
+    arena.audience.close()  # the spectators' last frames (the games' game_over) go out now, not at the next tick
     conns = list(arena.presence.connections)
     for conn in conns:
         conn.close(CLOSE_GOING_AWAY, "server shutting down")

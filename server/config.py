@@ -127,8 +127,8 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     audience_budget_ms: Annotated[float, Meta(gt=0, le=100)] = 0.25
     """The longest the event loop writes to the audience before it serves the games again."""
     audience_stall_s: Annotated[float, Meta(gt=0, le=3600)] = 30.0
-    """A viewer or spectator that has read nothing for this long while frames wait for it is
-    dropped (its connection cut: the client sees 1006); until then it is skipped forward, never
+    """A viewer or spectator that has not caught up (read all that was written to it) for this
+    long is dropped (its connection cut: the client sees 1006); until then it is skipped forward, never
     queued for."""
     connections_per_ip: Annotated[int, Meta(ge=0)] = 1000
     """WebSocket connections (``/ws`` and ``/live`` together) one client address may hold; more

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import time
 from bisect import bisect_left
 from collections import deque
 
@@ -47,7 +48,7 @@ class LoopLag:
         self.interval_s = interval_s
         self.window_s = window_s
         self._wakes: deque[tuple[float, float]] = deque()
-        """``(when, how late)`` of each wake in the window, oldest first (loop time, seconds)."""
+        """``(when, how late)`` of each wake in the window, oldest first (perf_counter time, seconds)."""
         self._task: asyncio.Task[None] | None = None
         self.counts = [0] * (len(BUCKETS_S) + 1)
         """Wakes since start in each bucket of :data:`BUCKETS_S` (not cumulative; the last is
@@ -69,11 +70,11 @@ class LoopLag:
             self._task = None
 
     async def _run(self) -> None:
-        loop = asyncio.get_running_loop()
+        clock = time.perf_counter  # not the loop's: uvloop's counts whole milliseconds
         while True:
-            due = loop.time() + self.interval_s
+            due = clock() + self.interval_s
             await asyncio.sleep(self.interval_s)
-            now = loop.time()
+            now = clock()
             late = max(0.0, now - due)
             self._wakes.append((now, late))
             self.counts[bisect_left(BUCKETS_S, late)] += 1

@@ -10,8 +10,8 @@ writing, so a decision never waits behind a long list of viewers.
 
 A peer that does not read is never queued for: its socket holds at most one tick's frames,
 and it is skipped forward (a spectator keeps only the latest update of each game it watches,
-a viewer gets the whole state again when it reads again). One that has read nothing for
-``audience_stall_s`` is dropped.
+and its ``game_over``; a viewer gets the whole state again when it reads again). One that has
+not caught up (read all that was written to it) for ``audience_stall_s`` is dropped.
 """
 
 from __future__ import annotations
@@ -59,11 +59,12 @@ def in_slices(items: Sequence[T], step: Callable[[T], None], budget_s: float,
 
 
 def stalled(outbox: Outbox, behind_since: float | None, now: float, stall_s: float) -> bool:
-    """Whether a peer behind since ``behind_since`` has been so too long; if so it is cut
+    """Whether a peer behind since ``behind_since`` (its socket never emptied since) has been
+    so too long; if so it is cut
     (a close frame would wait behind the frames it does not read: it sees 1006)."""
     if behind_since is None or now - behind_since <= stall_s:
         return False
-    log.warning("%s has read nothing for %.0f s: dropping it", outbox.name, now - behind_since)
+    log.warning("%s has not caught up for %.0f s: dropping it", outbox.name, now - behind_since)
     outbox.cut()
     return True
 
@@ -95,12 +96,24 @@ class Feed:
         if stalled(outbox, self.behind_since, now, stall_s):
             self.frames.clear()
             return True
-        latest: dict[str, bytes] = {}
-        for game_id, frame in self.frames:
-            latest.pop(game_id, None)
-            latest[game_id] = frame  # an update holds the game's whole public view; game_over comes last
-        self.frames = list(latest.items())
+        self.frames = latest_of_each(self.frames)
         return False
+
+
+GAME_OVER = b'{"type":"game_over"'
+"""How a ``game_over`` frame begins (msgspec writes a tagged struct's tag first)."""
+
+
+def latest_of_each(frames: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
+    """What a peer that fell behind still gets of ``frames``: for each game, the latest
+    ``update`` (it holds the game's whole public view) and then its ``game_over`` if it came,
+    games in the order of their last frame. The final position is kept beside the
+    ``game_over``: a held record's deal is empty, so the position could not be rebuilt."""
+    latest: dict[str, list[bytes]] = {}
+    for game_id, frame in frames:
+        kept = latest.pop(game_id, [])
+        latest[game_id] = [*kept[:1], frame] if frame.startswith(GAME_OVER) else [frame]
+    return [(game_id, frame) for game_id, kept in latest.items() for frame in kept]
 
 
 class Audience:
@@ -113,9 +126,12 @@ class Audience:
         self._waiting: dict[Feed, None] = {}
         self._timer: asyncio.TimerHandle | None = None
         self._writing = False
+        self._closed = False
 
     def send(self, feed: Feed, game_id: str, frame: bytes) -> None:
         """``frame`` (already encoded, the same bytes for every spectator) for the next tick."""
+        if self._closed:
+            return
         feed.frames.append((game_id, frame))
         self._waiting[feed] = None
         if self._timer is None and not self._writing:
@@ -143,7 +159,13 @@ class Audience:
         in_slices(feeds, step, self.budget_s, done)
 
     def close(self) -> None:
+        """Write what waits now, once (the server is stopping: the games' ``game_over`` among
+        it, before the connections close), and write no more."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        self._closed = True
+        now = time.monotonic()
+        for feed in self._waiting:
+            feed.flush(now, self.stall_s)
         self._waiting.clear()

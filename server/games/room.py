@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from time import perf_counter
 from typing import Any, Protocol, cast
@@ -161,7 +162,8 @@ class GameRoom:
         self._on_lost = on_lost
         self._counters = counters if counters is not None else GameCounters()
         self._loop = asyncio.get_running_loop()
-        self._t0 = self._loop.time() - (seconds_since(self.started) if started is not None else 0.0)
+        # Incidents' times, away times: on perf_counter, finer than uvloop's loop clock (whole ms).
+        self._t0 = time.perf_counter() - (seconds_since(self.started) if started is not None else 0.0)
         self.telemetry = Telemetry(decision_ms)
         self._away_since: dict[int, float] = {}
         self._clock: asyncio.Handle | None = None
@@ -416,7 +418,7 @@ class GameRoom:
 
     def _note(self, kind: Any, seat: int, **fields: Any) -> None:
         """An incident of ``seat`` now, for its author (``server/games/telemetry.py``)."""
-        self.telemetry.incident(kind, seat, self.ply, self._loop.time() - self._t0, **fields)
+        self.telemetry.incident(kind, seat, self.ply, time.perf_counter() - self._t0, **fields)
 
     def _thought(self, seat: int) -> float | None:
         """Milliseconds since ``seat``'s pending decision was sent (``None`` if none is)."""
@@ -587,7 +589,7 @@ class GameRoom:
         if seat in self.away:
             self.away.discard(seat)
             since = self._away_since.pop(seat, None)
-            self._note("reconnect", seat, away_ms=ms(self._loop.time() - since) if since is not None else None)
+            self._note("reconnect", seat, away_ms=ms(time.perf_counter() - since) if since is not None else None)
             self._deliver(self.players[1 - seat], OpponentBack(self.id, seat))  # type: ignore[arg-type]
         self._release_views()
 
@@ -600,7 +602,7 @@ class GameRoom:
     def went_away(self, seat: int) -> None:
         """The bot in ``seat`` lost its connection: its clock runs on; tell the opponent."""
         self.away.add(seat)
-        self._away_since[seat] = self._loop.time()
+        self._away_since[seat] = time.perf_counter()
         self._note("disconnect", seat, after_ms=self._thought(seat))
         self._deliver(self.players[1 - seat], self._away_notice(seat))
 

@@ -307,6 +307,8 @@ async def create_bot(request: web.Request) -> web.Response:
         if not BOT_NAME.fullmatch(body.name):  # the type's pattern lets a newline after the name pass
             raise ApiError(400, "invalid_request", f"a name is 2 to 32 letters, digits, _, . or -, and nothing "
                                                    f"else, not {body.name!r}")
+        if body.name == "..":  # /api/bots/.. is the folder above in every browser's and client's URL
+            raise ApiError(400, "invalid_request", "a name is not '..': in a URL it names the folder above")
         token = new_token()
         try:
             row = await arena.storage.create_bot(body.name, hash_token(token), utc_now(), arena.settings.elo_initial)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import csv
 import io
 import logging
-import random
+import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -97,7 +97,7 @@ async def create(request: web.Request) -> web.Response:
         participants=[names[p.lower()] for p in d.participants],
         bot_under_test=names[d.bot_under_test.lower()] if d.bot_under_test else None,
         decision_ms=d.decision_ms or arena.settings.decision_ms,
-        seed=d.seed if d.seed is not None else random.getrandbits(63),
+        seed=d.seed if d.seed is not None else secrets.randbits(63),  # the secret that fixes every deal
     )
     row = TournamentRow(tournament_id=new_id(6), name=d.name, definition=msgspec.to_builtins(d),
                         state="created", created=utc_now(), schedule=initial_schedule(d))

@@ -58,7 +58,8 @@
   const round = (x) => Math.round(x).toString();
   const total = (cards) => COLORS.reduce((n, c) => n + (cards[c] || 0), 0);
   const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
-  const enc = encodeURIComponent;
+  // Dots too: a bot may be named "..", which a browser would fold out of the path.
+  const enc = (s) => encodeURIComponent(s).replace(/\./g, "%2E");
 
   function ago(iso) {
     if (!iso) return "";

@@ -75,6 +75,7 @@ async def test_open_registration(make_arena: Any) -> None:
     await api_error(await client.post("/api/bots", json={"name": "x"}), 400, "invalid_request")
     for lookalike in ("alice\n", "bob\n", "a" * 32 + "\n"):  # a name with a newline after it passes for another
         await api_error(await client.post("/api/bots", json={"name": lookalike}), 400, "invalid_request")
+    await api_error(await client.post("/api/bots", json={"name": ".."}), 400, "invalid_request")  # /api/bots/.. is /api/
     await api_error(await client.post("/api/bots", data=b"{nope"), 400, "bad_json")
     await api_error(await client.post("/api/bots", data=b'{"name": "\xff"}'), 400, "bad_json")  # not UTF-8
     for name in ("dave", "erin"):

@@ -13,8 +13,11 @@ from typing import Any
 import pytest
 
 from arena_testkit import Harness, gather, play_out, random_policy, slow_websocket, wait_until
-from protocol.messages import PROTOCOL_VERSION
+from mandala.record import Record
+from protocol.messages import PROTOCOL_VERSION, GameOver, GameResult
 from server.connections import outbox as outbox_module
+from server.connections import pacing
+from server.connections.connection import encode
 
 GAMES = 16
 
@@ -64,16 +67,21 @@ async def test_a_spectator_that_stops_reading_is_skipped_then_dropped_and_the_ga
     assert sorted(o.game_id for o in overs[0]) == sorted(games) == sorted(o.game_id for o in overs[1])
     assert all(o.result.end_reason != "aborted" for o in overs[0])
 
-    # Skipped forward: what waits for it is the last frame of each game (its game_over), whatever
-    # the number of moves (of most games: the ~130 KB its socket and reader took before it fell
-    # behind may have held a game's whole end); nothing waits in its outbox.
+    # Skipped forward: what waits for it of each game is its last update (the final position)
+    # and its game_over, whatever the number of moves (of most games: the ~130 KB its socket
+    # and reader took before it fell behind may have held a game's whole end); nothing waits in
+    # its outbox.
     def only_the_ends() -> bool:
         feed = conn._feed
         if feed is None:
             return False
-        waiting = [g for g, _ in feed.frames]
-        return (len(waiting) == len(set(waiting)) >= GAMES // 2 and set(waiting) <= set(games)
-                and all(f.startswith(b'{"type":"game_over"') for _, f in feed.frames))
+        kept: dict[str, list[bytes]] = {}
+        for g, f in feed.frames:
+            kept.setdefault(g, []).append(f)
+        return (len(kept) >= GAMES // 2 and set(kept) <= set(games)
+                and all(fs[-1].startswith(b'{"type":"game_over"') and len(fs) <= 2 for fs in kept.values())
+                and all(fs[0].startswith(b'{"type":"update"') for fs in kept.values() if len(fs) == 2)
+                and any(len(fs) == 2 for fs in kept.values()))
 
     await wait_until(only_the_ends, 10, "the spectator's updates were not skipped forward")
     assert conn.outbox.waiting == 0 and conn in server.presence.connections
@@ -83,7 +91,21 @@ async def test_a_spectator_that_stops_reading_is_skipped_then_dropped_and_the_ga
         server.audience.stall_s = 0.5
         await wait_until(lambda: conn not in server.presence.connections, 10,
                          "the spectator that stopped reading was never cut")
-    dropped = [r.getMessage() for r in caplog.records if "has read nothing for" in r.getMessage()]
+    dropped = [r.getMessage() for r in caplog.records if "has not caught up for" in r.getMessage()]
     assert len(dropped) == 1 and f"connection {conn.id} " in dropped[0]
     assert all(conn not in room.spectators for room in server.manager.running.values())
     stuck.writer.close()
+
+
+def test_a_spectator_behind_keeps_each_games_last_update_and_its_end() -> None:
+    """What a spectator that fell behind still gets: per game the latest update, then its
+    game_over (never the game_over alone: a held record's deal is empty, so the final
+    position could not be rebuilt from it), in the order of the games' last frames."""
+    update = [b'{"type":"update","game_id":"%s","ply":%d}' % (g, n) for g, n in ((b"a", 1), (b"b", 1), (b"a", 2))]
+    over_a = b'{"type":"game_over","game_id":"a"}'
+    frames = [("a", update[0]), ("b", update[1]), ("a", update[2]), ("a", over_a)]
+    assert pacing.latest_of_each(frames) == [("b", update[1]), ("a", update[2]), ("a", over_a)]
+    assert pacing.latest_of_each([("a", over_a)]) == [("a", over_a)]  # its last update went out already
+    assert pacing.latest_of_each(frames[:3]) == [("b", update[1]), ("a", update[2])]
+    frame = encode(GameOver("a", GameResult(0, "river", [1, 0], [0, 0]), Record([], [], 0, [])))
+    assert frame.startswith(pacing.GAME_OVER)

@@ -86,10 +86,15 @@ async def test_a_clean_stop_aborts_running_games_and_tells_the_bots(aiohttp_serv
     game_id = await arena.start_game(["alice", "bob"])
     await a.until(Decision)
     await b.until(Update)
+    spectator, _ = await arena.spectate(game_id)
     await server.close()
     over = await a.until(GameOver)
     assert await b.until(GameOver) == over
     assert (over.game_id, over.result.end_reason, over.result.winner) == (game_id, "aborted", None)
     assert await a.closed() == 1001
+    # A spectator hears the end too (its frames wait for the audience's tick: they go out first).
+    seen = await spectator.until(GameOver)
+    assert (seen.game_id, seen.result) == (game_id, over.result)
+    assert await spectator.closed() == 1001
     row = stored(db_path, game_id)
     assert row["status"] == "aborted" and compact.unpack(row["record"]) == over.record
