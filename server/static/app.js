@@ -58,8 +58,7 @@
   const round = (x) => Math.round(x).toString();
   const total = (cards) => COLORS.reduce((n, c) => n + (cards[c] || 0), 0);
   const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
-  // Dots too: a bot may be named "..", which a browser would fold out of the path.
-  const enc = (s) => encodeURIComponent(s).replace(/\./g, "%2E");
+  const enc = encodeURIComponent;
 
   function ago(iso) {
     if (!iso) return "";
