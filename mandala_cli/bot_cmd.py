@@ -33,14 +33,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
 
     create = actions.add_parser("create", help="create a bot and print its token (shown only once)")
-    create.add_argument("name", help="2-32 characters: letters, digits, _ . -")
+    create.add_argument("name", help="2-32 characters: letters, digits, _ . - (one beginning with - goes last, after --)")
     add_server_option(create)
     _admin_option(create, "needed when registration is admin-only")
     create.add_argument("--token-file", metavar="FILE", help="write the token to FILE (chmod 600) instead of printing it")
     create.set_defaults(run=run_create)
 
     rotate = actions.add_parser("rotate", help="issue the bot a new token; the old one is refused at once")
-    rotate.add_argument("name", help="the bot")
+    rotate.add_argument("name", help="the bot (one beginning with - goes last, after --)")
     add_server_option(rotate)
     rotate.add_argument("--token-file", metavar="FILE",
                         help="the bot's token file: its token proves who asks (unless --admin-token is given), and "
@@ -50,7 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     rotate.set_defaults(run=run_rotate)
 
     revoke = actions.add_parser("revoke", help="refuse the bot's token from now on (admin); rotate issues a new one")
-    revoke.add_argument("name", help="the bot")
+    revoke.add_argument("name", help="the bot (one beginning with - goes last, after --)")
     add_server_option(revoke)
     _admin_option(revoke, "needed")
     revoke.set_defaults(run=run_revoke)

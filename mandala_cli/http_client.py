@@ -47,7 +47,11 @@ def server_url(text: str) -> str:
     parts = urllib.parse.urlsplit(text)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise argparse.ArgumentTypeError(f"an http:// or https:// address, not {text!r}")
-    return text.rstrip("/")
+    base = text.rstrip("/")
+    for tail in ("/api", "/ws", "/live"):
+        if parts.path.rstrip("/").endswith(tail):  # the commands add their paths themselves
+            raise argparse.ArgumentTypeError(f"the server's own address, without {tail}: {base[:-len(tail)]}")
+    return base
 
 
 def add_server_option(parser: argparse.ArgumentParser) -> None:

@@ -290,6 +290,7 @@ def test_an_unreachable_server_exits_1() -> None:
     ["status"],
     ["finish", "abc"],
     ["status", "abc", "--server", "localhost:8080"],  # not an http:// address
+    ["status", "abc", "--server", "http://localhost:8080/api"],  # the API's path, which the command adds
 ])
 def test_usage_errors_exit_2(args: list[str]) -> None:
     done = cli(Arena("http://127.0.0.1:9", Path()), *args)
