@@ -68,6 +68,7 @@ BAR_WIDTH = 30
 RUNNING_SHOWN = 10
 """Running games listed by ``status`` (the rest are counted)."""
 
+
 def finite(text: str) -> float:
     """A number of seconds as the definition takes it: finite (``nan`` and ``inf`` are no JSON)."""
     try:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable
 from time import perf_counter
 from typing import Any, Protocol, cast
@@ -163,7 +162,7 @@ class GameRoom:
         self._counters = counters if counters is not None else GameCounters()
         self._loop = asyncio.get_running_loop()
         # Incidents' times, away times: on perf_counter, finer than uvloop's loop clock (whole ms).
-        self._t0 = time.perf_counter() - (seconds_since(self.started) if started is not None else 0.0)
+        self._t0 = perf_counter() - (seconds_since(self.started) if started is not None else 0.0)
         self.telemetry = Telemetry(decision_ms)
         self._away_since: dict[int, float] = {}
         self._clock: asyncio.Handle | None = None
@@ -418,7 +417,7 @@ class GameRoom:
 
     def _note(self, kind: Any, seat: int, **fields: Any) -> None:
         """An incident of ``seat`` now, for its author (``server/games/telemetry.py``)."""
-        self.telemetry.incident(kind, seat, self.ply, time.perf_counter() - self._t0, **fields)
+        self.telemetry.incident(kind, seat, self.ply, perf_counter() - self._t0, **fields)
 
     def _thought(self, seat: int) -> float | None:
         """Milliseconds since ``seat``'s pending decision was sent (``None`` if none is)."""
@@ -589,7 +588,7 @@ class GameRoom:
         if seat in self.away:
             self.away.discard(seat)
             since = self._away_since.pop(seat, None)
-            self._note("reconnect", seat, away_ms=ms(time.perf_counter() - since) if since is not None else None)
+            self._note("reconnect", seat, away_ms=ms(perf_counter() - since) if since is not None else None)
             self._deliver(self.players[1 - seat], OpponentBack(self.id, seat))  # type: ignore[arg-type]
         self._release_views()
 
@@ -602,7 +601,7 @@ class GameRoom:
     def went_away(self, seat: int) -> None:
         """The bot in ``seat`` lost its connection: its clock runs on; tell the opponent."""
         self.away.add(seat)
-        self._away_since[seat] = time.perf_counter()
+        self._away_since[seat] = perf_counter()
         self._note("disconnect", seat, after_ms=self._thought(seat))
         self._deliver(self.players[1 - seat], self._away_notice(seat))
 

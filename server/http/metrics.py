@@ -58,7 +58,8 @@ class ArenaCollector(Collector):
         yield GaugeMetricFamily("mandala_bots_connected", "Bots connected to this node.",
                                 value=sum(1 for _ in arena.presence.local_bots()))
         yield GaugeMetricFamily("mandala_audience_viewers", "Viewers of /live.", value=len(arena.live.viewers))
-        yield GaugeMetricFamily("mandala_audience_spectators", "Spectators of the games this node runs, per game watched (one watching two games counts twice).",
+        yield GaugeMetricFamily("mandala_audience_spectators",
+                                "Spectators of the games this node runs, per game watched (one watching two games counts twice).",
                                 value=sum(len(room.spectators) for room in manager.running.values()))
 
         yield GaugeMetricFamily("mandala_games_running", "Games this node runs now.", value=len(manager.running))
