@@ -44,7 +44,7 @@ def check(d: TournamentDefinition) -> None:
     names = [p.lower() for p in d.participants]
     if len(names) < 2:
         raise DefinitionError("too_few_participants", "a tournament needs at least two participants")
-    twice = sorted({p for p in d.participants if names.count(p.lower()) > 1}, key=str.lower)
+    twice = sorted({p for p in d.participants if names.count(p.lower()) > 1}, key=lambda p: (p.lower(), p))
     if twice:
         raise DefinitionError("duplicate_participant",
                               f"listed twice (names ignore case): {', '.join(twice)}")

@@ -49,7 +49,7 @@ async def test_malformed_definitions_get_typed_400s_and_create_nothing(make_aren
         got = await resp.json()
         assert (resp.status, got["error"]["code"]) == (400, code), (change, got)
     resp = await arena.client.post("/api/tournaments", json={**base, "participants": ["ann", "ben", "ANN"]}, headers=AUTH)
-    assert (await resp.json())["error"]["message"] == "listed twice (names ignore case): ann, ANN"
+    assert (await resp.json())["error"]["message"] == "listed twice (names ignore case): ANN, ann"
     resp = await arena.client.post("/api/tournaments", json={**base, "name": "Coupe d'été · 2026 🏆"}, headers=AUTH)
     assert resp.status == 201, await resp.text()
     assert (await resp.json())["name"] == "Coupe d'été · 2026 🏆"

@@ -129,7 +129,8 @@ def test_create_start_watch_results_and_records(arena: Arena) -> None:
     assert [r["bot"] for r in rows] == [r["bot"] for r in results["ranking"]]
     assert sorted(r["bot"] for r in rows) == PLAYERS
     assert all(r["games"] == "4" and int(r["wins"]) + int(r["draws"]) + int(r["losses"]) == 4 for r in rows)
-    assert [r["rank"] for r in rows] == ["1", "2", "3"] and rows[-1]["stronger_than_next"] == ""
+    assert [r["rank"] for r in rows] == [str(r["rank"]) for r in results["ranking"]] and rows[0]["rank"] == "1"
+    assert rows[-1]["stronger_than_next"] == ""
 
     text = cli(arena, "results", tid)
     assert text.returncode == 0 and text.stdout == render_results(results) + "\n"
