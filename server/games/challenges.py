@@ -138,7 +138,7 @@ class ChallengeBook:
         seats = [ch.challenger, ch.opponent]
         random.shuffle(seats)
         try:
-            self.manager.start_game((seats[0], seats[1]))
+            self.manager.start_game((seats[0], seats[1]), challenge_id=ch.id)
         except Refusal as r:
             if r.code == "storage_unavailable":
                 self._tell(ch.challenger, ChallengeDeclined(ch.id, "storage_unavailable"))

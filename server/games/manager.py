@@ -92,10 +92,12 @@ class GameManager:
         decision_ms: int | None = None,
         tournament: tuple[str, int] | None = None,
         game_id: str | None = None,
+        challenge_id: str | None = None,
     ) -> GameRoom:
         """Deal and begin a game here; seat 0 is ``players[0]``. ``decision_ms`` overrides the
         server's clock (a tournament's); ``tournament`` is its id and the game's slot;
-        ``game_id`` one chosen by the node that decided the game (:meth:`place_game`). Raises
+        ``game_id`` one chosen by the node that decided the game (:meth:`place_game`);
+        ``challenge_id`` the challenge accepted, told in ``game_start``. Raises
         ``SetupError`` for a bad deal, ``ValueError`` for a bot playing itself or a game id
         taken, :class:`Refusal` ``storage_unavailable`` while games cannot be recorded."""
         self._check(players)
@@ -106,7 +108,8 @@ class GameManager:
         elif game_id in self.running or game_id in self.finished:
             raise ValueError(f"game {game_id} exists already")
         room = self._room(game_id, players, game, deal, rated=rated, kind=kind, pair_id=pair_id,
-                          decision_ms=decision_ms or self.settings.decision_ms, tournament=tournament)
+                          decision_ms=decision_ms or self.settings.decision_ms, tournament=tournament,
+                          challenge_id=challenge_id)
         self.recorder.save(room.to_row(), durable=room.start_stored)
         self.counters.started[kind] += 1
         log.debug("game %s started (%s): %s vs %s", game_id, kind, *players, extra=about(game=game_id))

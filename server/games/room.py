@@ -120,6 +120,7 @@ class GameRoom:
         decision_ms: int,
         deal: Deal,
         tournament: tuple[str, int] | None = None,
+        challenge_id: str | None = None,
         deliver: Deliver,
         on_end: Callable[[GameRoom], None],
         epoch: int = 0,
@@ -135,6 +136,8 @@ class GameRoom:
         self.rated = rated
         self.kind: GameKind = kind
         self.pair_id = pair_id
+        self.challenge_id = challenge_id
+        """The challenge accepted, for a challenge's game started here (told in ``game_start``)."""
         self.tournament_id: str | None = tournament[0] if tournament is not None else None
         self.slot: int | None = tournament[1] if tournament is not None else None
         self.decision_ms = decision_ms
@@ -268,6 +271,7 @@ class GameRoom:
             kind=self.kind,
             pair_id=self.pair_id,
             tournament_id=self.tournament_id,
+            challenge_id=self.challenge_id,
         )
 
     def _send_decision(self, deadline_ms: int) -> None:

@@ -148,3 +148,23 @@ async def test_answering_a_challenge_whose_challenger_left_is_bot_offline(make_a
     assert (await b.expect(Error)).code == "unknown_challenge"  # answered once: gone
     await b.send({"type": "accept", "challenge_id": again.challenge_id})
     assert (await b.until(GameStart)).players[0].name in ("alice", "bob")
+
+
+async def test_the_game_of_an_accepted_challenge_names_it_in_game_start(make_arena) -> None:
+    """Both seats' ``game_start`` carry the challenge that was accepted, also when a seat is
+    told the game again after a reconnect; other games carry none."""
+    arena: Harness = await make_arena()
+    a = await arena.bot("alice", max_games=2)
+    b = await arena.bot("bob", max_games=2)
+    await a.send({"type": "challenge", "opponent": "bob"})
+    sent = await a.expect(ChallengeSent)
+    await b.send({"type": "accept", "challenge_id": (await b.expect(Challenged)).challenge_id})
+    starts = [await a.until(GameStart), await b.until(GameStart)]
+    assert {(s.kind, s.challenge_id) for s in starts} == {("challenge", sent.challenge_id)}
+    await a.close()
+    again = await arena.connect(arena.tokens["alice"], max_games=2)
+    resumed = await again.until(GameStart)
+    assert (resumed.game_id, resumed.resumed, resumed.challenge_id) == (starts[0].game_id, True, sent.challenge_id)
+    admin = await arena.start_game(["alice", "bob"])
+    other = await again.until(GameStart)
+    assert (other.game_id, other.kind, other.challenge_id) == (admin, "admin", None)

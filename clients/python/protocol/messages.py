@@ -192,6 +192,9 @@ class GameStart(msgspec.Struct, tag="game_start", **_TOLERANT):
     dealt the same deck and reshuffle seed with the seats swapped."""
     tournament_id: str | None = None
     """For tournament games: the tournament (PROTOCOL.md §21)."""
+    challenge_id: str | None = None
+    """For a challenge's game: the challenge accepted (``null`` once another node of a cluster
+    took the game over, which does not know it)."""
 
 
 class Decision(msgspec.Struct, tag="decision", **_TOLERANT):
