@@ -66,6 +66,8 @@ class Connection:
         self._shared = shared
         """The buckets all of a client address's connections share (``messages_per_second_per_ip``)."""
         self._refused_in_row = 0
+        self.flooded = False
+        """Closed for ``flood`` (kept sending while rate limited)."""
         self.outbox = Outbox(ws, request.transport, settings.send_queue_max, f"connection {self.id} ({self.peer})")
         self._audience = audience
         self._feed: Feed | None = None
@@ -120,6 +122,8 @@ class Connection:
         self._refused_in_row += 1
         s = self.settings
         if self._refused_in_row > s.flood_limit:
+            log.info("%s kept sending while rate limited: closing it (4008)", self.outbox.name)
+            self.flooded = True
             self.error("flood", "kept sending while rate limited: closing")
             self.close(CLOSE_FLOOD, "flood")
         elif limit == "messages":

@@ -125,7 +125,7 @@ class Session:
         try:
             message = self.read(msg)
         except Refusal as r:
-            if not conn.admit():
+            if not self.admitted():
                 return
             self.refused(r)
             if conn.bot is not None:
@@ -134,7 +134,7 @@ class Session:
             return
         if message is None:
             return
-        if not self.paced(message) and not conn.admit():
+        if not self.paced(message) and not self.admitted():
             return
         try:
             if type(message) is PlayMove and conn.bot is not None:  # the hot path, straight to its game
@@ -151,6 +151,19 @@ class Session:
         """Answer a refusal with its ``error``, and tell the ladder, where a refusal during
         qualification fails the bot."""
         self.conn.send(r.to_error())
+        self._tell_ladder(r)
+
+    def admitted(self) -> bool:
+        """Charge the frame to the rate limit (:meth:`Connection.admit`, which answers a refusal
+        itself); a connection closed for ``flood`` is a protocol break the ladder hears of."""
+        conn = self.conn
+        if conn.admit():
+            return True
+        if conn.flooded:
+            self._tell_ladder(Refusal("flood", "kept sending while rate limited: closed"))
+        return False
+
+    def _tell_ladder(self, r: Refusal) -> None:
         if self.conn.bot is not None:
             self.arena.ladder.refused(self.conn.bot, r)
             if self.arena.cluster is not None:

@@ -185,6 +185,24 @@ async def test_a_protocol_break_in_qualification_fails_it(make_arena: Any) -> No
     assert (status.state, status.qualification_left) == ("qualifying", 2)
 
 
+async def test_a_flood_in_qualification_fails_it(make_arena: Any) -> None:
+    """A bot closed for ``flood`` (4008) while it qualifies has broken the protocol: it fails,
+    as for any other break (§18.2), and is not listed by playing on after it reconnects."""
+    arena: Harness = await make_arena(**FAST, messages_per_second=1.0, burst=5)
+    bad = await arena.bot("bad")
+    await seek(bad)
+    await bad.until(Decision)
+    for _ in range(20):
+        await bad.send({"type": "ping"})
+    assert await bad.closed() == 4008
+    qualification = arena.arena.ladder.qualification
+    assert "bad" in qualification.failed and "bad" not in qualification.bots  # at once, not by a time-out later
+    # Back at once, it plays its qualification game to the end: failed still, never listed.
+    again = await arena.connect(arena.tokens["bad"])
+    await play_out(again, random_policy(3))
+    assert arena.arena.ladder.place("bad") != "listed" and "bad" in qualification.failed
+
+
 async def test_organizer_pauses_resumes_removes_and_resets(make_arena: Any) -> None:
     arena: Harness = await make_arena(**FAST)
     alice, bob = await gather(qualify(arena, "alice", 5), qualify(arena, "bob", 6))
