@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import secrets
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -39,6 +40,10 @@ class Leadership:
         self.parts = parts
         self.lease = Lease(bus.redis, PAIRING, node, LEASE_S, gained=self._gained, lost=self._lost)
         self.leader: str | None = None
+        self.leader_term: str | None = None
+        """The term of the leader's lead last heard (:class:`LeaderIs`)."""
+        self.term = ""
+        """This node's own lead's term, while it leads."""
         self.seeking: set[str] = set()
         """Bots connected here that seek ladder games (sent again to a new leader)."""
         self._calls: dict[int, asyncio.Future[LadderAnswer]] = {}
@@ -71,7 +76,7 @@ class Leadership:
         """Each tick, if this node leads: say so, and what the standings are (for the nodes
         that joined since)."""
         if self.leading:
-            self.bus.post(None, LeaderIs(self.node))
+            self.bus.post(None, LeaderIs(self.node, self.term))
             self.publish_standings(self.parts.ladder.table)
 
     def alive_now(self, alive: set[str]) -> None:
@@ -84,7 +89,8 @@ class Leadership:
 
     def _gained(self) -> None:
         self.leader = self.node
-        self.bus.post(None, LeaderIs(self.node))
+        self.term = self.leader_term = secrets.token_hex(4)
+        self.bus.post(None, LeaderIs(self.node, self.term))
         self._spawn(self._lead(), "taking the ladder's lead")
 
     async def _lead(self) -> None:
@@ -113,12 +119,14 @@ class Leadership:
         self.parts.tournaments.follow()
 
     def _on_leader_is(self, sender: str, m: LeaderIs) -> None:
-        if m.node == self.leader:
+        if (m.node, m.term) == (self.leader, self.leader_term):
             return
-        self.leader = m.node
+        self.leader, self.leader_term = m.node, m.term
         if m.node == self.node:
             return
-        for bot in sorted(self.seeking):  # a new leader learns who seeks from the nodes
+        # A new leader, or a new lead of the same one (it lost the lease and took it again:
+        # its ladder knows no seeker), learns who seeks from the nodes.
+        for bot in sorted(self.seeking):
             self.bus.post(m.node, FromBot(bot, Seek()))
 
     # ------------------------------------------------------------------ this node's bots, to the leader

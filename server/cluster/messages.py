@@ -172,9 +172,12 @@ class GameTold(msgspec.Struct, tag="game_told", frozen=True):
 
 
 class LeaderIs(msgspec.Struct, tag="leader_is", frozen=True):
-    """``node`` holds the pairing lease (said when it takes it, then every second)."""
+    """``node`` holds the pairing lease (said when it takes it, then every second); ``term``
+    names this lead of it: a leader that lost the lease and took it again (a Redis outage) has
+    a new term and a ladder that knows no seeker yet, so the nodes send their seeks again."""
 
     node: str
+    term: str = ""
 
 
 class Standings(msgspec.Struct, tag="standings", frozen=True):

@@ -254,15 +254,22 @@ class Director:
     # ------------------------------------------------------------------ the loop
 
     async def _loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        read = loop.time()
         while True:
             try:
                 await asyncio.wait_for(self._wake.wait(), TICK_S)
             except TimeoutError:
-                self._stored_changed = True
+                pass
             self._wake.clear()
+            if loop.time() - read >= TICK_S:
+                # An organizer's control sent to another node is known only from storage: read
+                # it every tick, also while games ending here wake the loop more often than that.
+                self._stored_changed = True
             try:
                 if self._stored_changed:  # not for each game's end: those are known here
                     self._stored_changed = False
+                    read = loop.time()
                     await self._refresh()
                 for run in list(self.runs.values()):
                     await self._step(run)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import msgspec
 from tournament_kit import create, finished, play, post, records
 
 from arena_testkit import Harness, LiveStream, gather, play_out, random_policy, wait_until
@@ -197,3 +198,31 @@ async def test_a_swiss_rounds_games_start_as_it_is_paired(make_arena: Any, monke
         for t in tasks:
             t.cancel()
     assert done["progress"] == {"planned": 12, "played": 12, "running": 0, "forfeits": 0}
+
+
+async def test_a_pause_stored_by_another_node_is_followed_while_games_keep_ending(make_arena: Any) -> None:
+    """In a cluster an organizer's pause sent to another node reaches the director only through
+    storage, read at least every tick. Games ending here wake the director more often than
+    that; before, each wake put the read off, and a paused tournament played its whole
+    schedule. Here the pause is stored as another node stores it, without a wake."""
+    arena: Harness = await make_arena()
+    bots = [await arena.bot(name) for name in ("ann", "ben")]
+    tasks = [asyncio.create_task(play(c, RandomBot(seed=i))) for i, c in enumerate(bots)]
+    director, storage = arena.arena.tournaments, arena.arena.storage
+    try:
+        tid = (await create(arena, participants=["ann", "ben"], games_per_pairing=400))["tournament_id"]
+        await post(arena, f"/api/tournaments/{tid}/start")
+        await wait_until(lambda: tid in director.runs and len(director.runs[tid].games) >= 4, 30,
+                         "no game of the tournament ended")
+        row = await storage.get_tournament(tid)
+        assert row is not None
+        assert await storage.set_tournament_state(msgspec.structs.replace(row, state="paused"), "running")
+        await wait_until(lambda: tid in director.runs and director.runs[tid].row.state == "paused", 5,
+                         "the director never read the pause")
+        await wait_until(lambda: not director.runs[tid].running, 30, "the running game never ended")
+        played = len(director.runs[tid].games)
+        view = await arena.get_json(f"/api/tournaments/{tid}")
+    finally:
+        for t in tasks:
+            t.cancel()
+    assert view["state"] == "paused" and view["progress"]["played"] == played < 400
