@@ -22,6 +22,7 @@ from protocol.messages import (
     CLOSE_HELLO_TIMEOUT,
     CLOSE_REPLACED,
     CLOSE_TLS_REQUIRED,
+    CLOSE_TRY_AGAIN_LATER,
     CLOSE_UNSUPPORTED_VERSION,
     PROTOCOL_VERSION,
     REQUEST_ID_MAX,
@@ -255,7 +256,15 @@ class Session:
         token_hash = hash_token(m.token)
         while True:  # a token retired while it was looked up is looked up again (Presence.retire)
             retirements = arena.presence.retirements
-            row = await arena.storage.bot_by_token_hash(token_hash)
+            try:
+                row = await arena.storage.bot_by_token_hash(token_hash)
+            except Exception as e:  # storage fails: the bot tries again soon, not after the hello's 10 s
+                recorder = arena.manager.recorder
+                recorder.faults.note("checking a hello's token", e)
+                conn.error("storage_unavailable", "the server cannot read its bots right now: connect again "
+                                                  "in a moment", retry_after=recorder.retry_after)
+                conn.close(CLOSE_TRY_AGAIN_LATER, "storage unavailable")
+                return
             if arena.presence.retirements == retirements:
                 break
         if row is None:

@@ -52,7 +52,7 @@ from arena_testkit import (
     stored_games,
     wait_until,
 )
-from protocol.messages import LadderStatus, LiveHealth
+from protocol.messages import CLOSE_TRY_AGAIN_LATER, PROTOCOL_VERSION, Error, LadderStatus, LiveHealth, Welcome
 from server.common.clock import utc_now
 from server.config import Settings
 from server.recording.recorder import GameRecorder
@@ -598,3 +598,28 @@ async def test_a_storage_call_that_never_returns_does_not_keep_the_server_from_s
     assert "did not stop within 0.2 s of being told to" in caplog.text
     released.set()
     await store.close()
+
+
+async def test_a_hello_while_the_bots_cannot_be_read_is_told_to_come_back(make_arena: Any) -> None:
+    """A database that cannot be read (PostgreSQL down) fails the token's lookup: the hello
+    gets ``storage_unavailable`` with ``retry_after`` and close 1013 at once, so the bot comes
+    back as soon as storage is, where it used to get ``internal_error`` and wait out the
+    hello's 10 s (and lose its running games' decisions meanwhile)."""
+    arena: Harness = await make_arena(storage_retry_max_s=0.2, storage_probe_s=0.2)
+    token = await arena.create_bot("alice")
+    store = arena.arena.storage
+    lookup = store.bot_by_token_hash
+
+    async def down(token_hash: str) -> Any:
+        raise sqlite3.OperationalError("unable to open database file")
+
+    store.bot_by_token_hash = down  # type: ignore[method-assign]
+    c = await arena.ws()
+    await c.send({"type": "hello", "protocol": PROTOCOL_VERSION, "token": token})
+    refused = await c.expect(Error)
+    assert refused.code == "storage_unavailable" and refused.retry_after is not None and refused.retry_after >= 1.0
+    assert await c.closed() == CLOSE_TRY_AGAIN_LATER
+    store.bot_by_token_hash = lookup  # type: ignore[method-assign]
+    back = await arena.ws()
+    await back.send({"type": "hello", "protocol": PROTOCOL_VERSION, "token": token})
+    assert (await back.expect(Welcome)).bot == "alice"

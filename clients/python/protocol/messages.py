@@ -375,6 +375,9 @@ CLOSE_GAME_HOST_LOST = 4010
 CLOSE_TOKEN_RETIRED = 4011
 """The token this connection said hello with was rotated or revoked (``POST`` or ``DELETE
 /api/bots/{name}/token``): reconnect only with the new one."""
+CLOSE_TRY_AGAIN_LATER = 1013
+"""A ``hello`` the server could not check because its storage fails (RFC 6455's "try again
+later"), after an ``error`` ``storage_unavailable``: connect again after its ``retry_after``."""
 CLOSE_TLS_REQUIRED = 4012
 """A ``hello`` with a token on a connection that did not arrive by TLS, on a server that
 requires it (``require_tls``)."""
