@@ -14,6 +14,7 @@ import aiohttp
 from arena_testkit import ADMIN, Harness, Seen, assert_ratings_replay, ladder_bot, stored_games, wait_until
 from conftest import MakeCluster
 from server.storage.postgres import PostgresStorage
+from test_cluster_games import bots_on
 
 BOTS = {"alpha": 0, "bravo": 1, "charlie": 2, "delta": 1}
 THINK = {"alpha": 0.0, "bravo": 0.02, "charlie": 0.0, "delta": 0.005}
@@ -107,3 +108,25 @@ async def test_a_control_sent_to_a_node_that_does_not_lead_is_refused_not_carrie
     answer = await c1.leadership.call_leader("pause", None)
     assert (answer.status, answer.body["error"]) == (503, "cluster_unavailable")
     assert await n2.arena.storage.get_setting("paused") != "1" and not n2.arena.ladder.paused
+
+
+async def test_a_leader_that_takes_the_lease_anew_hears_every_nodes_seeks_again(make_cluster: MakeCluster) -> None:
+    """A leader that lost the pairing lease and took it again (a Redis outage does that) leads a
+    ladder that knows no seeker; its ``leader_is`` names a new term, so the other nodes send
+    their bots' seeks again. Before, they heard the same leader and sent nothing, and their
+    bots stayed connected and seeking without ever being paired."""
+    n1, n2 = await make_cluster(2)
+    c1, c2 = n1.arena.cluster, n2.arena.cluster
+    assert c1 is not None and c2 is not None
+    await wait_until(lambda: c1.leading and c2.leader == "n1", 10, "n1 never led")
+    resp = await n1.client.post("/api/ladder/pause", headers={"Authorization": f"Bearer {ADMIN}"})
+    assert resp.status == 200  # paused: bob's seek stands and starts no qualification game
+    bob = (await bots_on([n1, n2], {"bob": 1}))["bob"]
+    await bob.send({"type": "seek"})
+    await wait_until(lambda: "bob" in n1.arena.ladder.seeking, 5, "the leader never heard bob seek")
+    term = c2.leadership.leader_term
+    c1.leadership._lost()  # the lease lost and taken again, as across a Redis outage
+    c1.leadership._gained()
+    await wait_until(lambda: n1.arena.ladder.leading and c2.leadership.leader_term != term, 5,
+                     "n1 did not lead again, or n2 did not hear its new term")
+    await wait_until(lambda: "bob" in n1.arena.ladder.seeking, 5, "bob's seek was not sent to the new lead")
