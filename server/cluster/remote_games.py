@@ -146,6 +146,8 @@ class RemoteGames:
         self._orphaned: dict[str, float] = {}
         """Games of other nodes whose host is gone, since when (loop time): they wait to be
         taken over."""
+        self._alive: set[str] | None = None
+        """The nodes alive at the last sweep (``None`` before the first)."""
         self._checking: set[str] = set()
         """Games whose host said it runs them no more, their rows being read (:meth:`_end_unheard`)."""
         self._spawn = spawn
@@ -228,6 +230,7 @@ class RemoteGames:
         took over nor gave up in time is lost here. Spectators of other nodes that watch
         nothing here any more (their games ended, their watch was refused) are forgotten, and
         those of nodes gone stop watching."""
+        self._alive = alive
         self._sweep_spectators(alive)
         now = asyncio.get_running_loop().time()
         for game_id in [g for g, p in self.placing.items() if now - p.since > PLACE_TIMEOUT_S]:
@@ -410,11 +413,14 @@ class RemoteGames:
         host = await self.learn_game(game_id)
         if host is None or host == self.node:
             return None
+        known = self.games.get(game_id)
+        as_last_heard = (known.game, NO_VIEW) if known is not None else None
+        if self._alive is not None and host not in self._alive:
+            return as_last_heard  # a dead host answers nobody: no need to wait for it
         try:
             answer = await self._ask(host, game_id, view=True)
         except ClusterUnavailable:
-            known = self.games.get(game_id)
-            return (known.game, NO_VIEW) if known is not None else None
+            return as_last_heard
         return (answer[1].game, answer[1].view) if answer is not None and answer[1].game is not None else None
 
     async def _ask(self, node: str | None, game_id: str, view: bool = False) -> tuple[str, GameTold] | None:

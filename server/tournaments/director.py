@@ -186,6 +186,7 @@ class Director:
         if not self.leading or self._leads != lead:  # the lead was lost meanwhile (and maybe won again)
             return
         self.runs = runs
+        self._hold()  # at once, not at the loop's first look: the ladder may pair meanwhile
         self._task = asyncio.get_running_loop().create_task(self._loop(), name="tournaments")
         if runs:
             log.info("running %d tournament(s) from storage", len(runs))

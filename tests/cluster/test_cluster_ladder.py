@@ -11,7 +11,18 @@ from typing import Any
 
 import aiohttp
 
-from arena_testkit import ADMIN, Harness, Seen, assert_ratings_replay, ladder_bot, stored_games, wait_until
+from arena_testkit import (
+    ADMIN,
+    Harness,
+    Seen,
+    assert_ratings_replay,
+    gather,
+    ladder_bot,
+    play_out,
+    random_policy,
+    stored_games,
+    wait_until,
+)
 from conftest import MakeCluster
 from server.storage.postgres import PostgresStorage
 from test_cluster_games import bots_on
@@ -130,3 +141,29 @@ async def test_a_leader_that_takes_the_lease_anew_hears_every_nodes_seeks_again(
     await wait_until(lambda: n1.arena.ladder.leading and c2.leadership.leader_term != term, 5,
                      "n1 did not lead again, or n2 did not hear its new term")
     await wait_until(lambda: "bob" in n1.arena.ladder.seeking, 5, "bob's seek was not sent to the new lead")
+
+
+async def test_a_game_whose_host_is_gone_is_read_without_asking_it(make_cluster: MakeCluster) -> None:
+    """A game last hosted by a node that is no longer alive is answered from what this node
+    heard of it, at once: a dead host answers nobody, and asking it cost each read of the game
+    the whole wait for an answer (2 s) while the node stayed down."""
+    n1, n2 = await make_cluster(2)
+    bots = await bots_on([n1, n2], {"alice": 1, "bob": 1})
+    game_id = await n2.start_game(["alice", "bob"])
+    await gather(play_out(bots["alice"], random_policy(1)), play_out(bots["bob"], random_policy(2)))
+    c1 = n1.arena.cluster
+    assert c1 is not None
+    remote = c1.remote_games
+    await wait_until(lambda: remote.host_of(game_id) == "n2", 5, "n1 never heard of the game")
+    await n2.client.close()  # n2 stops: the next sweep finds it gone
+    await wait_until(lambda: remote._alive is not None and "n2" not in remote._alive, 10, "n1 never found n2 gone")
+    asked: list[str] = []
+    ask = remote._ask
+
+    async def ask_noted(node: str | None, gid: str, view: bool = False) -> Any:
+        asked.append(gid)
+        return await ask(node, gid, view)
+
+    remote._ask = ask_noted  # type: ignore[method-assign]
+    body = await n1.get_json(f"/api/games/{game_id}")
+    assert body["game_id"] == game_id and body["status"] == "finished" and asked == []
